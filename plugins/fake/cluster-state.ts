@@ -1,0 +1,72 @@
+import { BackendError, notFound } from '../../src/cluster/errors.ts';
+import type { ClusterNode, ClusterShard, ClusterVm } from '../../src/cluster/types.ts';
+import type { SecondaryLagTable } from './secondary-lag.ts';
+import { compareIds } from './scheduling.ts';
+import { applyStrategyLabel, MAINTENANCE_STRATEGY_LABEL } from './strategy-label.ts';
+import { shardIdOf, type Topology } from './topology.ts';
+
+/** Labels every Kubernetes node carries, derived so a topology need not spell them out. */
+function wellKnownLabels(node: Topology['nodes'][number], name: string): Record<string, string> {
+  const labels: Record<string, string> = { 'kubernetes.io/hostname': name };
+  if (node.zone) labels['topology.kubernetes.io/zone'] = node.zone;
+  for (const role of node.roles) labels[`node-role.kubernetes.io/${role}`] = 'true';
+  return { ...labels, ...node.labels };
+}
+
+/** The simulated cluster's records, keyed by id and kept in id order for stable listings. */
+export class ClusterState {
+  readonly nodes = new Map<string, ClusterNode>();
+  readonly vms = new Map<string, ClusterVm>();
+  readonly shards = new Map<string, ClusterShard>();
+  /** What a fully warm secondary of each shard holds. */
+  readonly shardSizes = new Map<string, number>();
+
+  constructor(topology: Topology, lag: SecondaryLagTable) {
+    for (const n of [...topology.nodes].sort((a, b) => compareIds(a.id, b.id))) {
+      const name = n.name ?? `node-${n.id}`;
+      this.nodes.set(n.id, { ...n, name, roles: [...n.roles], labels: wellKnownLabels(n, name) });
+    }
+    for (const v of topology.vms) {
+      const id = `${v.namespace}/${v.name}`;
+      const status = v.status ?? (v.nodeId === null ? 'Stopped' : 'Running');
+      const vm: ClusterVm = { ...v, id, status, labels: { ...v.labels }, liveMigratableReason: v.liveMigratable ? null : v.liveMigratableReason };
+      // The label and the field are one fact; a topology may give either.
+      applyStrategyLabel(vm, v.maintenanceStrategyLabel ?? v.labels[MAINTENANCE_STRATEGY_LABEL] ?? null);
+      this.vms.set(id, vm);
+    }
+    for (const s of topology.shards) {
+      const id = shardIdOf(s);
+      const { secondaries, sizeBytes, ...rest } = s;
+      this.shards.set(id, { ...rest, id, secondaryNodeIds: secondaries.map((x) => x.nodeId) });
+      this.shardSizes.set(id, sizeBytes);
+      for (const sec of secondaries) {
+        lag.set(id, sec.nodeId, { bytesTotal: Math.max(sizeBytes, sec.lagBytes), lagBytes: sec.lagBytes, bytesPerSecond: sec.downloadBytesPerSecond, heatmapKnown: sec.heatmapKnown });
+      }
+    }
+  }
+
+  node(id: string): ClusterNode {
+    const node = this.nodes.get(id);
+    if (!node) throw notFound('node', id);
+    return node;
+  }
+
+  vm(id: string): ClusterVm {
+    const vm = this.vms.get(id);
+    if (!vm) throw notFound('vm', id);
+    return vm;
+  }
+
+  shard(id: string): ClusterShard {
+    const shard = this.shards.get(id);
+    if (!shard) throw notFound('shard', id);
+    return shard;
+  }
+
+  /** Reads still work on an OFFLINE node; actions touching it do not (contract). */
+  requireOnline(nodeId: string): ClusterNode {
+    const node = this.node(nodeId);
+    if (node.availability === 'OFFLINE') throw new BackendError('Unavailable', `node ${nodeId} is offline`, { kind: 'node', id: nodeId });
+    return node;
+  }
+}

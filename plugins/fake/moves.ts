@@ -1,0 +1,85 @@
+import type { ActionKind } from '../../src/cluster/backend.ts';
+import type { Clock } from '../../src/cluster/clock.ts';
+import type { BackendError } from '../../src/cluster/errors.ts';
+import type { FaultInjector } from './faults.ts';
+
+/** An action in flight on one subject (a node, a VM or a shard). */
+export interface Move {
+  readonly kind: ActionKind;
+  /** Where the subject is heading: migration/start target node, cut-over destination. */
+  readonly targetNodeId: string | undefined;
+  readonly promise: Promise<void>;
+  /** Cancels the move and rejects its promise; the caller sets the resulting state. */
+  abort(error: BackendError): void;
+}
+
+export interface MoveSpec {
+  kind: ActionKind;
+  latencyMs: number;
+  targetNodeId?: string;
+  /** A VM or shard id that the `stuck` fault applies to. */
+  stuckId?: string;
+  /** Applies the result; may throw (after restoring the state) when the world changed meanwhile. */
+  complete(): void;
+}
+
+/**
+ * Runs actions on the injected clock and keeps one move per subject, so that a repeated
+ * request can join the move in flight and node restarts can abort what touches them.
+ */
+export class MoveTracker {
+  private readonly moves = new Map<string, Move>();
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly faults: FaultInjector,
+  ) {}
+
+  get(key: string): Move | undefined {
+    return this.moves.get(key);
+  }
+
+  entries(): IterableIterator<[string, Move]> {
+    return this.moves.entries();
+  }
+
+  start(key: string, spec: MoveSpec): Promise<void> {
+    let settled = false;
+    let cancelTimer = () => {};
+    let cancelStuck = () => {};
+    let abort!: (error: BackendError) => void;
+    const promise = new Promise<void>((resolve, reject) => {
+      const settle = (error?: unknown) => {
+        if (settled) return;
+        settled = true;
+        this.moves.delete(key);
+        if (error === undefined) resolve();
+        else reject(error);
+      };
+      abort = (error) => {
+        cancelTimer();
+        cancelStuck();
+        settle(error);
+      };
+      cancelTimer = this.clock.setTimer(spec.latencyMs, () => {
+        const gate = spec.stuckId === undefined ? { promise: Promise.resolve(), cancel: () => {} } : this.faults.untilUnstuck(spec.stuckId);
+        cancelStuck = gate.cancel;
+        void gate.promise.then(() => {
+          if (settled) return;
+          try {
+            spec.complete();
+            settle();
+          } catch (error) {
+            settle(error);
+          }
+        });
+      });
+    });
+    this.moves.set(key, { kind: spec.kind, targetNodeId: spec.targetNodeId, promise, abort });
+    return promise;
+  }
+
+  abortAll(error: BackendError): void {
+    for (const move of [...this.moves.values()]) move.abort(error);
+  }
+}

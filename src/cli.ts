@@ -1,0 +1,60 @@
+import { parseArgs } from 'node:util';
+import { ConfigError } from './cluster/config.ts';
+import { createLogger } from './logger.ts';
+import { startLockkeeper } from './start.ts';
+
+const USAGE = `usage: lockkeeper <command>
+
+commands:
+  serve     run the gateway (GraphQL, GraphiQL, WebSocket subscriptions) on LOCKKEEPER_PORT (default 4000)
+
+environment:
+  LOCKKEEPER_CONFIG        config file (default ./lockkeeper.config.json, else the simulated demo cluster)
+  LOCKKEEPER_DATABASE_URL  SQLite database (default file:./data/lockkeeper.db)
+  LOCKKEEPER_PORT          HTTP port (default 4000)
+  LOCKKEEPER_HOST          address to bind (default 127.0.0.1)
+  LOCKKEEPER_LOG_LEVEL     pino level (default info)`;
+
+async function serve(): Promise<void> {
+  const log = createLogger();
+  let started;
+  try {
+    started = await startLockkeeper({ log });
+  } catch (e) {
+    // Start-up problems are the operator's to fix: say what and where, no stack trace.
+    const message = e instanceof Error ? e.message : String(e);
+    log.fatal({ err: e instanceof ConfigError ? undefined : e }, `start-up failed: ${message}`);
+    process.stderr.write(`lockkeeper: start-up failed: ${message}\n`);
+    process.exit(1);
+  }
+  const shutdown = (signal: string) => {
+    log.info({ signal }, 'shutting down');
+    started.app.stop().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        log.error({ err: e }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, strict: false, options: { help: { type: 'boolean', short: 'h' } } });
+  const command = positionals[0];
+  if (values.help || !command) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  switch (command) {
+    case 'serve':
+      return serve();
+    default:
+      process.stderr.write(`lockkeeper: unknown command "${command}"\n${USAGE}\n`);
+      process.exit(2);
+  }
+}
+
+await main(process.argv.slice(2));

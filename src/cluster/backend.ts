@@ -1,0 +1,134 @@
+import type {
+  ClusterEventListener,
+  ClusterNode,
+  ClusterShard,
+  ClusterVm,
+  RunStrategy,
+  SecondaryStatus,
+  VmMaintenanceTracking,
+} from './types.ts';
+
+/** Which workload kinds a backend serves. Optional behaviour is found here, never by plugin name. */
+export interface BackendCapabilities {
+  vms: boolean;
+  shards: boolean;
+}
+
+export interface VmFilter {
+  nodeId?: string;
+  namespace?: string;
+  /** Every pair must match the VM's labels. */
+  labels?: Record<string, string>;
+}
+
+export interface ShardFilter {
+  /** Shards attached to this node. */
+  attachedNodeId?: string;
+  /** Shards with a secondary on this node. */
+  secondaryNodeId?: string;
+  tenantId?: string;
+}
+
+/**
+ * The contract every cluster backend implements (DESIGN.md §2).
+ *
+ * Contracts that `test/contract/` checks for every plugin:
+ * - Reads of an unknown id resolve to null (`getX`) or are left out (`getXs` gives null
+ *   in that slot); they never throw NotFound.
+ * - Every action on an unknown id rejects with `BackendError('NotFound')`.
+ * - Every action is idempotent: asking for a state that already holds resolves at once
+ *   and changes nothing (no event).
+ * - Actions resolve when the change is complete as the backend sees it (the VM has
+ *   migrated, stopped or started; the shard's roles are swapped), and reject with a
+ *   BackendError otherwise. A node that is OFFLINE rejects actions touching it with
+ *   `Unavailable`.
+ * - Every change, whoever made it, is delivered to `watch` listeners after it happened.
+ * - VM methods are present when `capabilities.vms`; shard methods when `capabilities.shards`.
+ *   They reject with `Rejected` otherwise.
+ */
+export interface ClusterBackend {
+  readonly name: string;
+  readonly capabilities: BackendCapabilities;
+
+  // --- nodes
+  listNodes(): Promise<ClusterNode[]>;
+  getNode(id: string): Promise<ClusterNode | null>;
+  /** Batched read for DataLoader: one result slot per id, in order. */
+  getNodes(ids: readonly string[]): Promise<(ClusterNode | null)[]>;
+  cordonNode(id: string): Promise<void>;
+  uncordonNode(id: string): Promise<void>;
+
+  // --- virtual machines
+  listVms(filter?: VmFilter): Promise<ClusterVm[]>;
+  getVm(id: string): Promise<ClusterVm | null>;
+  getVms(ids: readonly string[]): Promise<(ClusterVm | null)[]>;
+  /**
+   * Live-migrates a running VM away from `fromNodeId` (to `toNodeId` when given, else
+   * where the backend schedules it). Resolves at once when the VM is no longer there.
+   */
+  migrateVm(id: string, options: { fromNodeId: string; toNodeId?: string }): Promise<void>;
+  /** Sets run strategy Halted and waits until the VM is stopped. */
+  stopVm(id: string): Promise<void>;
+  /** Sets `runStrategy` (not Halted) and waits until the VM runs, on `nodeId` when given and possible. */
+  startVm(id: string, options: { runStrategy: RunStrategy; nodeId?: string }): Promise<void>;
+  /** Sets (or with null removes) the maintenance-strategy label, unvalidated. */
+  setVmMaintenanceStrategyLabel(id: string, value: string | null): Promise<void>;
+  /** Records (or with null removes) restart tracking on the VM. */
+  setVmTracking(id: string, tracking: VmMaintenanceTracking | null): Promise<void>;
+
+  // --- tenant shards
+  listShards(filter?: ShardFilter): Promise<ClusterShard[]>;
+  getShard(id: string): Promise<ClusterShard | null>;
+  getShards(ids: readonly string[]): Promise<(ClusterShard | null)[]>;
+  /** How far the shard's secondary on `nodeId` lags. */
+  getSecondaryStatus(shardId: string, nodeId: string): Promise<SecondaryStatus>;
+  /**
+   * Swaps roles: the secondary on `toNodeId` becomes attached, `fromNodeId` keeps a
+   * secondary. Resolves at once when `toNodeId` is already attached. Rejects with
+   * Conflict when `toNodeId` holds no secondary or `fromNodeId` is not attached.
+   */
+  cutOverShard(id: string, options: { fromNodeId: string; toNodeId: string }): Promise<void>;
+
+  // --- changes
+  /** Subscribes to backend events; returns the unsubscribe function. */
+  watch(listener: ClusterEventListener): () => void;
+
+  /** Optional controls of a simulated backend; real backends leave this undefined. */
+  readonly simulation?: SimulationControls;
+
+  close(): Promise<void>;
+}
+
+export const ACTION_KINDS = ['cordon', 'migrate', 'stop', 'start', 'cutOver'] as const;
+export type ActionKind = (typeof ACTION_KINDS)[number];
+
+export interface LatencySettings {
+  /** Milliseconds for each action kind. */
+  migrate: number;
+  stop: number;
+  start: number;
+  cutOver: number;
+  cordon: number;
+}
+
+export interface FaultSettings {
+  /** Probability in [0, 1] that an action of this kind fails with a Transient error. */
+  failureRate: Partial<Record<ActionKind, number>>;
+  /** VMs or shards whose next moves never finish. */
+  stuck: string[];
+}
+
+/** Driving a simulated cluster: exposed as the `simulation` mutation field in GraphQL. */
+export interface SimulationControls {
+  /** The node restarts: goes OFFLINE, comes back, re-attaches (WARMING_UP), then heartbeats (ACTIVE). */
+  restartNode(nodeId: string): Promise<void>;
+  setNodeOnline(nodeId: string, online: boolean): Promise<void>;
+  setLatencies(latencies: Partial<LatencySettings>): LatencySettings;
+  getLatencies(): LatencySettings;
+  injectFaults(faults: Partial<FaultSettings>): FaultSettings;
+  clearFaults(): FaultSettings;
+  getFaults(): FaultSettings;
+  /** Sets how many bytes a secondary still has to download and how fast it does (bytes per second). */
+  setSecondaryLag(shardId: string, nodeId: string, lagBytes: number, downloadBytesPerSecond?: number): Promise<void>;
+  removeNode(nodeId: string): Promise<void>;
+}

@@ -1,0 +1,22 @@
+import type { z } from 'zod';
+import type { ClusterBackend } from './backend.ts';
+import type { Clock } from './clock.ts';
+
+export interface PluginContext {
+  clock: Clock;
+  /** Directory that relative paths in the plugin's options are resolved against. */
+  configDir: string;
+  log: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
+}
+
+/** What a plugin module exports as default. */
+export interface ClusterPlugin<Options = unknown> {
+  name: string;
+  /** Validates the plugin's `options` from the config; unknown keys must be rejected. */
+  optionsSchema: z.ZodType<Options>;
+  create(options: Options, context: PluginContext): Promise<ClusterBackend>;
+}
+
+export function definePlugin<Options>(plugin: ClusterPlugin<Options>): ClusterPlugin<Options> {
+  return plugin;
+}

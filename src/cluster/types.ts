@@ -1,0 +1,112 @@
+/** Value types a backend reports. Plain data: safe to copy, compare and serialise. */
+
+export type NodeAvailability = 'ACTIVE' | 'WARMING_UP' | 'OFFLINE';
+
+export interface ClusterNode {
+  /** Stable id: the Kubernetes node name, or the pageserver's numeric id as a string. */
+  id: string;
+  name: string;
+  zone: string | null;
+  /** e.g. `control-plane`, `etcd`, `worker`, `storage`. */
+  roles: string[];
+  availability: NodeAvailability;
+  cordoned: boolean;
+  labels: Record<string, string>;
+}
+
+/** KubeVirt run strategies. */
+export const RUN_STRATEGIES = ['Always', 'RerunOnFailure', 'Manual', 'Halted', 'Once'] as const;
+export type RunStrategy = (typeof RUN_STRATEGIES)[number];
+
+export const VM_STATUSES = ['Running', 'Stopped', 'Starting', 'Stopping', 'Migrating'] as const;
+export type VmStatus = (typeof VM_STATUSES)[number];
+
+export interface VolumeReplica {
+  nodeId: string;
+  healthy: boolean;
+}
+
+export interface VmVolume {
+  name: string;
+  replicas: VolumeReplica[];
+}
+
+export type NodeSelectorOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+
+export interface NodeSelectorRequirement {
+  key: string;
+  operator: NodeSelectorOperator;
+  values: string[];
+}
+
+/** One term of a required node affinity: all its requirements must hold (terms are ORed). */
+export interface NodeSelectorTerm {
+  matchExpressions: NodeSelectorRequirement[];
+}
+
+/**
+ * Restart tracking recorded on a VM before a maintenance stop (spec vm-maintenance T1).
+ * Kept on the VM itself (Kubernetes: annotations) so that other tools see it too.
+ */
+export interface VmMaintenanceTracking {
+  nodeName: string;
+  /** The strategy in force when the VM was stopped (T3: the restart decision uses this). */
+  strategy: string;
+  /** Run strategy before the stop, restored on restart (T2). */
+  savedRunStrategy: RunStrategy | null;
+}
+
+export interface ClusterVm {
+  /** `namespace/name`. */
+  id: string;
+  namespace: string;
+  name: string;
+  /** Node the VM runs on; null while it has no running instance. */
+  nodeId: string | null;
+  runStrategy: RunStrategy;
+  status: VmStatus;
+  /** Raw value of the maintenance-strategy label, unvalidated (spec V2); null when unset. */
+  maintenanceStrategyLabel: string | null;
+  labels: Record<string, string>;
+  volumes: VmVolume[];
+  /** The backend's own verdict (KubeVirt: VMI condition LiveMigratable). */
+  liveMigratable: boolean;
+  /** Why it is not live-migratable, e.g. `HostDeviceNotLiveMigratable`; null when it is. */
+  liveMigratableReason: string | null;
+  nodeSelector: Record<string, string>;
+  requiredNodeAffinity: NodeSelectorTerm[];
+  tracking: VmMaintenanceTracking | null;
+}
+
+export const SHARD_POLICIES = ['ACTIVE', 'ESSENTIAL', 'PAUSE', 'STOP'] as const;
+export type ShardPolicy = (typeof SHARD_POLICIES)[number];
+
+export interface ClusterShard {
+  /** Neon's tenant shard id: `<tenant>-<number:02x><count:02x>`, or the tenant id when unsharded. */
+  id: string;
+  tenantId: string;
+  shardNumber: number;
+  shardCount: number;
+  attachedNodeId: string;
+  secondaryNodeIds: string[];
+  preferredZone: string | null;
+  policy: ShardPolicy;
+}
+
+/** A secondary location's download progress. `heatmapMtime` null means the lag is unknown. */
+export interface SecondaryStatus {
+  bytesTotal: number;
+  bytesDownloaded: number;
+  heatmapMtime: number | null;
+}
+
+export type ClusterEvent =
+  | { type: 'nodeChanged'; node: ClusterNode }
+  | { type: 'nodeRemoved'; nodeId: string }
+  /** A node came back from a restart and re-attached (storage spec §2). */
+  | { type: 'nodeReattached'; nodeId: string }
+  | { type: 'vmChanged'; vm: ClusterVm }
+  | { type: 'vmRemoved'; vmId: string }
+  | { type: 'shardChanged'; shard: ClusterShard };
+
+export type ClusterEventListener = (event: ClusterEvent) => void;

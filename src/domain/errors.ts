@@ -1,0 +1,72 @@
+/**
+ * Errors a caller can act on. GraphQL exposes each as a typed member of a mutation's or
+ * query's result union; the REST facade maps them to status codes. Anything else is an
+ * unexpected fault and is masked.
+ */
+export abstract class LockkeeperError extends Error {
+  abstract readonly code: string;
+}
+
+export type SubjectKind = 'node' | 'vm' | 'shard' | 'operation';
+
+export class NotFoundError extends LockkeeperError {
+  readonly code = 'NOT_FOUND';
+  constructor(
+    readonly kind: SubjectKind,
+    readonly id: string,
+  ) {
+    super(`${kind} ${id} not found`);
+  }
+}
+
+export class ConflictError extends LockkeeperError {
+  readonly code = 'CONFLICT';
+  constructor(
+    message: string,
+    readonly operationId: string | null = null,
+  ) {
+    super(message);
+  }
+}
+
+export class UnavailableError extends LockkeeperError {
+  readonly code = 'UNAVAILABLE';
+  constructor(
+    message: string,
+    readonly nodeId: string | null = null,
+  ) {
+    super(message);
+  }
+}
+
+export class PreconditionFailedError extends LockkeeperError {
+  readonly code = 'PRECONDITION_FAILED';
+  constructor(
+    /** Machine-readable reason, e.g. NO_OTHER_SCHEDULABLE_NODES. */
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class InvalidInputError extends LockkeeperError {
+  readonly code = 'INVALID_INPUT';
+  constructor(
+    readonly field: string,
+    readonly value: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class OperationLimitReachedError extends LockkeeperError {
+  readonly code = 'OPERATION_LIMIT_REACHED';
+  constructor(
+    readonly limit: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,19 @@
+import { createPubSub } from 'graphql-yoga';
+import type { ClusterNode, ClusterShard, ClusterVm } from '../cluster/types.ts';
+
+/** A VM or shard changed (or disappeared). */
+export type WorkloadChange =
+  | { kind: 'VM'; id: string; removed: boolean; vm: ClusterVm | null }
+  | { kind: 'SHARD'; id: string; removed: boolean; shard: ClusterShard | null };
+
+/** Topics and payloads of the in-process event bus behind subscriptions. */
+export type BusTopics = {
+  nodeChanged: [ClusterNode];
+  workloadChanged: [WorkloadChange];
+};
+
+export type EventBus = ReturnType<typeof createEventBus>;
+
+export function createEventBus() {
+  return createPubSub<BusTopics>();
+}

@@ -1,0 +1,23 @@
+import DataLoader from 'dataloader';
+import type { ClusterBackend } from '../cluster/backend.ts';
+import type { ClusterNode, ClusterShard, ClusterVm } from '../cluster/types.ts';
+
+/**
+ * Per-request batching of backend reads: however many rows a query returns, the nodes,
+ * VMs and shards they point at are fetched with one batched call per kind and tick.
+ */
+export function createLoaders(backend: ClusterBackend) {
+  return {
+    node: new DataLoader<string, ClusterNode | null>((ids) => backend.getNodes(ids)),
+    vm: new DataLoader<string, ClusterVm | null>((ids) => backend.getVms(ids)),
+    shard: new DataLoader<string, ClusterShard | null>((ids) => backend.getShards(ids)),
+  };
+}
+
+export type Loaders = ReturnType<typeof createLoaders>;
+
+/** Seeds the loaders with rows a list call already returned, so their fields cost no further read. */
+export function primeNodes(loaders: Loaders, nodes: ClusterNode[]): ClusterNode[] {
+  for (const node of nodes) loaders.node.prime(node.id, node);
+  return nodes;
+}

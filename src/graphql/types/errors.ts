@@ -1,0 +1,61 @@
+import {
+  ConflictError,
+  InvalidInputError,
+  LockkeeperError,
+  NotFoundError,
+  OperationLimitReachedError,
+  PreconditionFailedError,
+  UnavailableError,
+} from '../../domain/errors.ts';
+import { builder } from '../builder.ts';
+
+/** Every typed error implements this, so clients can always ask `... on Error { code message }`. */
+export const ErrorInterface = builder.interfaceRef<LockkeeperError>('Error').implement({
+  fields: (t) => ({
+    message: t.exposeString('message'),
+    code: t.exposeString('code', { description: 'Stable machine-readable code, e.g. NOT_FOUND.' }),
+  }),
+});
+
+export const SubjectKindEnum = builder.enumType('SubjectKind', {
+  values: { NODE: { value: 'node' }, VM: { value: 'vm' }, SHARD: { value: 'shard' }, OPERATION: { value: 'operation' } } as const,
+});
+
+builder.objectType(NotFoundError, {
+  name: 'NotFoundError',
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    kind: t.field({ type: SubjectKindEnum, resolve: (e) => e.kind }),
+    id: t.exposeID('id'),
+  }),
+});
+
+builder.objectType(ConflictError, {
+  name: 'ConflictError',
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ operationId: t.exposeID('operationId', { nullable: true }) }),
+});
+
+builder.objectType(UnavailableError, {
+  name: 'UnavailableError',
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ nodeId: t.exposeID('nodeId', { nullable: true }) }),
+});
+
+builder.objectType(PreconditionFailedError, {
+  name: 'PreconditionFailedError',
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ reason: t.exposeString('reason') }),
+});
+
+builder.objectType(InvalidInputError, {
+  name: 'InvalidInputError',
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ field: t.exposeString('field'), value: t.exposeString('value') }),
+});
+
+builder.objectType(OperationLimitReachedError, {
+  name: 'OperationLimitReachedError',
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ limit: t.exposeInt('limit') }),
+});
