@@ -1,0 +1,48 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseConfig } from '../../src/cluster/config.ts';
+
+function dirWithConfig(content: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'lk-config-'));
+  writeFileSync(join(dir, 'lockkeeper.config.json'), content);
+  return dir;
+}
+
+describe('config loading', () => {
+  it('defaults to the simulated cluster when no file exists', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lk-config-'));
+    const loaded = loadConfig({}, dir);
+    expect(loaded.file).toBeNull();
+    expect(loaded.config.plugins).toEqual([{ name: 'fake', options: {} }]);
+  });
+
+  it('reads ./lockkeeper.config.json and LOCKKEEPER_CONFIG', () => {
+    const dir = dirWithConfig('{"server":{"port":4100}}');
+    expect(loadConfig({}, dir).config.server.port).toBe(4100);
+    const other = join(dir, 'other.json');
+    writeFileSync(other, '{"server":{"port":4200}}');
+    const loaded = loadConfig({ LOCKKEEPER_CONFIG: other }, dir);
+    expect(loaded.config.server.port).toBe(4200);
+    expect(loaded.file).toBe(other);
+  });
+
+  it('names an unknown key, nested or at the top', () => {
+    expect(() => parseConfig({ servr: {} }, 'x.json')).toThrow(/servr: unknown key/);
+    expect(() => parseConfig({ server: { prot: 1 } }, 'x.json')).toThrow(/server\.prot: unknown key/);
+    expect(() => parseConfig({ plugins: [{ name: 'fake', opts: {} }] }, 'x.json')).toThrow(/plugins\[0\]\.opts: unknown key/);
+  });
+
+  it('names a key with a bad value', () => {
+    expect(() => parseConfig({ server: { port: 'four' } }, 'x.json')).toThrow(ConfigError);
+    expect(() => parseConfig({ server: { port: 'four' } }, 'x.json')).toThrow(/server\.port/);
+    expect(() => parseConfig({ plugins: [] }, 'x.json')).toThrow(/plugins/);
+  });
+
+  it('refuses a LOCKKEEPER_CONFIG that does not exist, and invalid JSON', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lk-config-'));
+    expect(() => loadConfig({ LOCKKEEPER_CONFIG: 'missing.json' }, dir)).toThrow(/missing\.json.*does not exist/);
+    expect(() => loadConfig({}, dirWithConfig('{ not json'))).toThrow(/not valid JSON/);
+  });
+});
