@@ -1,6 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  resolve: {
+    // graphql@16 ships CJS (main) and ESM (module) builds. Node, and so every dependency,
+    // loads the CJS one; Vite would give our sources the ESM one, and graphql refuses
+    // types from "another realm". One copy for all.
+    alias: [{ find: /^graphql$/, replacement: 'graphql/index.js' }],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
