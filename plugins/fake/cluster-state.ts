@@ -26,18 +26,18 @@ export class ClusterState {
       const name = n.name ?? `node-${n.id}`;
       this.nodes.set(n.id, { ...n, name, roles: [...n.roles], labels: wellKnownLabels(n, name) });
     }
-    for (const v of topology.vms) {
+    for (const v of [...topology.vms].sort((a, b) => compareIds(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`))) {
       const id = `${v.namespace}/${v.name}`;
       const status = v.status ?? (v.nodeId === null ? 'Stopped' : 'Running');
-      const vm: ClusterVm = { ...v, id, status, labels: { ...v.labels }, liveMigratableReason: v.liveMigratable ? null : v.liveMigratableReason };
+      const vm: ClusterVm = { id, ...v, status, labels: { ...v.labels }, liveMigratableReason: v.liveMigratable ? null : v.liveMigratableReason };
       // The label and the field are one fact; a topology may give either.
       applyStrategyLabel(vm, v.maintenanceStrategyLabel ?? v.labels[MAINTENANCE_STRATEGY_LABEL] ?? null);
       this.vms.set(id, vm);
     }
-    for (const s of topology.shards) {
+    for (const s of [...topology.shards].sort((a, b) => compareIds(shardIdOf(a), shardIdOf(b)))) {
       const id = shardIdOf(s);
       const { secondaries, sizeBytes, ...rest } = s;
-      this.shards.set(id, { ...rest, id, secondaryNodeIds: secondaries.map((x) => x.nodeId) });
+      this.shards.set(id, { id, ...rest, secondaryNodeIds: secondaries.map((x) => x.nodeId) });
       this.shardSizes.set(id, sizeBytes);
       for (const sec of secondaries) {
         lag.set(id, sec.nodeId, { bytesTotal: Math.max(sizeBytes, sec.lagBytes), lagBytes: sec.lagBytes, bytesPerSecond: sec.downloadBytesPerSecond, heatmapKnown: sec.heatmapKnown });

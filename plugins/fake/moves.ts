@@ -8,6 +8,8 @@ export interface Move {
   readonly kind: ActionKind;
   /** Where the subject is heading: migration/start target node, cut-over destination. */
   readonly targetNodeId: string | undefined;
+  /** What the move is for when the kind alone does not say, e.g. cordon vs. uncordon. */
+  readonly goal: string | undefined;
   readonly promise: Promise<void>;
   /** Cancels the move and rejects its promise; the caller sets the resulting state. */
   abort(error: BackendError): void;
@@ -17,6 +19,7 @@ export interface MoveSpec {
   kind: ActionKind;
   latencyMs: number;
   targetNodeId?: string;
+  goal?: string;
   /** A VM or shard id that the `stuck` fault applies to. */
   stuckId?: string;
   /** Applies the result; may throw (after restoring the state) when the world changed meanwhile. */
@@ -75,7 +78,7 @@ export class MoveTracker {
         });
       });
     });
-    this.moves.set(key, { kind: spec.kind, targetNodeId: spec.targetNodeId, promise, abort });
+    this.moves.set(key, { kind: spec.kind, targetNodeId: spec.targetNodeId, goal: spec.goal, promise, abort });
     return promise;
   }
 

@@ -18,8 +18,6 @@ export interface Runtime {
   latencies: LatencySettings;
   readonly restartDelayMs: number;
   readonly heartbeatIntervalMs: number;
-  /** Timers of node restarts and heartbeats, per node, so removal and close can cancel them. */
-  readonly nodeTimers: Map<string, () => void>;
 }
 
 export const nodeChanged = (rt: Runtime, node: ClusterNode) => rt.hub.emit({ type: 'nodeChanged', node });

@@ -71,7 +71,7 @@ export async function migrateVm(rt: Runtime, id: string, options: { fromNodeId: 
 export async function stopVm(rt: Runtime, id: string): Promise<void> {
   const vm = rt.state.vm(id);
   const key = moveKey('vm', id);
-  if (rt.moves.get(key)?.kind !== 'stop' && vm.runStrategy === 'Halted' && vm.status === 'Stopped') return;
+  if (vm.runStrategy === 'Halted' && vm.status === 'Stopped') return;
   const joined = joinOrRefuse(rt.moves.get(key), 'stop', id);
   if (joined) return joined;
   if (vm.nodeId !== null) rt.state.requireOnline(vm.nodeId);

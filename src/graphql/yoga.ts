@@ -2,6 +2,7 @@ import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import type { Logger } from '../logger.ts';
 import { createContext, type AppServices, type GraphQLContext } from './context.ts';
+import { useBadRequestStatus } from './bad-request-status.ts';
 import { buildSchema } from './schema.ts';
 
 export const GRAPHQL_PATH = '/graphql';
@@ -21,6 +22,7 @@ export function createGraphQLHandler(services: AppServices, log: Logger): Lockke
     graphiql: { title: 'Lockkeeper', subscriptionsProtocol: 'WS' },
     landingPage: false,
     maskedErrors: true,
+    plugins: [useBadRequestStatus()],
     logging: {
       debug: (...args) => log.debug({ args }, 'graphql'),
       info: (...args) => log.info({ args }, 'graphql'),

@@ -1,0 +1,40 @@
+import { systemClock, type Clock } from '../../src/cluster/clock.ts';
+import { demoTopology } from './demo-topology.ts';
+import { DEFAULT_LATENCIES_MS, fakeOptionsSchema, type FakeOptions, type FakeOptionsInput } from './options.ts';
+import { SimulatedCluster } from './simulated-cluster.ts';
+import { emptyTopology, topologySchema, type Topology } from './topology.ts';
+
+export interface CreateSimulatedClusterOptions extends FakeOptionsInput {
+  /** Defaults to the system clock; tests pass a VirtualClock. */
+  clock?: Clock;
+  onListenerError?: (error: unknown) => void;
+}
+
+function resolveTopology(topology: FakeOptions['topology']): Topology {
+  if (topology === 'demo') return topologySchema.parse(demoTopology());
+  if (topology === 'empty') return topologySchema.parse(emptyTopology());
+  return topology;
+}
+
+/** Builds from options already validated by `fakeOptionsSchema` (the plugin path). */
+export function clusterFromOptions(options: FakeOptions, clock: Clock, onListenerError?: (error: unknown) => void): SimulatedCluster {
+  return new SimulatedCluster({
+    topology: resolveTopology(options.topology),
+    clock,
+    latencies: { ...DEFAULT_LATENCIES_MS, ...options.latenciesMs },
+    restartDelayMs: options.restartDelayMs,
+    heartbeatIntervalMs: options.heartbeatIntervalMs,
+    secondaryDownloadBytesPerSecond: options.secondaryDownloadBytesPerSecond,
+    seed: options.seed,
+    onListenerError,
+  });
+}
+
+/**
+ * A simulated cluster straight from code, without the plugin registry: the options are the
+ * plugin's (validated the same way, so mistakes throw a ZodError naming the field) plus a clock.
+ */
+export function createSimulatedCluster(options: CreateSimulatedClusterOptions = {}): SimulatedCluster {
+  const { clock = systemClock, onListenerError, ...pluginOptions } = options;
+  return clusterFromOptions(fakeOptionsSchema.parse(pluginOptions), clock, onListenerError);
+}

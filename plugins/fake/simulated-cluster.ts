@@ -1,0 +1,236 @@
+import type {
+  BackendCapabilities,
+  ClusterBackend,
+  FaultSettings,
+  LatencySettings,
+  ShardFilter,
+  SimulationControls,
+  VmFilter,
+} from '../../src/cluster/backend.ts';
+import type { Clock } from '../../src/cluster/clock.ts';
+import { BackendError } from '../../src/cluster/errors.ts';
+import type {
+  ClusterEventListener,
+  ClusterNode,
+  ClusterShard,
+  ClusterVm,
+  RunStrategy,
+  SecondaryStatus,
+  VmMaintenanceTracking,
+} from '../../src/cluster/types.ts';
+import { ClusterState } from './cluster-state.ts';
+import { copyNode, copyShard, copyVm } from './copy.ts';
+import { EventHub } from './event-hub.ts';
+import { FaultInjector } from './faults.ts';
+import { MoveTracker } from './moves.ts';
+import { NodeLifecycle } from './node-lifecycle.ts';
+import { setCordoned } from './node-actions.ts';
+import { latenciesSchema } from './options.ts';
+import type { Runtime } from './runtime.ts';
+import { SecondaryLagTable } from './secondary-lag.ts';
+import * as shards from './shard-actions.ts';
+import type { Topology } from './topology.ts';
+import * as vms from './vm-actions.ts';
+
+/** Everything a SimulatedCluster is built from, already validated (see createSimulatedCluster). */
+export interface SimulatedClusterConfig {
+  topology: Topology;
+  clock: Clock;
+  latencies: LatencySettings;
+  restartDelayMs: number;
+  heartbeatIntervalMs: number;
+  secondaryDownloadBytesPerSecond: number;
+  seed: number;
+  /** Where exceptions thrown by watch listeners go (they never break delivery to the others). */
+  onListenerError?: (error: unknown) => void;
+}
+
+const matchesVmFilter = (vm: ClusterVm, f: VmFilter) =>
+  (f.nodeId === undefined || vm.nodeId === f.nodeId) &&
+  (f.namespace === undefined || vm.namespace === f.namespace) &&
+  Object.entries(f.labels ?? {}).every(([k, v]) => vm.labels[k] === v);
+
+const matchesShardFilter = (s: ClusterShard, f: ShardFilter) =>
+  (f.attachedNodeId === undefined || s.attachedNodeId === f.attachedNodeId) &&
+  (f.secondaryNodeId === undefined || s.secondaryNodeIds.includes(f.secondaryNodeId)) &&
+  (f.tenantId === undefined || s.tenantId === f.tenantId);
+
+/**
+ * The in-memory simulated cluster: a hyperconverged cluster serving VMs and tenant shards.
+ * All timing runs on the injected clock and all randomness on a seeded PRNG, so a test
+ * with a VirtualClock replays exactly.
+ */
+export class SimulatedCluster implements ClusterBackend {
+  readonly name = 'fake';
+  readonly capabilities: BackendCapabilities = { vms: true, shards: true };
+  /** Calls per method name, so tests can prove that reads are batched (DataLoader). */
+  readonly callCounts = new Map<string, number>();
+  readonly simulation: SimulationControls;
+
+  private readonly rt: Runtime;
+  private readonly lifecycle: NodeLifecycle;
+  private closed = false;
+
+  constructor(config: SimulatedClusterConfig) {
+    const faults = new FaultInjector(config.seed);
+    const lag = new SecondaryLagTable(() => config.clock.now(), config.secondaryDownloadBytesPerSecond);
+    this.rt = {
+      clock: config.clock,
+      state: new ClusterState(config.topology, lag),
+      hub: new EventHub(config.onListenerError),
+      faults,
+      moves: new MoveTracker(config.clock, faults),
+      lag,
+      latencies: { ...config.latencies },
+      restartDelayMs: config.restartDelayMs,
+      heartbeatIntervalMs: config.heartbeatIntervalMs,
+    };
+    this.lifecycle = new NodeLifecycle(this.rt);
+    this.simulation = this.createSimulationControls();
+  }
+
+  // --- nodes
+
+  listNodes(): Promise<ClusterNode[]> {
+    return this.call('listNodes', async () => [...this.rt.state.nodes.values()].map(copyNode));
+  }
+
+  getNode(id: string): Promise<ClusterNode | null> {
+    return this.call('getNode', async () => this.readNode(id));
+  }
+
+  getNodes(ids: readonly string[]): Promise<(ClusterNode | null)[]> {
+    return this.call('getNodes', async () => ids.map((id) => this.readNode(id)));
+  }
+
+  cordonNode(id: string): Promise<void> {
+    return this.call('cordonNode', () => setCordoned(this.rt, id, true));
+  }
+
+  uncordonNode(id: string): Promise<void> {
+    return this.call('uncordonNode', () => setCordoned(this.rt, id, false));
+  }
+
+  // --- virtual machines
+
+  listVms(filter: VmFilter = {}): Promise<ClusterVm[]> {
+    return this.call('listVms', async () => [...this.rt.state.vms.values()].filter((vm) => matchesVmFilter(vm, filter)).map(copyVm));
+  }
+
+  getVm(id: string): Promise<ClusterVm | null> {
+    return this.call('getVm', async () => this.readVm(id));
+  }
+
+  getVms(ids: readonly string[]): Promise<(ClusterVm | null)[]> {
+    return this.call('getVms', async () => ids.map((id) => this.readVm(id)));
+  }
+
+  migrateVm(id: string, options: { fromNodeId: string; toNodeId?: string }): Promise<void> {
+    return this.call('migrateVm', () => vms.migrateVm(this.rt, id, options));
+  }
+
+  stopVm(id: string): Promise<void> {
+    return this.call('stopVm', () => vms.stopVm(this.rt, id));
+  }
+
+  startVm(id: string, options: { runStrategy: RunStrategy; nodeId?: string }): Promise<void> {
+    return this.call('startVm', () => vms.startVm(this.rt, id, options));
+  }
+
+  setVmMaintenanceStrategyLabel(id: string, value: string | null): Promise<void> {
+    return this.call('setVmMaintenanceStrategyLabel', () => vms.setVmMaintenanceStrategyLabel(this.rt, id, value));
+  }
+
+  setVmTracking(id: string, tracking: VmMaintenanceTracking | null): Promise<void> {
+    return this.call('setVmTracking', () => vms.setVmTracking(this.rt, id, tracking));
+  }
+
+  // --- tenant shards
+
+  listShards(filter: ShardFilter = {}): Promise<ClusterShard[]> {
+    return this.call('listShards', async () =>
+      [...this.rt.state.shards.values()].filter((s) => matchesShardFilter(s, filter)).map(copyShard),
+    );
+  }
+
+  getShard(id: string): Promise<ClusterShard | null> {
+    return this.call('getShard', async () => this.readShard(id));
+  }
+
+  getShards(ids: readonly string[]): Promise<(ClusterShard | null)[]> {
+    return this.call('getShards', async () => ids.map((id) => this.readShard(id)));
+  }
+
+  getSecondaryStatus(shardId: string, nodeId: string): Promise<SecondaryStatus> {
+    return this.call('getSecondaryStatus', () => shards.getSecondaryStatus(this.rt, shardId, nodeId));
+  }
+
+  cutOverShard(id: string, options: { fromNodeId: string; toNodeId: string }): Promise<void> {
+    return this.call('cutOverShard', () => shards.cutOverShard(this.rt, id, options));
+  }
+
+  // --- changes
+
+  watch(listener: ClusterEventListener): () => void {
+    this.count('watch');
+    return this.rt.hub.watch(listener);
+  }
+
+  /** Aborts moves in flight (they reject Unavailable), stops node timers and drops listeners. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.rt.moves.abortAll(new BackendError('Unavailable', 'the simulated cluster was closed'));
+    this.lifecycle.close();
+    this.rt.hub.clear();
+  }
+
+  private readNode(id: string): ClusterNode | null {
+    const node = this.rt.state.nodes.get(id);
+    return node ? copyNode(node) : null;
+  }
+
+  private readVm(id: string): ClusterVm | null {
+    const vm = this.rt.state.vms.get(id);
+    return vm ? copyVm(vm) : null;
+  }
+
+  private readShard(id: string): ClusterShard | null {
+    const shard = this.rt.state.shards.get(id);
+    return shard ? copyShard(shard) : null;
+  }
+
+  private count(name: string): void {
+    this.callCounts.set(name, (this.callCounts.get(name) ?? 0) + 1);
+  }
+
+  private call<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    this.count(name);
+    if (this.closed) return Promise.reject(new BackendError('Unavailable', 'the simulated cluster was closed'));
+    return fn();
+  }
+
+  private createSimulationControls(): SimulationControls {
+    const rt = this.rt;
+    const lifecycle = this.lifecycle;
+    const sim = (name: string) => `simulation.${name}`;
+    return {
+      restartNode: (nodeId) => this.call(sim('restartNode'), () => lifecycle.restartNode(nodeId)),
+      setNodeOnline: (nodeId, online) => this.call(sim('setNodeOnline'), () => lifecycle.setNodeOnline(nodeId, online)),
+      removeNode: (nodeId) => this.call(sim('removeNode'), () => lifecycle.removeNode(nodeId)),
+      setSecondaryLag: (shardId, nodeId, lagBytes, bytesPerSecond) =>
+        this.call(sim('setSecondaryLag'), () => shards.setSecondaryLag(rt, shardId, nodeId, lagBytes, bytesPerSecond)),
+      setLatencies(latencies: Partial<LatencySettings>): LatencySettings {
+        const parsed = latenciesSchema.safeParse(latencies);
+        if (!parsed.success) throw new BackendError('Rejected', `invalid latencies: ${parsed.error.message}`);
+        const given = Object.entries(parsed.data).filter(([, ms]) => ms !== undefined);
+        rt.latencies = { ...rt.latencies, ...Object.fromEntries(given) };
+        return { ...rt.latencies };
+      },
+      getLatencies: () => ({ ...rt.latencies }),
+      injectFaults: (faults: Partial<FaultSettings>) => rt.faults.inject(faults),
+      clearFaults: () => rt.faults.clear(),
+      getFaults: () => rt.faults.get(),
+    };
+  }
+}

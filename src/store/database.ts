@@ -1,0 +1,173 @@
+/**
+ * Opening the embedded SQLite store (DESIGN.md §3): resolve the file, refuse anything
+ * that is not a SQLite database, set pragmas, apply migrations, then hand out a Prisma
+ * client on the better-sqlite3 driver adapter.
+ *
+ * An existing file is never deleted, truncated or re-created: a corrupted or locked
+ * database is reported as a {@link DatabaseOpenError} naming the file and the cause, and
+ * left exactly as it was for an operator to inspect.
+ */
+import { closeSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
+import BetterSqlite3 from 'better-sqlite3';
+import { PrismaClient } from './generated/client.ts';
+import { migrate, type MigrateResult } from './migrate.ts';
+
+export const DATABASE_URL_ENV = 'LOCKKEEPER_DATABASE_URL';
+export const DEFAULT_DATABASE_URL = 'file:./data/lockkeeper.db';
+/** How long a statement waits for another connection's lock before failing (SQLite busy_timeout). */
+export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
+
+export interface OpenDatabaseOptions {
+  /**
+   * `file:<path>` (or a plain path). Relative paths are resolved against `cwd`.
+   * When omitted: `$LOCKKEEPER_DATABASE_URL`, else `file:./data/lockkeeper.db`.
+   */
+  url?: string;
+  /** Base directory for a relative path in the URL; default `process.cwd()`. */
+  cwd?: string;
+  /** SQLite busy_timeout for our connections; default {@link DEFAULT_BUSY_TIMEOUT_MS}. */
+  busyTimeoutMs?: number;
+  /** Where the migrations live; default `prisma/migrations/` of this checkout. */
+  migrationsDir?: string;
+}
+
+export interface Database {
+  prisma: PrismaClient;
+  /** Absolute path of the SQLite file. */
+  file: string;
+  /** What the migrator did while opening. */
+  migrations: MigrateResult;
+  /** Disconnects Prisma. Idempotent: later calls return the same promise. */
+  close(): Promise<void>;
+}
+
+/** The database could not be opened: not a SQLite file, locked, unreadable, bad migrations... */
+export class DatabaseOpenError extends Error {
+  override readonly name = 'DatabaseOpenError';
+  constructor(
+    /** Absolute path of the database file (or the URL when it could not be resolved). */
+    readonly file: string,
+    cause: unknown,
+  ) {
+    super(`cannot open database ${file}: ${describe(cause)}`, { cause });
+  }
+}
+
+function describe(cause: unknown): string {
+  if (cause instanceof Error) {
+    const code = (cause as { code?: unknown }).code;
+    return typeof code === 'string' && !cause.message.includes(code) ? `${cause.message} (${code})` : cause.message;
+  }
+  return String(cause);
+}
+
+/**
+ * The absolute file path named by a database URL: `file:./x.db`, `file:/abs/x.db`,
+ * `file:///abs/x.db` or a plain path; a `?query` suffix is ignored. In-memory databases and
+ * other schemes are refused (throws a plain Error).
+ */
+export function resolveDatabaseFile(url: string, cwd: string = process.cwd()): string {
+  let path: string;
+  if (url.startsWith('file://')) {
+    path = fileURLToPath(url.replace(/\?.*$/, ''));
+  } else if (url.startsWith('file:')) {
+    path = url.slice('file:'.length).replace(/\?.*$/, '');
+  } else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
+    throw new Error(`unsupported database URL ${JSON.stringify(url)}: only SQLite file: URLs are supported`);
+  } else {
+    path = url;
+  }
+  if (path === '' || path === ':memory:' || path.startsWith(':memory:')) {
+    throw new Error(`unsupported database URL ${JSON.stringify(url)}: in-memory databases are not supported`);
+  }
+  return isAbsolute(path) ? path : resolve(cwd, path);
+}
+
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+/** Throws when `file` exists, is not empty, and does not start with the SQLite header. */
+function assertSqliteFile(file: string): void {
+  let size: number;
+  try {
+    const stats = statSync(file);
+    if (!stats.isFile()) throw new Error('not a regular file');
+    size = stats.size;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw error;
+  }
+  if (size === 0) return; // SQLite treats an empty file as an empty database.
+  const header = Buffer.alloc(SQLITE_HEADER.length);
+  const fd = openSync(file, 'r');
+  try {
+    readSync(fd, header, 0, header.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (!header.equals(SQLITE_HEADER)) {
+    throw new Error('file is not a database (no SQLite header); it was left untouched');
+  }
+}
+
+/** Opens (creating when missing) and migrates the SQLite database, then returns a Prisma client on it. */
+export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<Database> {
+  const url = options.url ?? process.env[DATABASE_URL_ENV] ?? DEFAULT_DATABASE_URL;
+  let file: string;
+  try {
+    file = resolveDatabaseFile(url, options.cwd ?? process.cwd());
+  } catch (error) {
+    throw new DatabaseOpenError(url, error);
+  }
+  const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+
+  // Phase 1: a plain better-sqlite3 connection for the checks, the persistent pragmas and
+  // the migrations.
+  let migrations: MigrateResult;
+  let db: BetterSqlite3.Database | undefined;
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    assertSqliteFile(file);
+    db = new BetterSqlite3(file, { timeout: busyTimeoutMs });
+    // Reading the schema makes SQLite check the file now, before anything could write to
+    // it (not a database, malformed, locked...).
+    db.prepare('SELECT count(*) FROM sqlite_master').get();
+    if (db.pragma('journal_mode', { simple: true }) !== 'wal') {
+      const mode = db.pragma('journal_mode = WAL', { simple: true });
+      if (mode !== 'wal') throw new Error(`could not switch to WAL journal mode (got ${String(mode)})`);
+    }
+    migrations = migrate(db, options.migrationsDir ? { migrationsDir: options.migrationsDir } : {});
+  } catch (error) {
+    throw new DatabaseOpenError(file, error);
+  } finally {
+    db?.close();
+  }
+
+  // Phase 2: the Prisma client on its own connection (the adapter opens it; the file must
+  // exist by now, so nothing is ever created here).
+  const adapter = new PrismaBetterSqlite3({ url: file, timeout: busyTimeoutMs, fileMustExist: true });
+  const prisma = new PrismaClient({ adapter });
+  try {
+    await prisma.$connect();
+    // Per-connection settings. better-sqlite3 is built with foreign keys on and its
+    // `timeout` sets busy_timeout; say both explicitly. synchronous=NORMAL is SQLite's
+    // recommendation for WAL: durable against a killed process, only a power cut can lose
+    // the last commits (never corrupt the file).
+    await prisma.$executeRawUnsafe('PRAGMA foreign_keys = ON');
+    await prisma.$queryRawUnsafe(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
+    await prisma.$executeRawUnsafe('PRAGMA synchronous = NORMAL');
+  } catch (error) {
+    await prisma.$disconnect().catch(() => {});
+    throw new DatabaseOpenError(file, error);
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    prisma,
+    file,
+    migrations,
+    close: () => (closing ??= prisma.$disconnect()),
+  };
+}

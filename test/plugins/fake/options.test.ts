@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { VirtualClock } from '../../../src/cluster/clock.ts';
+import fakePlugin, { createSimulatedCluster, DEFAULT_LATENCIES_MS, fakeOptionsSchema } from '../../../plugins/fake/index.ts';
+
+const issues = (input: unknown) => {
+  const result = fakeOptionsSchema.safeParse(input);
+  expect(result.success).toBe(false);
+  return JSON.stringify(result.error!.issues);
+};
+
+describe('fake plugin options', () => {
+  it('defaults to the demo topology and documented timings', () => {
+    expect(fakeOptionsSchema.parse({})).toEqual({
+      topology: 'demo',
+      latenciesMs: {},
+      restartDelayMs: 3000,
+      heartbeatIntervalMs: 1000,
+      secondaryDownloadBytesPerSecond: 16 * 1024 ** 2,
+      seed: 1,
+    });
+  });
+
+  it('rejects unknown keys, naming them, at every level', () => {
+    expect(issues({ topolgy: 'demo' })).toContain('topolgy');
+    expect(issues({ latenciesMs: { migrat: 5 } })).toContain('migrat');
+    expect(issues({ topology: { nodes: [{ id: '1', zon: 'a' }] } })).toContain('zon');
+  });
+
+  it('rejects an inline topology that refers to unknown nodes, with the path', () => {
+    const text = issues({ topology: { nodes: [{ id: '1' }], vms: [{ name: 'x', nodeId: '7' }] } });
+    expect(text).toContain('unknown node 7');
+    expect(text).toContain('"vms",0,"nodeId"');
+    expect(issues({ topology: { nodes: [{ id: '1' }], shards: [{ tenantId: 't', attachedNodeId: '1', secondaries: [{ nodeId: '1' }] }] } })).toContain(
+      'another node',
+    );
+  });
+
+  it('createSimulatedCluster validates the same way and merges partial latencies over the defaults', () => {
+    expect(() => createSimulatedCluster({ seed: 1.5 })).toThrow();
+    const cluster = createSimulatedCluster({ topology: 'empty', latenciesMs: { migrate: 5 }, clock: new VirtualClock() });
+    expect(cluster.simulation.getLatencies()).toEqual({ ...DEFAULT_LATENCIES_MS, migrate: 5 });
+  });
+
+  it('the plugin creates a working cluster on the context clock', async () => {
+    const clock = new VirtualClock();
+    const warnings: unknown[] = [];
+    const options = fakePlugin.optionsSchema.parse({ topology: { nodes: [{ id: '1' }] }, latenciesMs: { cordon: 100 } });
+    const backend = await fakePlugin.create(options, { clock, configDir: '.', log: { info: () => {}, warn: (o) => warnings.push(o) } });
+    expect(fakePlugin.name).toBe('fake');
+    expect(backend.capabilities).toEqual({ vms: true, shards: true });
+    const cordon = backend.cordonNode('1');
+    await clock.advance(100);
+    await cordon;
+    expect((await backend.getNode('1'))?.cordoned).toBe(true);
+    // A listener that throws is reported through the context log, not swallowed silently.
+    backend.watch(() => {
+      throw new Error('boom');
+    });
+    const uncordon = backend.uncordonNode('1');
+    await clock.advance(100);
+    await uncordon;
+    expect(warnings).toHaveLength(1);
+    await backend.close();
+  });
+});
