@@ -19,8 +19,8 @@ export function bridgeBackendEvents(backend: ClusterBackend, bus: EventBus): () 
         break;
       case 'nodeRemoved':
       case 'nodeReattached':
-        // Node lifecycle is re-read so subscribers get the node's full current state.
-        void backend.getNode(event.nodeId).then((node) => node && bus.publish('nodeChanged', node));
+        // Backends report the availability change itself as nodeChanged; these two
+        // lifecycle signals are for the operations engine, not for node subscribers.
         break;
     }
   });

@@ -1,0 +1,55 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BIN = fileURLToPath(new URL('../../bin/lockkeeper.js', import.meta.url));
+
+export interface ChildServer {
+  child: ChildProcess;
+  url: string;
+  port: number;
+  stderr: () => string;
+  stdout: () => string;
+  /** Resolves with the exit code (or signal) once the process has ended. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Runs `lockkeeper serve` as a separate process, as an operator would, and waits for its
+ * "listening" log line (the port comes from it, since tests bind port 0).
+ */
+export function spawnLockkeeper(env: Record<string, string>, cwd: string, args = ['serve']): ChildServer & { ready: Promise<void> } {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd,
+    env: { ...process.env, LOCKKEEPER_PORT: '0', LOCKKEEPER_LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  const server = {
+    child,
+    url: '',
+    port: 0,
+    stderr: () => err,
+    stdout: () => out,
+    exited: new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    ),
+  } as ChildServer & { ready: Promise<void> };
+  server.ready = new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /"url":"(http:\/\/[^"]+)"/.exec(out);
+      if (match && !server.url) {
+        server.url = match[1]!;
+        server.port = Number(new URL(server.url).port);
+        resolve();
+      }
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      err += chunk.toString();
+    });
+    void server.exited.then(({ code }) => reject(new Error(`lockkeeper exited (${code}) before listening:\n${err}\n${out}`)));
+  });
+  return server;
+}
