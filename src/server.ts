@@ -4,14 +4,23 @@ import { execute, subscribe, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { ClusterBackend } from './cluster/backend.ts';
+import { systemClock, type Clock } from './cluster/clock.ts';
 import { bridgeBackendEvents } from './events/backend-bridge.ts';
 import { createEventBus, type EventBus } from './events/bus.ts';
 import { createGraphQLHandler, GRAPHQL_PATH, type LockkeeperYoga } from './graphql/yoga.ts';
 import type { Logger } from './logger.ts';
+import { OperationEngine } from './operations/engine.ts';
+import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from './operations/settings.ts';
+import type { OperationObserver } from './operations/types.ts';
+import { AuditLog } from './store/audit-log.ts';
+import type { PrismaClient } from './store/index.ts';
 
 export interface AppDeps {
   backend: ClusterBackend;
   log: Logger;
+  prisma: PrismaClient;
+  clock?: Clock;
+  settings?: OperationSettings;
   /** Closed last on stop (the database). */
   onClose?: () => Promise<void>;
   /** Extra checks for /healthz. */
@@ -21,9 +30,12 @@ export interface AppDeps {
 export interface App {
   yoga: LockkeeperYoga;
   bus: EventBus;
+  operations: OperationEngine;
   server: Server;
-  /** Listens; port 0 picks a free port. Resolves with the bound address. */
+  /** Resumes interrupted operations, then listens; port 0 picks a free port. Resolves with the bound address. */
   start(port: number, host: string): Promise<{ port: number; host: string; url: string }>;
+  /** Starts the operations engine without listening (tests that use yoga.fetch). */
+  ready(): Promise<void>;
   /** Graceful: stops accepting, ends WebSocket and HTTP connections, closes the backend and the database. */
   stop(): Promise<void>;
 }
@@ -35,8 +47,20 @@ export interface App {
  */
 export function buildApp(deps: AppDeps): App {
   const bus = createEventBus();
+  const clock = deps.clock ?? systemClock;
   const stopBridge = bridgeBackendEvents(deps.backend, bus);
-  const yoga = createGraphQLHandler({ backend: deps.backend, bus }, deps.log);
+  const audit = new AuditLog(deps.prisma);
+  const operations = new OperationEngine({
+    prisma: deps.prisma,
+    backend: deps.backend,
+    bus,
+    clock,
+    log: deps.log,
+    settings: deps.settings ?? DEFAULT_OPERATION_SETTINGS,
+    observer: NO_OBSERVER,
+  });
+  const yoga = createGraphQLHandler({ backend: deps.backend, bus, operations, audit, clock }, deps.log);
+  let engineStarted: Promise<void> | undefined;
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -85,8 +109,13 @@ export function buildApp(deps: AppDeps): App {
   return {
     yoga,
     bus,
+    operations,
     server,
-    start(port, host) {
+    ready() {
+      return (engineStarted ??= operations.start());
+    },
+    async start(port, host) {
+      await (engineStarted ??= operations.start());
       return new Promise((resolve, reject) => {
         server.once('error', reject);
         server.listen(port, host, () => {
@@ -108,6 +137,8 @@ export function buildApp(deps: AppDeps): App {
         const force = setTimeout(() => server.closeAllConnections(), 2000);
         await closed;
         clearTimeout(force);
+        if (engineStarted) await engineStarted.catch(() => {});
+        await operations.shutdown();
         await deps.backend.close();
         await deps.onClose?.();
       })();
@@ -115,6 +146,14 @@ export function buildApp(deps: AppDeps): App {
     },
   };
 }
+
+const NO_OBSERVER: OperationObserver = {
+  operationStarted() {},
+  operationFinished() {},
+  stepFinished() {},
+  movesInFlight() {},
+  policyChanged() {},
+};
 
 /** graphql-ws passes our args back; rootValue carries the enveloped execute/subscribe. */
 interface EnvelopedArgs {

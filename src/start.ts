@@ -43,6 +43,9 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
     app = buildApp({
       backend,
       log: options.log,
+      prisma: db.prisma,
+      clock: options.clock ?? systemClock,
+      settings: config.operations,
       onClose: () => db.close(),
       health: () => ({ database: db.file }),
     });

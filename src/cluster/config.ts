@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
+import { operationSettingsSchema } from '../operations/settings.ts';
 
 /** Thrown for any problem with the configuration; the message names the file and the key. */
 export class ConfigError extends Error {
@@ -26,6 +27,7 @@ export const configSchema = z
       .default({}),
     database: z.object({ url: z.string().min(1).optional() }).strict().default({}),
     plugins: z.array(pluginEntrySchema).min(1).default([{ name: 'fake', options: {} }]),
+    operations: operationSettingsSchema.default(operationSettingsSchema.parse({})),
   })
   .strict();
 

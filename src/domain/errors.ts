@@ -45,6 +45,8 @@ export class PreconditionFailedError extends LockkeeperError {
     /** Machine-readable reason, e.g. NO_OTHER_SCHEDULABLE_NODES. */
     readonly reason: string,
     message: string,
+    /** The operation that stands in the way, when there is one. */
+    readonly operationId: string | null = null,
   ) {
     super(message);
   }

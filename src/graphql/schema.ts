@@ -6,6 +6,8 @@ import './types/cluster-node.ts';
 import './types/vm.ts';
 import './types/shard.ts';
 import './types/workload-change.ts';
+import './types/operation.ts';
+import './types/storage-mutations.ts';
 import { SIMULATION_TYPE_PREFIX } from './types/simulation.ts';
 
 export interface SchemaOptions {

@@ -23,7 +23,7 @@ describe('simulation controls', () => {
   });
 
   it('a backend without simulation controls gets no simulation field', async () => {
-    const t = createTestApp({
+    const t = await createTestApp({
       backend: (cluster) => new Proxy(cluster, { get: (target, prop, receiver) => (prop === 'simulation' ? undefined : Reflect.get(target, prop, receiver)) }),
     });
     const res = await t.gql('mutation { simulation { clearFaults { stuck } } }');
@@ -36,7 +36,7 @@ describe('simulation controls', () => {
   });
 
   it('drive the simulated cluster: latencies, faults, offline, secondary lag', async () => {
-    const t = createTestApp();
+    const t = await createTestApp();
     const lat = await t.gql('mutation { simulation { setLatencies(input: { migrate: 5, cutOver: 7 }) { migrate cutOver stop } } }');
     expect(lat.data.simulation.setLatencies).toEqual({ migrate: 5, cutOver: 7, stop: 400 });
     const faults = await t.gql('mutation { simulation { injectFaults(input: { failureRate: { migrate: 0.5 }, stuck: ["apps/web-1"] }) { failureRate { migrate stop } stuck } } }');

@@ -1,25 +1,51 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { VirtualClock } from '../../src/cluster/clock.ts';
 import type { ClusterBackend } from '../../src/cluster/backend.ts';
 import { createLogger } from '../../src/logger.ts';
+import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from '../../src/operations/settings.ts';
 import { buildApp, type App } from '../../src/server.ts';
+import { openDatabase, type Database } from '../../src/store/index.ts';
 import { createSimulatedCluster, type CreateSimulatedClusterOptions, type SimulatedCluster } from '../../plugins/fake/index.ts';
 
 export interface TestApp {
   app: App;
+  db: Database;
   clock: VirtualClock;
   cluster: SimulatedCluster;
   /** POSTs a GraphQL request through yoga.fetch (no socket) and returns the parsed body. */
   gql<T = any>(query: string, variables?: Record<string, unknown>): Promise<{ data?: T; errors?: { message: string; extensions?: Record<string, unknown> }[] }>;
+  /** Stops the app and closes the database. */
+  stop(): Promise<void>;
 }
 
-/** An app over a simulated cluster on a virtual clock, not listening. */
-export function createTestApp(options: CreateSimulatedClusterOptions & { backend?: (c: SimulatedCluster) => ClusterBackend } = {}): TestApp {
-  const clock = new VirtualClock();
-  const { backend: wrap, ...clusterOptions } = options;
-  const cluster = createSimulatedCluster({ clock, ...clusterOptions });
-  const app = buildApp({ backend: wrap ? wrap(cluster) : cluster, log: createLogger('silent') });
+export interface TestAppOptions extends CreateSimulatedClusterOptions {
+  backend?: (c: SimulatedCluster) => ClusterBackend;
+  settings?: Partial<OperationSettings>;
+  /** Reuse a database file (restart tests). */
+  databaseFile?: string;
+}
+
+/** An app over a simulated cluster on a virtual clock and a fresh SQLite file, not listening. */
+export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const clock = options.clock instanceof VirtualClock ? options.clock : new VirtualClock();
+  const { backend: wrap, settings, databaseFile, ...clusterOptions } = options;
+  const cluster = createSimulatedCluster({ ...clusterOptions, clock });
+  const file = databaseFile ?? join(mkdtempSync(join(tmpdir(), 'lk-test-')), 'lockkeeper.db');
+  const db = await openDatabase({ url: `file:${file}` });
+  const app = buildApp({
+    backend: wrap ? wrap(cluster) : cluster,
+    log: createLogger('silent'),
+    prisma: db.prisma,
+    clock,
+    settings: { ...DEFAULT_OPERATION_SETTINGS, ...settings },
+    onClose: () => db.close(),
+  });
+  await app.ready();
   return {
     app,
+    db,
     clock,
     cluster,
     async gql(query, variables) {
@@ -30,5 +56,6 @@ export function createTestApp(options: CreateSimulatedClusterOptions & { backend
       });
       return res.json();
     },
+    stop: () => app.stop(),
   };
 }

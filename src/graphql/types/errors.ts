@@ -45,7 +45,7 @@ builder.objectType(UnavailableError, {
 builder.objectType(PreconditionFailedError, {
   name: 'PreconditionFailedError',
   interfaces: [ErrorInterface],
-  fields: (t) => ({ reason: t.exposeString('reason') }),
+  fields: (t) => ({ reason: t.exposeString('reason'), operationId: t.exposeID('operationId', { nullable: true }) }),
 });
 
 builder.objectType(InvalidInputError, {

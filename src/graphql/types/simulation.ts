@@ -155,6 +155,23 @@ const SimulationMutation = builder.objectRef<Record<string, never>>('SimulationM
         return shard;
       },
     }),
+    setSecondaryHeatmapKnown: t.field({
+      type: ShardType,
+      description: 'Whether the secondary on nodeId has a heatmap; without one its lag is unknown (secondary status heatmapMtime null).',
+      args: {
+        shardId: t.arg.id({ required: true }),
+        nodeId: t.arg.id({ required: true }),
+        known: t.arg.boolean({ required: true }),
+      },
+      errors: ACTION_ERRORS,
+      resolve: async (_, args, ctx) => {
+        const shardId = String(args.shardId);
+        await typedBackendCall(() => controls(ctx).setSecondaryHeatmapKnown(shardId, String(args.nodeId), args.known));
+        const shard = await ctx.backend.getShard(shardId);
+        if (!shard) throw new NotFoundError('shard', shardId);
+        return shard;
+      },
+    }),
   }),
 });
 

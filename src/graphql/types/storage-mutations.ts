@@ -1,0 +1,82 @@
+import {
+  ConflictError,
+  NotFoundError,
+  OperationLimitReachedError,
+  PreconditionFailedError,
+  UnavailableError,
+} from '../../domain/errors.ts';
+import { audited } from '../../operations/audited.ts';
+import type { OperationSnapshot, RequestMeta } from '../../operations/types.ts';
+import { builder } from '../builder.ts';
+import type { GraphQLContext } from '../context.ts';
+import { ClusterNodeType } from './cluster-node.ts';
+import { OperationType, SchedulingPolicyEnum } from './operation.ts';
+
+/** S3/S4: the refusals a start can meet, in the spec's order. */
+const START_ERRORS = [NotFoundError, ConflictError, OperationLimitReachedError, UnavailableError, PreconditionFailedError];
+const CANCEL_ERRORS = [NotFoundError, PreconditionFailedError];
+
+const meta = (ctx: GraphQLContext, reason: string | null | undefined): RequestMeta => ({ actor: ctx.actor, reason: reason ?? null });
+
+function auditedCall<T>(ctx: GraphQLContext, action: string, args: { nodeId: string | number; reason?: string | null }, run: (m: RequestMeta) => Promise<T>) {
+  const m = meta(ctx, args.reason);
+  return audited({ audit: ctx.audit, clock: ctx.clock }, { action, arguments: args, nodeId: String(args.nodeId), meta: m }, () => run(m));
+}
+
+type OperationCall = (ctx: GraphQLContext, nodeId: string, m: RequestMeta) => Promise<OperationSnapshot>;
+
+const OPERATION_MUTATIONS: Record<string, { description: string; errors: (typeof START_ERRORS)[number][]; call: OperationCall }> = {
+  startNodeDrain: {
+    description: 'Moves the node’s shards to their warm secondaries; the node ends in PAUSE_FOR_RESTART.',
+    errors: START_ERRORS,
+    call: (ctx, nodeId, m) => ctx.operations.startDrain(nodeId, m),
+  },
+  cancelNodeDrain: {
+    description: 'Stops the drain: moves in flight finish, moved shards stay moved, the policy returns to ACTIVE.',
+    errors: CANCEL_ERRORS,
+    call: (ctx, nodeId, m) => ctx.operations.cancelDrain(nodeId, m),
+  },
+  startNodeFill: {
+    description: 'Promotes the node’s secondaries back to attached, up to its fair share; the node ends ACTIVE.',
+    errors: START_ERRORS,
+    call: (ctx, nodeId, m) => ctx.operations.startFill(nodeId, m),
+  },
+  cancelNodeFill: {
+    description: 'Stops the fill: moves in flight finish, the policy returns to ACTIVE.',
+    errors: CANCEL_ERRORS,
+    call: (ctx, nodeId, m) => ctx.operations.cancelFill(nodeId, m),
+  },
+};
+
+for (const [name, spec] of Object.entries(OPERATION_MUTATIONS)) {
+  builder.mutationField(name, (t) =>
+    t.field({
+      type: OperationType,
+      description: spec.description,
+      args: { nodeId: t.arg.id({ required: true }), reason: t.arg.string({ required: false, description: 'Why; recorded in the audit log.' }) },
+      errors: { types: spec.errors },
+      resolve: (_, args, ctx) => auditedCall(ctx, name, args, (m) => spec.call(ctx, String(args.nodeId), m)),
+    }),
+  );
+}
+
+builder.mutationField('configureNode', (t) =>
+  t.field({
+    type: ClusterNodeType,
+    description: 'Sets the node’s scheduling policy by hand; refused while an operation runs on it.',
+    args: {
+      nodeId: t.arg.id({ required: true }),
+      policy: t.arg({ type: SchedulingPolicyEnum, required: true }),
+      reason: t.arg.string({ required: false }),
+    },
+    errors: { types: [NotFoundError, PreconditionFailedError] },
+    resolve: (_, args, ctx) =>
+      auditedCall(ctx, 'configureNode', args, async (m) => {
+        const nodeId = String(args.nodeId);
+        await ctx.operations.configureNode(nodeId, args.policy, m);
+        const node = await ctx.backend.getNode(nodeId);
+        if (!node) throw new NotFoundError('node', nodeId);
+        return node;
+      }),
+  }),
+);

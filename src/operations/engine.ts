@@ -1,0 +1,467 @@
+import { randomUUID } from 'node:crypto';
+import type { ClusterBackend } from '../cluster/backend.ts';
+import type { Clock } from '../cluster/clock.ts';
+import type { ClusterEvent, ClusterNode } from '../cluster/types.ts';
+import {
+  ConflictError,
+  NotFoundError,
+  OperationLimitReachedError,
+  PreconditionFailedError,
+  UnavailableError,
+} from '../domain/errors.ts';
+import { checkAdmission, type AdmissionRefusal } from '../domain/storage/admission.ts';
+import { planDrain } from '../domain/storage/drain-plan.ts';
+import { planFill } from '../domain/storage/fill-plan.ts';
+import type { PolicyEvent, SchedulingPolicy } from '../domain/storage/policy.ts';
+import type { PlanNode } from '../domain/storage/shards.ts';
+import type { EventBus } from '../events/bus.ts';
+import type { Logger } from '../logger.ts';
+import type { PrismaClient } from '../store/index.ts';
+import { countsOf } from './counts.ts';
+import { Journal } from './journal.ts';
+import { Mutex } from './mutex.ts';
+import { PolicyStore } from './policy-store.ts';
+import { snapshotOf, stepOf } from './records.ts';
+import type { OperationSettings } from './settings.ts';
+import { StorageRun, type RunHost } from './storage-run.ts';
+import {
+  ACTIVE_OPERATION_STATES,
+  type OperationKind,
+  type OperationObserver,
+  type OperationOutcome,
+  type OperationSnapshot,
+  type OperationState,
+  type RequestMeta,
+  type StepRecord,
+} from './types.ts';
+
+export interface EngineDeps {
+  prisma: PrismaClient;
+  backend: ClusterBackend;
+  bus: EventBus;
+  clock: Clock;
+  log: Logger;
+  settings: OperationSettings;
+  observer: OperationObserver;
+}
+
+export interface OperationFilter {
+  nodeId?: string;
+  kind?: OperationKind;
+  states?: OperationState[];
+}
+
+const POLICY_OF_KIND = { DRAIN: 'DRAINING', FILL: 'FILLING' } as const;
+const END_EVENT: Record<OperationKind, Record<OperationOutcome, PolicyEvent['type']>> = {
+  DRAIN: { SUCCEEDED: 'drainFinished', CANCELLED: 'drainCancelled', FAILED: 'drainFailed' },
+  FILL: { SUCCEEDED: 'fillFinished', CANCELLED: 'fillCancelled', FAILED: 'fillFailed' },
+};
+
+function refusalError(refusal: AdmissionRefusal, nodeId: string, runningOperationId: string | null): Error {
+  switch (refusal.error) {
+    case 'NotFound':
+      return new NotFoundError('node', nodeId);
+    case 'Conflict':
+      return new ConflictError(refusal.message, runningOperationId);
+    case 'OperationLimitReached':
+      return new OperationLimitReachedError(refusal.limit, refusal.message);
+    case 'Unavailable':
+      return new UnavailableError(refusal.message, nodeId);
+    case 'PreconditionFailed':
+      return new PreconditionFailedError(refusal.reason, refusal.message);
+  }
+}
+
+/**
+ * Storage drains and fills: admission (S3, S4), the persisted plan, runs, cancellation
+ * (S5), re-attach handling (§2), configureNode, and resumption on start (§6).
+ */
+export class OperationEngine {
+  readonly policies: PolicyStore;
+  private readonly journal: Journal;
+  private readonly mutex = new Mutex();
+  private readonly runs = new Map<string, StorageRun>();
+  private nodes = new Map<string, ClusterNode>();
+  private unwatch: (() => void) | null = null;
+  private stopped = false;
+  private readonly host: RunHost;
+
+  constructor(private readonly deps: EngineDeps) {
+    this.policies = new PolicyStore(deps.prisma);
+    this.journal = new Journal(deps.prisma, (operations, steps) => this.published(operations, steps));
+    this.host = {
+      backend: deps.backend,
+      clock: deps.clock,
+      journal: this.journal,
+      policies: this.policies,
+      settings: deps.settings,
+      observer: deps.observer,
+      log: deps.log,
+      planNodes: () => this.planNodes(),
+      finishRun: (run, outcome, failure) => this.finishRun(run, outcome, failure),
+    };
+  }
+
+  /** Loads policies and nodes, starts following the backend, and resumes interrupted operations. */
+  async start(): Promise<void> {
+    await this.policies.load();
+    this.unwatch = this.deps.backend.watch((event) => this.onClusterEvent(event));
+    await this.refreshNodes();
+    for (const node of this.nodes.values()) this.deps.observer.policyChanged(node.id, this.policies.get(node.id));
+    await this.resume();
+  }
+
+  /** Stops following the backend and writes what is queued; runs are left for the next start to resume. */
+  async shutdown(): Promise<void> {
+    this.stopped = true;
+    this.unwatch?.();
+    await this.journal.flush();
+  }
+
+  policyOf(nodeId: string): SchedulingPolicy {
+    return this.policies.get(nodeId);
+  }
+
+  activeOperation(nodeId: string): OperationSnapshot | null {
+    return this.runs.get(nodeId)?.snapshot ?? null;
+  }
+
+  get settings(): OperationSettings {
+    return this.deps.settings;
+  }
+
+  startDrain(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
+    return this.startOperation('DRAIN', nodeId, meta);
+  }
+
+  startFill(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
+    return this.startOperation('FILL', nodeId, meta);
+  }
+
+  cancelDrain(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
+    return this.cancel('DRAIN', nodeId, meta);
+  }
+
+  cancelFill(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
+    return this.cancel('FILL', nodeId, meta);
+  }
+
+  /** Sets a node's policy by hand; refused while an operation runs on it (neon #8727). */
+  configureNode(nodeId: string, policy: SchedulingPolicy, _meta: RequestMeta): Promise<SchedulingPolicy> {
+    return this.mutex.run(async () => {
+      await this.requireNode(nodeId);
+      const running = this.runs.get(nodeId);
+      if (running) {
+        throw new PreconditionFailedError(
+          'OPERATION_RUNNING',
+          `node ${nodeId} has a ${running.kind.toLowerCase()} running (operation ${running.snapshot.id}); cancel it or wait for it to end`,
+          running.snapshot.id,
+        );
+      }
+      await this.changePolicy(nodeId, { type: 'configure', policy }, null);
+      return policy;
+    });
+  }
+
+  async getOperation(id: string): Promise<OperationSnapshot | null> {
+    const live = [...this.runs.values()].find((r) => r.snapshot.id === id);
+    if (live) return live.snapshot;
+    const row = await this.deps.prisma.operation.findUnique({ where: { id } });
+    return row ? snapshotOf(row) : null;
+  }
+
+  /** Newest first. Live operations come from memory, the rest from the database. */
+  async listOperations(filter: OperationFilter = {}): Promise<OperationSnapshot[]> {
+    const rows = await this.deps.prisma.operation.findMany({
+      where: {
+        ...(filter.nodeId !== undefined && { nodeId: filter.nodeId }),
+        ...(filter.kind !== undefined && { kind: filter.kind }),
+        ...(filter.states?.length && { state: { in: filter.states } }),
+      },
+      orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
+    });
+    const live = new Map([...this.runs.values()].map((r) => [r.snapshot.id, r.snapshot]));
+    return rows.map((row) => live.get(row.id) ?? snapshotOf(row)).filter((op) => !filter.states?.length || filter.states.includes(op.state));
+  }
+
+  async getSteps(operationId: string, states?: StepRecord['state'][]): Promise<StepRecord[]> {
+    await this.journal.flush();
+    const rows = await this.deps.prisma.operationStep.findMany({
+      where: { operationId, ...(states?.length && { state: { in: states } }) },
+      orderBy: { seq: 'asc' },
+    });
+    return rows.map(stepOf);
+  }
+
+  /** Resolves when the node's current operation has ended (tests and scripts). */
+  async settled(nodeId: string): Promise<void> {
+    await this.runs.get(nodeId)?.done;
+  }
+
+  // --- internals
+
+  private planNodes(): Map<string, PlanNode> {
+    const out = new Map<string, PlanNode>();
+    for (const n of this.nodes.values()) out.set(n.id, { id: n.id, zone: n.zone, availability: n.availability, policy: this.policies.get(n.id) });
+    return out;
+  }
+
+  private async refreshNodes(): Promise<ClusterNode[]> {
+    const nodes = await this.deps.backend.listNodes();
+    this.nodes = new Map(nodes.map((n) => [n.id, n]));
+    return nodes;
+  }
+
+  private async requireNode(nodeId: string): Promise<ClusterNode> {
+    const node = await this.deps.backend.getNode(nodeId);
+    if (!node) throw new NotFoundError('node', nodeId);
+    this.nodes.set(node.id, node);
+    return node;
+  }
+
+  private startOperation(kind: OperationKind, nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
+    return this.mutex.run(async () => {
+      const nodes = await this.refreshNodes();
+      const planNodes = [...this.planNodes().values()];
+      const runningIds = [...this.runs.keys()];
+      const refusal = checkAdmission(kind, nodeId, {
+        nodes: planNodes,
+        runningOperationNodeIds: runningIds,
+        operationLimit: this.deps.settings.maxConcurrentOperations,
+      });
+      if (refusal) throw refusalError(refusal, nodeId, this.runs.get(nodeId)?.snapshot.id ?? null);
+      if (!nodes.some((n) => n.id === nodeId)) throw new NotFoundError('node', nodeId);
+
+      const now = this.deps.clock.now();
+      const id = randomUUID();
+      const steps = await this.plan(kind, nodeId, planNodes, now);
+      const snapshot: OperationSnapshot = {
+        id,
+        kind,
+        nodeId,
+        state: 'RUNNING',
+        reason: meta.reason,
+        actor: meta.actor,
+        error: null,
+        counts: countsOf(steps),
+        waitingOn: null,
+        createdAt: now,
+        startedAt: now,
+        finishedAt: null,
+        etaAt: null,
+      };
+      const { prisma } = this.deps;
+      await this.policies.transition(nodeId, { type: kind === 'DRAIN' ? 'drainAccepted' : 'fillAccepted' }, id, now, [
+        prisma.operation.create({
+          data: {
+            id,
+            kind,
+            nodeId,
+            state: 'RUNNING',
+            reason: meta.reason,
+            actor: meta.actor,
+            counts: JSON.stringify(snapshot.counts),
+            params: JSON.stringify({ settings: this.deps.settings }),
+            createdAt: new Date(now),
+            startedAt: new Date(now),
+          },
+        }),
+        ...chunks(steps, 500).map((chunk) =>
+          prisma.operationStep.createMany({
+            data: chunk.map((s) => ({
+              id: `${id}:${s.workloadKind}:${s.workloadId}`,
+              operationId: id,
+              workloadKind: s.workloadKind,
+              workloadId: s.workloadId,
+              action: s.action,
+              state: s.state,
+              reason: s.reason,
+              error: s.error,
+              fromNodeId: s.fromNodeId,
+              toNodeId: s.toNodeId,
+              seq: s.seq,
+              finishedAt: s.finishedAt === null ? null : new Date(s.finishedAt),
+            })),
+          }),
+        ),
+        prisma.event.create({
+          data: { at: new Date(now), type: 'OPERATION_STARTED', nodeId, operationId: id, payload: JSON.stringify({ kind, actor: meta.actor, reason: meta.reason, counts: snapshot.counts }) },
+        }),
+      ]);
+      this.deps.observer.operationStarted(kind);
+      for (const s of steps) if (s.state === 'SKIPPED') this.deps.observer.stepFinished(kind, 'SKIPPED', s.reason, null);
+      this.deps.log.info({ operation: id, node: nodeId, kind, planned: snapshot.counts.planned, skipped: snapshot.counts.skipped }, `${kind.toLowerCase()} of node ${nodeId} started`);
+      this.afterPolicyChange(nodeId);
+      this.launch(snapshot, steps);
+      this.publishProgress(snapshot, steps);
+      return snapshot;
+    });
+  }
+
+  /** D1–D3 for a drain (warmth is checked per move), F1–F3 for a fill: computed once, persisted. */
+  private async plan(kind: OperationKind, nodeId: string, nodes: PlanNode[], now: number): Promise<StepRecord[]> {
+    const { backend } = this.deps;
+    const base = { workloadKind: 'shard' as const, action: 'CUT_OVER', error: null, startedAt: null };
+    if (kind === 'DRAIN') {
+      const shards = await backend.listShards({ attachedNodeId: nodeId });
+      return planDrain(nodeId, shards, nodes).map((d, seq) => ({
+        ...base,
+        workloadId: d.shard.id,
+        state: d.action === 'move' ? 'PLANNED' : 'SKIPPED',
+        reason: d.action === 'skip' ? d.reason : null,
+        fromNodeId: nodeId,
+        toNodeId: d.action === 'move' ? d.toNodeId : null,
+        seq,
+        finishedAt: d.action === 'skip' ? now : null,
+      }));
+    }
+    const shards = await backend.listShards();
+    return planFill(nodeId, shards, nodes).map((m, seq) => ({
+      ...base,
+      workloadId: m.shardId,
+      state: 'PLANNED',
+      reason: m.why,
+      fromNodeId: m.fromNodeId,
+      toNodeId: m.toNodeId,
+      seq,
+      finishedAt: null,
+    }));
+  }
+
+  private launch(snapshot: OperationSnapshot, steps: StepRecord[]): void {
+    const run = new StorageRun(this.host, snapshot, steps);
+    this.runs.set(snapshot.nodeId, run);
+    run.start().catch((e: unknown) => this.deps.log.error({ err: e, operation: snapshot.id }, 'operation run crashed'));
+  }
+
+  private cancel(kind: OperationKind, nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
+    return this.mutex.run(async () => {
+      await this.requireNode(nodeId);
+      const run = this.runs.get(nodeId);
+      if (!run || run.kind !== kind) {
+        const what = kind === 'DRAIN' ? 'drain' : 'fill';
+        throw new PreconditionFailedError(`NO_${kind}_IN_PROGRESS`, `no ${what} in progress on node ${nodeId}`);
+      }
+      if (run.snapshot.state === 'CANCELLING') return run.snapshot;
+      const now = this.deps.clock.now();
+      await this.deps.prisma.$transaction([
+        this.deps.prisma.operation.update({ where: { id: run.snapshot.id }, data: { state: 'CANCELLING' } }),
+        this.deps.prisma.event.create({
+          data: { at: new Date(now), type: 'OPERATION_CANCELLING', nodeId, operationId: run.snapshot.id, payload: JSON.stringify({ actor: meta.actor, reason: meta.reason }) },
+        }),
+      ]);
+      run.snapshot.state = 'CANCELLING';
+      this.deps.log.info({ operation: run.snapshot.id, node: nodeId }, `${kind.toLowerCase()} of node ${nodeId} cancelling: moves in flight finish, nothing new starts`);
+      this.publishProgress(run.snapshot, []);
+      run.nudge();
+      return run.snapshot;
+    });
+  }
+
+  private async finishRun(run: StorageRun, outcome: OperationOutcome, failure: string | null): Promise<void> {
+    if (this.stopped) return;
+    await this.journal.flush();
+    await this.mutex.run(async () => {
+      const { snapshot } = run;
+      const now = this.deps.clock.now();
+      snapshot.state = outcome;
+      snapshot.error = failure;
+      snapshot.finishedAt = now;
+      snapshot.waitingOn = null;
+      snapshot.etaAt = null;
+      const { prisma } = this.deps;
+      const finalWrites = [
+        prisma.operation.update({
+          where: { id: snapshot.id },
+          data: { state: outcome, error: failure, finishedAt: new Date(now), counts: JSON.stringify(snapshot.counts), waitingOn: null },
+        }),
+        prisma.event.create({
+          data: { at: new Date(now), type: 'OPERATION_FINISHED', nodeId: snapshot.nodeId, operationId: snapshot.id, payload: JSON.stringify({ outcome, error: failure, counts: snapshot.counts }) },
+        }),
+      ];
+      // D7 / §6: an operation that ended because the node's state changed leaves the policy alone.
+      const expected = POLICY_OF_KIND[snapshot.kind];
+      if (failure !== 'NODE_STATE_CHANGED' && this.policies.get(snapshot.nodeId) === expected) {
+        await this.policies.transition(snapshot.nodeId, { type: END_EVENT[snapshot.kind][outcome] } as PolicyEvent, snapshot.id, now, finalWrites);
+        this.afterPolicyChange(snapshot.nodeId);
+      } else {
+        await prisma.$transaction(finalWrites);
+      }
+      this.runs.delete(snapshot.nodeId);
+      this.deps.observer.operationFinished(snapshot.kind, outcome);
+      const c = snapshot.counts;
+      this.deps.log.info(
+        { operation: snapshot.id, node: snapshot.nodeId, outcome, error: failure, moved: c.moved, skipped: c.skippedByReason, failed: c.failedByReason },
+        `${snapshot.kind.toLowerCase()} of node ${snapshot.nodeId} ${outcome.toLowerCase()}${failure ? ` (${failure})` : ''}: ${c.moved} moved, ${c.skipped} skipped, ${c.failed} failed`,
+      );
+      this.publishProgress(snapshot, []);
+    });
+  }
+
+  private async resume(): Promise<void> {
+    const rows = await this.deps.prisma.operation.findMany({ where: { state: { in: [...ACTIVE_OPERATION_STATES] } }, include: { steps: true } });
+    for (const row of rows) {
+      // A move that was in flight when the process died runs again: cut-overs are idempotent.
+      const steps = row.steps.map(stepOf).map((s) => (s.state === 'MOVING' ? { ...s, state: 'PLANNED' as const, startedAt: null } : s));
+      const snapshot = { ...snapshotOf(row), counts: countsOf(steps), waitingOn: null };
+      this.deps.log.info({ operation: row.id, node: row.nodeId, state: row.state, left: snapshot.counts.planned }, `resuming ${row.kind.toLowerCase()} of node ${row.nodeId}`);
+      this.launch(snapshot, steps);
+    }
+  }
+
+  private onClusterEvent(event: ClusterEvent): void {
+    if (this.stopped) return;
+    switch (event.type) {
+      case 'nodeChanged':
+        this.nodes.set(event.node.id, event.node);
+        this.nudgeAll();
+        break;
+      case 'nodeRemoved':
+        this.nodes.delete(event.nodeId);
+        this.nudgeAll();
+        break;
+      case 'nodeReattached':
+        void this.mutex
+          .run(() => this.changePolicy(event.nodeId, { type: 'reattached' }, this.runs.get(event.nodeId)?.snapshot.id ?? null))
+          .catch((e: unknown) => this.deps.log.error({ err: e, node: event.nodeId }, 're-attach handling failed'));
+        break;
+      default:
+        break;
+    }
+  }
+
+  private async changePolicy(nodeId: string, event: PolicyEvent, operationId: string | null): Promise<void> {
+    const { from, to } = await this.policies.transition(nodeId, event, operationId, this.deps.clock.now());
+    if (event.type === 'reattached') this.deps.log.info({ node: nodeId, from, to }, `node ${nodeId} re-attached: policy ${from} -> ${to}`);
+    else this.deps.log.info({ node: nodeId, from, to, cause: event.type }, `node ${nodeId} policy ${from} -> ${to}`);
+    if (from !== to) this.afterPolicyChange(nodeId);
+  }
+
+  private afterPolicyChange(nodeId: string): void {
+    this.deps.observer.policyChanged(nodeId, this.policies.get(nodeId));
+    const node = this.nodes.get(nodeId);
+    if (node) this.deps.bus.publish('nodeChanged', node);
+    this.runs.get(nodeId)?.nudge();
+  }
+
+  private nudgeAll(): void {
+    for (const run of this.runs.values()) run.nudge();
+  }
+
+  private published(operations: OperationSnapshot[], steps: { operationId: string; step: StepRecord }[]): void {
+    for (const op of operations) {
+      const live = [...this.runs.values()].find((r) => r.snapshot.id === op.id)?.snapshot ?? op;
+      this.publishProgress(live, steps.filter((s) => s.operationId === op.id).map((s) => s.step));
+    }
+  }
+
+  private publishProgress(operation: OperationSnapshot, steps: StepRecord[]): void {
+    this.deps.bus.publish('operationProgress', operation.id, { operation: { ...operation, counts: structuredClone(operation.counts) }, steps });
+  }
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}

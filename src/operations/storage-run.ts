@@ -1,0 +1,281 @@
+import type { ClusterBackend } from '../cluster/backend.ts';
+import type { Clock } from '../cluster/clock.ts';
+import { isBackendError } from '../cluster/errors.ts';
+import type { ClusterShard } from '../cluster/types.ts';
+import { planDrain, warmthVerdict } from '../domain/storage/drain-plan.ts';
+import type { PlanNode } from '../domain/storage/shards.ts';
+import type { Logger } from '../logger.ts';
+import { countTransition } from './counts.ts';
+import { estimateCompletion } from './eta.ts';
+import type { Journal } from './journal.ts';
+import type { PolicyStore } from './policy-store.ts';
+import type { OperationSettings } from './settings.ts';
+import type { OperationObserver, OperationOutcome, OperationSnapshot, StepRecord, WaitingOn } from './types.ts';
+
+export interface RunHost {
+  backend: ClusterBackend;
+  clock: Clock;
+  journal: Journal;
+  policies: PolicyStore;
+  settings: OperationSettings;
+  observer: OperationObserver;
+  log: Logger;
+  /** The cluster's nodes as last seen, with their policies. */
+  planNodes(): Map<string, PlanNode>;
+  /** Ends the operation: policy transition, final record, release of the node. */
+  finishRun(run: StorageRun, outcome: OperationOutcome, failure: string | null): Promise<void>;
+}
+
+/** Reason recorded on steps that never ran because the operation ended first. */
+export const NOT_ATTEMPTED = { CANCELLED: 'CANCELLED', FAILED: 'NOT_ATTEMPTED' } as const;
+const WAITING_ON_SAMPLE = 20;
+
+/**
+ * One drain or fill, from its persisted plan to its end. Moves run in a bounded pool
+ * (D6): the next starts as soon as one finishes. Before each start the run checks for a
+ * cancel (S5) and that the node still has the operation's policy (D7, F4).
+ */
+export class StorageRun {
+  private readonly steps: Map<string, StepRecord>;
+  private queue: StepRecord[];
+  private readonly inFlight = new Set<string>();
+  private wakeUp: () => void = () => {};
+  private firstMoveAt: number | null = null;
+  private finishedMoves = 0;
+  private blockedSince: number | null = null;
+  readonly done: Promise<void>;
+  private startLoop!: () => void;
+
+  constructor(
+    private readonly host: RunHost,
+    readonly snapshot: OperationSnapshot,
+    steps: StepRecord[],
+  ) {
+    this.steps = new Map(steps.map((s) => [s.workloadId, s]));
+    this.queue = steps.filter((s) => s.state === 'PLANNED').sort((a, b) => a.seq - b.seq);
+    this.done = new Promise<void>((resolve) => {
+      this.startLoop = resolve;
+    }).then(() => this.loop());
+  }
+
+  get kind() {
+    return this.snapshot.kind;
+  }
+
+  start(): Promise<void> {
+    this.startLoop();
+    return this.done;
+  }
+
+  /** Node availability or policy changed, or a cancel arrived: look again. */
+  nudge(): void {
+    this.wakeUp();
+  }
+
+  private get expectedPolicy() {
+    return this.kind === 'DRAIN' ? 'DRAINING' : 'FILLING';
+  }
+
+  private async loop(): Promise<void> {
+    let failure: string | null = null;
+    const { clock, settings, policies } = this.host;
+    for (;;) {
+      const woken = new Promise<void>((resolve) => {
+        this.wakeUp = resolve;
+      });
+      if (this.snapshot.state === 'CANCELLING') break;
+      if (policies.get(this.snapshot.nodeId) !== this.expectedPolicy) {
+        failure = 'NODE_STATE_CHANGED';
+        break;
+      }
+      if (this.queue.length === 0 && this.inFlight.size === 0) break;
+      if (this.inFlight.size < settings.maxConcurrentMoves) {
+        const next = this.takeRunnable();
+        if (next) {
+          this.launch(next);
+          continue;
+        }
+        if (this.queue.length && this.inFlight.size === 0) {
+          // Everything left touches an OFFLINE node: wait for it, up to the deadline (§6).
+          const offline = this.offlineNodesOf(this.queue[0]!)[0] ?? this.snapshot.nodeId;
+          this.blockedSince ??= clock.now();
+          const waited = clock.now() - this.blockedSince;
+          if (waited >= settings.operationDeadlineMs) {
+            failure = 'NODE_OFFLINE';
+            break;
+          }
+          this.setWaiting({
+            kind: 'NODE_OFFLINE',
+            description: `paused: node ${offline} is OFFLINE; the operation fails if it does not return within ${Math.round(settings.operationDeadlineMs / 1000)} s`,
+            nodeId: offline,
+            workloadIds: this.queue.slice(0, WAITING_ON_SAMPLE).map((s) => s.workloadId),
+            since: this.blockedSince,
+          });
+          const cancelTimer = clock.setTimer(settings.operationDeadlineMs - waited, () => this.wakeUp());
+          await woken;
+          cancelTimer();
+          continue;
+        }
+      }
+      this.showMovesInFlight();
+      await woken;
+    }
+    while (this.inFlight.size) {
+      // S5: moves in flight finish; nothing new starts.
+      this.showMovesInFlight();
+      await new Promise<void>((resolve) => {
+        this.wakeUp = resolve;
+      });
+    }
+    const outcome: OperationOutcome = this.snapshot.state === 'CANCELLING' ? 'CANCELLED' : failure ? 'FAILED' : 'SUCCEEDED';
+    const leftReason = outcome === 'CANCELLED' ? NOT_ATTEMPTED.CANCELLED : NOT_ATTEMPTED.FAILED;
+    for (const step of this.queue) this.update(step, { state: 'SKIPPED', reason: leftReason, finishedAt: clock.now() });
+    this.queue = [];
+    this.snapshot.waitingOn = null;
+    await this.host.finishRun(this, outcome, failure);
+  }
+
+  private offlineNodesOf(step: StepRecord): string[] {
+    const nodes = this.host.planNodes();
+    const involved = this.kind === 'DRAIN' ? [this.snapshot.nodeId] : [this.snapshot.nodeId, step.fromNodeId];
+    return involved.filter((id): id is string => id !== null && nodes.get(id)?.availability === 'OFFLINE');
+  }
+
+  /** The first planned step whose nodes are not OFFLINE (moves touching an offline node wait). */
+  private takeRunnable(): StepRecord | undefined {
+    const index = this.queue.findIndex((s) => this.offlineNodesOf(s).length === 0);
+    if (index < 0) return undefined;
+    this.blockedSince = null;
+    return this.queue.splice(index, 1)[0];
+  }
+
+  private launch(step: StepRecord): void {
+    this.inFlight.add(step.workloadId);
+    const move = this.kind === 'DRAIN' ? this.drainOne(step) : this.fillOne(step);
+    move
+      .catch((e: unknown) => {
+        this.host.log.error({ err: e, operation: this.snapshot.id, shard: step.workloadId }, 'move crashed');
+        this.update(step, { state: 'FAILED', reason: 'INTERNAL', error: String(e), finishedAt: this.host.clock.now() });
+      })
+      .finally(() => {
+        this.inFlight.delete(step.workloadId);
+        this.wakeUp();
+      });
+  }
+
+  private async drainOne(step: StepRecord): Promise<void> {
+    const shard = await this.readShard(step);
+    if (!shard) return;
+    const nodeId = this.snapshot.nodeId;
+    if (shard.attachedNodeId !== nodeId) return this.alreadyDone(step, shard);
+    const [decision] = planDrain(nodeId, [shard], [...this.host.planNodes().values()]);
+    if (!decision) return;
+    if (decision.action === 'skip') return this.skip(step, decision.reason);
+    await this.cutOver(step, shard, nodeId, decision.toNodeId);
+  }
+
+  private async fillOne(step: StepRecord): Promise<void> {
+    const shard = await this.readShard(step);
+    if (!shard) return;
+    const nodeId = this.snapshot.nodeId;
+    if (shard.attachedNodeId === nodeId) return this.finish(step, 'MOVED', null, null);
+    if (shard.policy === 'PAUSE' || shard.policy === 'STOP') return this.skip(step, `SHARD_POLICY_${shard.policy}`);
+    if (!shard.secondaryNodeIds.includes(nodeId)) return this.skip(step, 'NO_SECONDARY_ON_NODE');
+    await this.cutOver(step, shard, shard.attachedNodeId, nodeId);
+  }
+
+  private async readShard(step: StepRecord): Promise<ClusterShard | null> {
+    const shard = await this.host.backend.getShard(step.workloadId);
+    if (!shard) this.skip(step, 'SHARD_GONE');
+    return shard;
+  }
+
+  /** The shard is no longer where the plan found it: done if it is where we sent it (a resumed step). */
+  private alreadyDone(step: StepRecord, shard: ClusterShard): void {
+    if (step.toNodeId !== null && shard.attachedNodeId === step.toNodeId) this.finish(step, 'MOVED', null, null);
+    else this.skip(step, 'NOT_ATTACHED_HERE', `attached to node ${shard.attachedNodeId} by someone else`);
+  }
+
+  /** D4 (warmth), then the role swap (D5). A failure is recorded and not retried (D6). */
+  private async cutOver(step: StepRecord, shard: ClusterShard, fromNodeId: string, toNodeId: string): Promise<void> {
+    const { backend, clock, settings, observer } = this.host;
+    const status = await backend.getSecondaryStatus(shard.id, toNodeId).catch(() => null);
+    const verdict = warmthVerdict(status, settings.maxSecondaryLagBytes);
+    if (!verdict.ok) {
+      const detail = verdict.lagBytes === null ? 'secondary lag unknown' : `secondary lagging by ${verdict.lagBytes} bytes`;
+      return this.skip(step, verdict.reason, `${detail} on node ${toNodeId}`);
+    }
+    const startedAt = clock.now();
+    this.firstMoveAt ??= startedAt;
+    this.update(step, { state: 'MOVING', fromNodeId, toNodeId, startedAt });
+    observer.movesInFlight(this.kind, 1);
+    try {
+      await backend.cutOverShard(shard.id, { fromNodeId, toNodeId });
+      this.finish(step, 'MOVED', null, null);
+    } catch (e) {
+      const code = isBackendError(e) ? e.code.toUpperCase() : 'ERROR';
+      this.finish(step, 'FAILED', code, e instanceof Error ? e.message : String(e));
+      this.host.log.warn({ operation: this.snapshot.id, shard: shard.id, node: toNodeId, err: e }, `cut-over of shard ${shard.id} to node ${toNodeId} failed`);
+    } finally {
+      observer.movesInFlight(this.kind, -1);
+    }
+  }
+
+  private skip(step: StepRecord, reason: string, detail?: string): void {
+    this.host.log.info(
+      { operation: this.snapshot.id, shard: step.workloadId, node: this.snapshot.nodeId, reason },
+      `shard ${step.workloadId} skipped: ${detail ?? reason}`,
+    );
+    this.finish(step, 'SKIPPED', reason, detail ?? null);
+  }
+
+  private finish(step: StepRecord, state: 'MOVED' | 'SKIPPED' | 'FAILED', reason: string | null, error: string | null): void {
+    const now = this.host.clock.now();
+    const duration = step.startedAt === null ? null : now - step.startedAt;
+    this.update(step, { state, reason, error, finishedAt: now });
+    if (state !== 'SKIPPED') this.finishedMoves++;
+    this.host.observer.stepFinished(this.kind, state, reason, state === 'MOVED' ? duration : null);
+    this.host.journal.event({
+      type: `SHARD_${state}`,
+      nodeId: this.snapshot.nodeId,
+      operationId: this.snapshot.id,
+      at: now,
+      payload: { shard: step.workloadId, from: step.fromNodeId, to: step.toNodeId, reason, error },
+    });
+  }
+
+  private update(step: StepRecord, change: Partial<StepRecord>): void {
+    const before = { ...step };
+    Object.assign(step, change);
+    countTransition(this.snapshot.counts, before, step);
+    const { counts } = this.snapshot;
+    this.snapshot.etaAt = estimateCompletion({
+      now: this.host.clock.now(),
+      firstMoveAt: this.firstMoveAt,
+      finished: this.finishedMoves,
+      remaining: counts.planned + counts.moving,
+    });
+    this.host.journal.step(this.snapshot.id, step);
+    this.host.journal.operation({ ...this.snapshot, counts: structuredClone(counts) });
+  }
+
+  private showMovesInFlight(): void {
+    if (!this.inFlight.size) return;
+    const ids = [...this.inFlight].slice(0, WAITING_ON_SAMPLE);
+    const since = Math.min(...ids.map((id) => this.steps.get(id)?.startedAt ?? this.host.clock.now()));
+    this.setWaiting({
+      kind: 'MOVES_IN_FLIGHT',
+      description: `${this.inFlight.size} cut-over(s) in flight${this.snapshot.state === 'CANCELLING' ? ' (cancelling: nothing new starts)' : ''}`,
+      nodeId: this.snapshot.nodeId,
+      workloadIds: ids,
+      since,
+    });
+  }
+
+  private setWaiting(waiting: WaitingOn): void {
+    const prev = this.snapshot.waitingOn;
+    if (prev && prev.kind === waiting.kind && prev.description === waiting.description && prev.workloadIds.join() === waiting.workloadIds.join()) return;
+    this.snapshot.waitingOn = waiting;
+    this.host.journal.operation({ ...this.snapshot, counts: structuredClone(this.snapshot.counts) });
+  }
+}
