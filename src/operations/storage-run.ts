@@ -232,7 +232,8 @@ export class StorageRun {
   private finish(step: StepRecord, state: 'MOVED' | 'SKIPPED' | 'FAILED', reason: string | null, error: string | null): void {
     const now = this.host.clock.now();
     const duration = step.startedAt === null ? null : now - step.startedAt;
-    this.update(step, { state, reason, error, finishedAt: now });
+    // A moved fill step keeps the reason it was planned for (HOME_AZ or FAIR_SHARE).
+    this.update(step, { state, reason: reason ?? step.reason, error, finishedAt: now });
     if (state !== 'SKIPPED') this.finishedMoves++;
     this.host.observer.stepFinished(this.kind, state, reason, state === 'MOVED' ? duration : null);
     this.host.journal.event({
