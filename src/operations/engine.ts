@@ -115,6 +115,7 @@ export class OperationEngine {
   async shutdown(): Promise<void> {
     this.stopped = true;
     this.unwatch?.();
+    for (const run of this.runs.values()) run.halt();
     await this.journal.flush();
   }
 

@@ -43,6 +43,7 @@ export class StorageRun {
   private firstMoveAt: number | null = null;
   private finishedMoves = 0;
   private blockedSince: number | null = null;
+  private halted = false;
   readonly done: Promise<void>;
   private startLoop!: () => void;
 
@@ -67,6 +68,16 @@ export class StorageRun {
     return this.done;
   }
 
+  /**
+   * The gateway is shutting down: start nothing, record nothing more. The persisted
+   * record stays RUNNING (or CANCELLING) and the next start resumes it; moves still in
+   * flight in the backend are re-checked then (they are idempotent).
+   */
+  halt(): void {
+    this.halted = true;
+    this.wakeUp();
+  }
+
   /** Node availability or policy changed, or a cancel arrived: look again. */
   nudge(): void {
     this.wakeUp();
@@ -83,6 +94,7 @@ export class StorageRun {
       const woken = new Promise<void>((resolve) => {
         this.wakeUp = resolve;
       });
+      if (this.halted) return;
       if (this.snapshot.state === 'CANCELLING') break;
       if (policies.get(this.snapshot.nodeId) !== this.expectedPolicy) {
         failure = 'NODE_STATE_CHANGED';
@@ -121,6 +133,7 @@ export class StorageRun {
       await woken;
     }
     while (this.inFlight.size) {
+      if (this.halted) return;
       // S5: moves in flight finish; nothing new starts.
       this.showMovesInFlight();
       await new Promise<void>((resolve) => {
@@ -230,6 +243,7 @@ export class StorageRun {
   }
 
   private finish(step: StepRecord, state: 'MOVED' | 'SKIPPED' | 'FAILED', reason: string | null, error: string | null): void {
+    if (this.halted) return;
     const now = this.host.clock.now();
     const duration = step.startedAt === null ? null : now - step.startedAt;
     // A moved fill step keeps the reason it was planned for (HOME_AZ or FAIR_SHARE).
@@ -246,6 +260,7 @@ export class StorageRun {
   }
 
   private update(step: StepRecord, change: Partial<StepRecord>): void {
+    if (this.halted) return;
     const before = { ...step };
     Object.assign(step, change);
     countTransition(this.snapshot.counts, before, step);
