@@ -10,8 +10,9 @@ import { createEventBus, type EventBus } from './events/bus.ts';
 import { createGraphQLHandler, GRAPHQL_PATH, type LockkeeperYoga } from './graphql/yoga.ts';
 import type { Logger } from './logger.ts';
 import { OperationEngine } from './operations/engine.ts';
+import { createOperationMetrics } from './operations/metrics.ts';
+import { createNeonFacade } from './rest/neon-facade.ts';
 import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from './operations/settings.ts';
-import type { OperationObserver } from './operations/types.ts';
 import { AuditLog } from './store/audit-log.ts';
 import type { PrismaClient } from './store/index.ts';
 
@@ -43,13 +44,14 @@ export interface App {
 /**
  * One HTTP port for everything: GraphQL over POST/GET, graphql-ws on the same path
  * (through yoga's envelop pipeline, as in graphql-yoga's graphql-ws example), GraphiQL,
- * and /healthz.
+ * the Neon-compatible REST facade under /control/v1, /metrics and /healthz.
  */
 export function buildApp(deps: AppDeps): App {
   const bus = createEventBus();
   const clock = deps.clock ?? systemClock;
   const stopBridge = bridgeBackendEvents(deps.backend, bus);
   const audit = new AuditLog(deps.prisma);
+  const metrics = createOperationMetrics({ onError: (e) => deps.log.warn({ err: e }, 'metrics update failed') });
   const operations = new OperationEngine({
     prisma: deps.prisma,
     backend: deps.backend,
@@ -57,8 +59,9 @@ export function buildApp(deps: AppDeps): App {
     clock,
     log: deps.log,
     settings: deps.settings ?? DEFAULT_OPERATION_SETTINGS,
-    observer: NO_OBSERVER,
+    observer: metrics.observer,
   });
+  const neonFacade = createNeonFacade({ engine: operations, backend: deps.backend, audit, clock, log: deps.log });
   const yoga = createGraphQLHandler({ backend: deps.backend, bus, operations, audit, clock }, deps.log);
   let engineStarted: Promise<void> | undefined;
 
@@ -69,12 +72,21 @@ export function buildApp(deps: AppDeps): App {
       res.end(JSON.stringify({ status: 'ok', backend: deps.backend.name, ...deps.health?.() }));
       return;
     }
+    if (path === '/metrics') {
+      void metrics.registry.metrics().then((text) => {
+        res.writeHead(200, { 'content-type': metrics.registry.contentType });
+        res.end(text);
+      });
+      return;
+    }
     if (path === '/' && req.method === 'GET') {
       res.writeHead(302, { location: GRAPHQL_PATH });
       res.end();
       return;
     }
-    void yoga.handle(req, res);
+    void neonFacade(req, res).then(async (handled) => {
+      if (!handled) await yoga.handle(req, res);
+    });
   });
 
   const wss = new WebSocketServer({ server, path: GRAPHQL_PATH });
@@ -146,14 +158,6 @@ export function buildApp(deps: AppDeps): App {
     },
   };
 }
-
-const NO_OBSERVER: OperationObserver = {
-  operationStarted() {},
-  operationFinished() {},
-  stepFinished() {},
-  movesInFlight() {},
-  policyChanged() {},
-};
 
 /** graphql-ws passes our args back; rootValue carries the enveloped execute/subscribe. */
 interface EnvelopedArgs {

@@ -130,5 +130,7 @@ export interface SimulationControls {
   getFaults(): FaultSettings;
   /** Sets how many bytes a secondary still has to download and how fast it does (bytes per second). */
   setSecondaryLag(shardId: string, nodeId: string, lagBytes: number, downloadBytesPerSecond?: number): Promise<void>;
+  /** Whether the secondary has a heatmap; without one `getSecondaryStatus` reports `heatmapMtime: null` (lag unknown). */
+  setSecondaryHeatmapKnown(shardId: string, nodeId: string, known: boolean): Promise<void>;
   removeNode(nodeId: string): Promise<void>;
 }

@@ -148,7 +148,7 @@ export class OperationEngine {
   }
 
   /** Sets a node's policy by hand; refused while an operation runs on it (neon #8727). */
-  configureNode(nodeId: string, policy: SchedulingPolicy, _meta: RequestMeta): Promise<SchedulingPolicy> {
+  configureNode(nodeId: string, policy: SchedulingPolicy, meta: RequestMeta): Promise<SchedulingPolicy> {
     return this.mutex.run(async () => {
       await this.requireNode(nodeId);
       const running = this.runs.get(nodeId);
@@ -159,7 +159,7 @@ export class OperationEngine {
           running.snapshot.id,
         );
       }
-      await this.changePolicy(nodeId, { type: 'configure', policy }, null);
+      await this.changePolicy(nodeId, { type: 'configure', policy }, null, { actor: meta.actor, reason: meta.reason });
       return policy;
     });
   }
@@ -431,8 +431,8 @@ export class OperationEngine {
     }
   }
 
-  private async changePolicy(nodeId: string, event: PolicyEvent, operationId: string | null): Promise<void> {
-    const { from, to } = await this.policies.transition(nodeId, event, operationId, this.deps.clock.now());
+  private async changePolicy(nodeId: string, event: PolicyEvent, operationId: string | null, details?: object): Promise<void> {
+    const { from, to } = await this.policies.transition(nodeId, event, operationId, this.deps.clock.now(), [], details);
     if (event.type === 'reattached') this.deps.log.info({ node: nodeId, from, to }, `node ${nodeId} re-attached: policy ${from} -> ${to}`);
     else this.deps.log.info({ node: nodeId, from, to, cause: event.type }, `node ${nodeId} policy ${from} -> ${to}`);
     if (from !== to) this.afterPolicyChange(nodeId);

@@ -8,7 +8,7 @@ import type { Prisma, PrismaClient } from '../store/index.ts';
  */
 export function policyTransitionWrites(
   prisma: PrismaClient,
-  input: { nodeId: string; from: SchedulingPolicy; event: PolicyEvent; operationId: string | null; at: number },
+  input: { nodeId: string; from: SchedulingPolicy; event: PolicyEvent; operationId: string | null; at: number; details?: object },
 ): { to: SchedulingPolicy; writes: Prisma.PrismaPromise<unknown>[] } {
   const to = nextPolicy(input.from, input.event);
   return {
@@ -25,7 +25,7 @@ export function policyTransitionWrites(
           type: 'NODE_POLICY_CHANGED',
           nodeId: input.nodeId,
           operationId: input.operationId,
-          payload: JSON.stringify({ from: input.from, to, cause: input.event.type }),
+          payload: JSON.stringify({ from: input.from, to, cause: input.event.type, ...input.details }),
         },
       }),
     ],

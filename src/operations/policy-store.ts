@@ -31,9 +31,11 @@ export class PolicyStore {
     operationId: string | null,
     at: number,
     alsoWrite: Prisma.PrismaPromise<unknown>[] = [],
+    /** Recorded with the event, e.g. who asked and why. */
+    details?: object,
   ): Promise<{ from: SchedulingPolicy; to: SchedulingPolicy }> {
     const from = this.get(nodeId);
-    const { to, writes } = policyTransitionWrites(this.prisma, { nodeId, from, event, operationId, at });
+    const { to, writes } = policyTransitionWrites(this.prisma, { nodeId, from, event, operationId, at, ...(details && { details }) });
     await this.prisma.$transaction([...alsoWrite, ...writes]);
     this.cache.set(nodeId, to);
     return { from, to };

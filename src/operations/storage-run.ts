@@ -142,7 +142,10 @@ export class StorageRun {
     }
     const outcome: OperationOutcome = this.snapshot.state === 'CANCELLING' ? 'CANCELLED' : failure ? 'FAILED' : 'SUCCEEDED';
     const leftReason = outcome === 'CANCELLED' ? NOT_ATTEMPTED.CANCELLED : NOT_ATTEMPTED.FAILED;
-    for (const step of this.queue) this.update(step, { state: 'SKIPPED', reason: leftReason, finishedAt: clock.now() });
+    for (const step of this.queue) {
+      this.update(step, { state: 'SKIPPED', reason: leftReason, finishedAt: clock.now() });
+      this.host.observer.stepFinished(this.kind, 'SKIPPED', leftReason, null);
+    }
     this.queue = [];
     this.snapshot.waitingOn = null;
     await this.host.finishRun(this, outcome, failure);
@@ -168,7 +171,7 @@ export class StorageRun {
     move
       .catch((e: unknown) => {
         this.host.log.error({ err: e, operation: this.snapshot.id, shard: step.workloadId }, 'move crashed');
-        this.update(step, { state: 'FAILED', reason: 'INTERNAL', error: String(e), finishedAt: this.host.clock.now() });
+        this.finish(step, 'FAILED', 'INTERNAL', String(e));
       })
       .finally(() => {
         this.inFlight.delete(step.workloadId);

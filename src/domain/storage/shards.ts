@@ -1,5 +1,6 @@
 /** Shard views the storage plans work on. Pure data. */
 import type { Availability, SchedulingPolicy } from './policy.ts';
+import { compareNatural } from '../compare.ts';
 
 export type ShardPolicy = 'ACTIVE' | 'ESSENTIAL' | 'PAUSE' | 'STOP';
 
@@ -28,5 +29,5 @@ export function byTenantAndNumber(a: PlanShard, b: PlanShard): number {
 
 /** Node ids compare numerically when both are numbers (Neon's ids), else as strings. */
 export function compareNodeIds(a: string, b: string): number {
-  return a.localeCompare(b, 'en', { numeric: true });
+  return compareNatural(a, b);
 }

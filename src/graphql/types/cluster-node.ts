@@ -4,6 +4,7 @@ import { NotFoundError } from '../../domain/errors.ts';
 import { builder } from '../builder.ts';
 import { primeNodes } from '../loaders.ts';
 import { enumValuesOf, LabelType, pageOf, toLabels } from './common.ts';
+import { compareNatural } from '../../domain/compare.ts';
 
 export const NodeAvailabilityEnum = builder.enumType('NodeAvailability', {
   values: enumValuesOf(['ACTIVE', 'WARMING_UP', 'OFFLINE'] as const),
@@ -29,7 +30,7 @@ ClusterNodeType.implement({
 });
 
 /** Sorted like operators read them: by name, numbers in names in numeric order. */
-export const byName = <T extends { name: string }>(a: T, b: T) => a.name.localeCompare(b.name, 'en', { numeric: true });
+export const byName = <T extends { name: string }>(a: T, b: T) => compareNatural(a.name, b.name);
 
 builder.queryFields((t) => ({
   nodes: t.connection(

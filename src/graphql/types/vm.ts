@@ -5,6 +5,7 @@ import { effectiveStrategy, MAINTENANCE_STRATEGIES } from '../../domain/vm-strat
 import { builder } from '../builder.ts';
 import { ClusterNodeType } from './cluster-node.ts';
 import { enumValuesOf, LabelType, pageOf, toLabels } from './common.ts';
+import { compareNatural } from '../../domain/compare.ts';
 
 export const RunStrategyEnum = builder.enumType('RunStrategy', { values: enumValuesOf(RUN_STRATEGIES) });
 export const VmStatusEnum = builder.enumType('VmStatus', { values: enumValuesOf(VM_STATUSES) });
@@ -111,7 +112,7 @@ builder.queryFields((t) => ({
           const inZone = new Set(nodes.flatMap((n) => (n && !(n instanceof Error) && n.zone === args.zone ? [n.id] : [])));
           rows = rows.filter((vm) => vm.nodeId !== null && inZone.has(vm.nodeId));
         }
-        rows.sort((a, b) => a.id.localeCompare(b.id, 'en', { numeric: true }));
+        rows.sort((a, b) => compareNatural(a.id, b.id));
         return pageOf(args, rows);
       },
     },

@@ -1,0 +1,134 @@
+/**
+ * The Neon storage controller's REST shapes and spellings (spec storage-drain-fill §9,
+ * Neon `libs/pageserver_api/src/controller_api.rs`), and their mapping from ours.
+ */
+import { z } from 'zod';
+import type { ClusterNode } from '../cluster/types.ts';
+import {
+  NEON_AVAILABILITY_NAMES,
+  NEON_POLICY_NAMES,
+  SCHEDULING_POLICIES,
+  type Availability,
+  type SchedulingPolicy,
+} from '../domain/storage/policy.ts';
+
+/** Neon's `NodeDescribeResponse`. */
+export interface NeonNode {
+  /** A JSON integer when our node id is a canonical integer (every Neon node), else our string id. */
+  id: number | string;
+  availability: string;
+  scheduling: string;
+  availability_zone_id: string;
+  listen_http_addr: string;
+  listen_http_port: number;
+  listen_https_port: number | null;
+  listen_pg_addr: string;
+  listen_pg_port: number;
+}
+
+/**
+ * Where a node's pageserver listens. A ClusterNode carries no addresses, so the facade
+ * reads them from these node labels (the pageserver plugin, or an operator, sets them).
+ * Without a label (or with one that is not a valid port) it reports the node's name as
+ * the host and Neon's pageserver defaults: HTTP 9898, libpq 6400. No HTTPS listener is
+ * known, so `listen_https_port` is always null.
+ */
+export const LISTEN_LABELS = {
+  httpAddr: 'lockkeeper.io/listen-http-addr',
+  httpPort: 'lockkeeper.io/listen-http-port',
+  pgAddr: 'lockkeeper.io/listen-pg-addr',
+  pgPort: 'lockkeeper.io/listen-pg-port',
+} as const;
+export const DEFAULT_PAGESERVER_HTTP_PORT = 9898;
+export const DEFAULT_PAGESERVER_PG_PORT = 6400;
+
+const CANONICAL_INTEGER = /^(0|[1-9][0-9]*)$/;
+const U64_MAX = 2n ** 64n - 1n;
+
+/** `id` as Neon's clients expect it: a number when it is a canonical integer that JSON numbers carry exactly. */
+export function neonNodeId(id: string): number | string {
+  return CANONICAL_INTEGER.test(id) && Number.isSafeInteger(Number(id)) ? Number(id) : id;
+}
+
+/**
+ * A `:node_id` path segment as Neon parses it (a u64): our node id in canonical form
+ * (`007` → `7`), or null when it is not a non-negative integer in range.
+ */
+export function parseNodeIdSegment(segment: string): string | null {
+  if (!/^[0-9]{1,20}$/.test(segment)) return null;
+  const value = BigInt(segment);
+  return value <= U64_MAX ? value.toString() : null;
+}
+
+/** Integers in numeric order, before any other id; other ids in code-unit order. */
+export function compareNodeIds(a: string, b: string): number {
+  const na = CANONICAL_INTEGER.test(a);
+  const nb = CANONICAL_INTEGER.test(b);
+  if (na && nb) return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+  if (na !== nb) return na ? -1 : 1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function port(label: string | undefined, fallback: number): number {
+  if (label === undefined || !/^[0-9]{1,5}$/.test(label)) return fallback;
+  const n = Number(label);
+  return n >= 1 && n <= 65_535 ? n : fallback;
+}
+
+export function toNeonNode(node: ClusterNode, policy: SchedulingPolicy): NeonNode {
+  const labels = node.labels;
+  return {
+    id: neonNodeId(node.id),
+    availability: NEON_AVAILABILITY_NAMES[node.availability],
+    scheduling: NEON_POLICY_NAMES[policy],
+    // Neon's field is a plain string (every Neon node has an AZ); a node without a zone reports "".
+    availability_zone_id: node.zone ?? '',
+    listen_http_addr: labels[LISTEN_LABELS.httpAddr] || node.name,
+    listen_http_port: port(labels[LISTEN_LABELS.httpPort], DEFAULT_PAGESERVER_HTTP_PORT),
+    listen_https_port: null,
+    listen_pg_addr: labels[LISTEN_LABELS.pgAddr] || node.name,
+    listen_pg_port: port(labels[LISTEN_LABELS.pgPort], DEFAULT_PAGESERVER_PG_PORT),
+  };
+}
+
+const POLICY_BY_NEON_NAME = new Map(SCHEDULING_POLICIES.map((p) => [NEON_POLICY_NAMES[p], p] as const));
+const AVAILABILITY_BY_NEON_NAME = new Map(
+  (Object.keys(NEON_AVAILABILITY_NAMES) as Availability[]).map((a) => [NEON_AVAILABILITY_NAMES[a], a] as const),
+);
+
+const neonPolicy = z.string().transform((name, ctx) => {
+  const policy = POLICY_BY_NEON_NAME.get(name);
+  if (policy) return policy;
+  ctx.addIssue({ code: 'custom', message: `unknown scheduling policy ${JSON.stringify(name)}; expected one of ${[...POLICY_BY_NEON_NAME.keys()].join(', ')}` });
+  return z.NEVER;
+});
+
+const neonAvailability = z.string().transform((name, ctx) => {
+  const availability = AVAILABILITY_BY_NEON_NAME.get(name);
+  if (availability) return availability;
+  ctx.addIssue({ code: 'custom', message: `unknown availability ${JSON.stringify(name)}; expected one of ${[...AVAILABILITY_BY_NEON_NAME.keys()].join(', ')}` });
+  return z.NEVER;
+});
+
+/**
+ * Neon's `NodeConfigureRequest`. `null` means absent, as with serde's `Option`. Unlike
+ * Neon (serde ignores unknown fields there) unknown fields are refused, so that a
+ * misspelt `scheduling` is an error rather than a silent no-op; Neon's own clients send
+ * only these three fields.
+ */
+export const nodeConfigureRequestSchema = z
+  .object({
+    node_id: z.number().int().nonnegative(),
+    availability: neonAvailability.nullish(),
+    scheduling: neonPolicy.nullish(),
+  })
+  .strict();
+
+export type NodeConfigureRequest = z.output<typeof nodeConfigureRequestSchema>;
+
+/** Neon's `NodeShard` in a `NodeShardResponse`. */
+export interface NeonNodeShard {
+  tenant_shard_id: string;
+  is_observed_secondary: boolean;
+  is_intended_secondary: boolean;
+}
