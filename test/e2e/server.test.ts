@@ -105,3 +105,48 @@ describe('the real server', () => {
     await expect(fetch(`${s.url.replace(/\/graphql$/, '')}/healthz`)).rejects.toThrow();
   });
 });
+
+describe('/metrics', () => {
+  const metric = (text: string, line: string): number => {
+    const found = text.split('\n').find((l) => l.startsWith(line));
+    return found ? Number(found.slice(line.length).trim()) : Number.NaN;
+  };
+
+  it('moves while a drain runs: operations, shards moved, moves in flight, node policy, move latency', async () => {
+    const s = await start({ plugins: [{ name: 'fake', options: { latenciesMs: { cutOver: 300 } } }], operations: { maxConcurrentMoves: 2 } });
+    const scrape = async () => {
+      const res = await fetch(s.url.replace(/\/graphql$/, '/metrics'));
+      expect(res.headers.get('content-type')).toContain('text/plain');
+      return res.text();
+    };
+    const before = await scrape();
+    expect(metric(before, 'lockkeeper_operations_started_total{kind="DRAIN"}')).toBe(0);
+    expect(metric(before, 'lockkeeper_node_scheduling_policy{node="1",policy="ACTIVE"}')).toBe(1);
+    const started = await post(s.url, 'mutation { startNodeDrain(nodeId: "1") { ... on Operation { id } } }');
+    const id = started.data.startNodeDrain.id;
+    let during = '';
+    for (let i = 0; i < 100; i++) {
+      during = await scrape();
+      if (metric(during, 'lockkeeper_shards_moved_total{kind="DRAIN"}') >= 1 && metric(during, 'lockkeeper_moves_in_flight{kind="DRAIN"}') > 0) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(metric(during, 'lockkeeper_operations_started_total{kind="DRAIN"}')).toBe(1);
+    expect(metric(during, 'lockkeeper_node_scheduling_policy{node="1",policy="DRAINING"}')).toBe(1);
+    expect(metric(during, 'lockkeeper_moves_in_flight{kind="DRAIN"}')).toBeGreaterThan(0);
+    expect(metric(during, 'lockkeeper_shards_moved_total{kind="DRAIN"}')).toBeGreaterThanOrEqual(1);
+    let final: any;
+    for (let i = 0; i < 200; i++) {
+      final = (await post(s.url, `{ operation(id: "${id}") { ... on Operation { state counts { moved } } } }`)).data.operation;
+      if (final.state !== 'RUNNING') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const after = await scrape();
+    expect(metric(after, 'lockkeeper_operations_finished_total{kind="DRAIN",outcome="SUCCEEDED"}')).toBe(1);
+    expect(metric(after, 'lockkeeper_node_scheduling_policy{node="1",policy="PAUSE_FOR_RESTART"}')).toBe(1);
+    expect(metric(after, 'lockkeeper_moves_in_flight{kind="DRAIN"}')).toBe(0);
+    const moved = metric(after, 'lockkeeper_shards_moved_total{kind="DRAIN"}');
+    expect(moved).toBe(final.counts.moved);
+    expect(moved).toBeGreaterThan(1);
+    expect(metric(after, 'lockkeeper_move_duration_seconds_count{kind="DRAIN"}')).toBe(moved);
+  });
+});
