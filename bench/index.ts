@@ -1,5 +1,6 @@
 import type { Benchmark } from './benchmark.ts';
+import { drain10k } from './drain-10k.ts';
 import { readPath } from './read-path.ts';
 
 /** Every benchmark `npm run bench` runs, in order. Register new ones here. */
-export const benchmarks: readonly Benchmark[] = [readPath];
+export const benchmarks: readonly Benchmark[] = [readPath, drain10k];

@@ -3,6 +3,7 @@ import type { ClusterNode, ClusterShard, ClusterVm } from '../../src/cluster/typ
 import type { SecondaryLagTable } from './secondary-lag.ts';
 import { compareIds } from './scheduling.ts';
 import { applyStrategyLabel, MAINTENANCE_STRATEGY_LABEL } from './strategy-label.ts';
+import type { StateFile } from './state-file.ts';
 import { shardIdOf, type Topology } from './topology.ts';
 
 /** Labels every Kubernetes node carries, derived so a topology need not spell them out. */
@@ -21,7 +22,25 @@ export class ClusterState {
   /** What a fully warm secondary of each shard holds. */
   readonly shardSizes = new Map<string, number>();
 
-  constructor(topology: Topology, lag: SecondaryLagTable) {
+  static fromTopology(topology: Topology, lag: SecondaryLagTable): ClusterState {
+    const state = new ClusterState();
+    state.build(topology, lag);
+    return state;
+  }
+
+  /** The records of a state file, which were written in id order (the file's objects are owned from here on). */
+  static fromSaved(saved: StateFile): ClusterState {
+    const state = new ClusterState();
+    for (const node of saved.nodes) state.nodes.set(node.id, node);
+    for (const vm of saved.vms) state.vms.set(vm.id, vm);
+    for (const { sizeBytes, ...shard } of saved.shards) {
+      state.shards.set(shard.id, shard);
+      state.shardSizes.set(shard.id, sizeBytes);
+    }
+    return state;
+  }
+
+  private build(topology: Topology, lag: SecondaryLagTable): void {
     for (const n of [...topology.nodes].sort((a, b) => compareIds(a.id, b.id))) {
       const name = n.name ?? `node-${n.id}`;
       this.nodes.set(n.id, { ...n, name, roles: [...n.roles], labels: wellKnownLabels(n, name) });

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { systemClock, type Clock } from '../../src/cluster/clock.ts';
 import { demoTopology } from './demo-topology.ts';
 import { DEFAULT_LATENCIES_MS, fakeOptionsSchema, type FakeOptions, type FakeOptionsInput } from './options.ts';
@@ -16,8 +17,15 @@ function resolveTopology(topology: FakeOptions['topology']): Topology {
   return topology;
 }
 
-/** Builds from options already validated by `fakeOptionsSchema` (the plugin path). */
-export function clusterFromOptions(options: FakeOptions, clock: Clock, onListenerError?: (error: unknown) => void): SimulatedCluster {
+/**
+ * Builds from options already validated by `fakeOptionsSchema` (the plugin path). A
+ * relative `statePath` is resolved against `baseDir`.
+ */
+export function clusterFromOptions(
+  options: FakeOptions,
+  env: { clock: Clock; baseDir: string; onListenerError?: (error: unknown) => void },
+): SimulatedCluster {
+  const { clock, onListenerError } = env;
   return new SimulatedCluster({
     topology: resolveTopology(options.topology),
     clock,
@@ -27,14 +35,16 @@ export function clusterFromOptions(options: FakeOptions, clock: Clock, onListene
     secondaryDownloadBytesPerSecond: options.secondaryDownloadBytesPerSecond,
     seed: options.seed,
     onListenerError,
+    ...(options.statePath !== undefined && { statePath: resolve(env.baseDir, options.statePath) }),
   });
 }
 
 /**
  * A simulated cluster straight from code, without the plugin registry: the options are the
  * plugin's (validated the same way, so mistakes throw a ZodError naming the field) plus a clock.
+ * A relative `statePath` is resolved against the working directory.
  */
 export function createSimulatedCluster(options: CreateSimulatedClusterOptions = {}): SimulatedCluster {
   const { clock = systemClock, onListenerError, ...pluginOptions } = options;
-  return clusterFromOptions(fakeOptionsSchema.parse(pluginOptions), clock, onListenerError);
+  return clusterFromOptions(fakeOptionsSchema.parse(pluginOptions), { clock, baseDir: process.cwd(), onListenerError });
 }

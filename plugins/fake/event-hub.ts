@@ -9,7 +9,11 @@ import { copyEvent } from './copy.ts';
 export class EventHub {
   private readonly listeners = new Set<ClusterEventListener>();
 
-  constructor(private readonly onListenerError: (error: unknown) => void = () => {}) {}
+  constructor(
+    private readonly onListenerError: (error: unknown) => void = () => {},
+    /** Called with every change, before its delivery is queued (the state file saves here). */
+    private readonly onChange?: () => void,
+  ) {}
 
   watch(listener: ClusterEventListener): () => void {
     // Wrapped so the same function may subscribe twice and unsubscribe each independently.
@@ -21,6 +25,7 @@ export class EventHub {
   }
 
   emit(event: ClusterEvent): void {
+    this.onChange?.();
     // Copied now: later changes to the state must not show through a queued event.
     const snapshot = copyEvent(event);
     queueMicrotask(() => {

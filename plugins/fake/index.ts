@@ -7,9 +7,11 @@ const fakePlugin = definePlugin<FakeOptions>({
   name: 'fake',
   optionsSchema: fakeOptionsSchema,
   async create(options, context) {
-    return clusterFromOptions(options, context.clock, (error) =>
-      context.log.warn({ err: error }, 'a cluster event listener threw'),
-    );
+    return clusterFromOptions(options, {
+      clock: context.clock,
+      baseDir: context.configDir,
+      onListenerError: (error) => context.log.warn({ err: error }, 'a cluster event listener threw'),
+    });
   },
 });
 
@@ -29,6 +31,7 @@ export {
   type TopologySpec,
   type VmSpec,
 } from './topology.ts';
+export { StateFileError } from './state-file.ts';
 export { demoTopology } from './demo-topology.ts';
 export { generateTopology, type GenerateTopologyOptions } from './generate-topology.ts';
 export { compareIds, matchesConstraints, pickNode, type PlacementConstraints } from './scheduling.ts';

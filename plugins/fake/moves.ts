@@ -1,6 +1,7 @@
 import type { ActionKind } from '../../src/cluster/backend.ts';
 import type { Clock } from '../../src/cluster/clock.ts';
 import type { BackendError } from '../../src/cluster/errors.ts';
+import type { ClusterVm } from '../../src/cluster/types.ts';
 import type { FaultInjector } from './faults.ts';
 
 /** An action in flight on one subject (a node, a VM or a shard). */
@@ -10,6 +11,8 @@ export interface Move {
   readonly targetNodeId: string | undefined;
   /** What the move is for when the kind alone does not say, e.g. cordon vs. uncordon. */
   readonly goal: string | undefined;
+  /** See MoveSpec.beforeMove. */
+  readonly beforeMove: Partial<ClusterVm> | undefined;
   readonly promise: Promise<void>;
   /** Cancels the move and rejects its promise; the caller sets the resulting state. */
   abort(error: BackendError): void;
@@ -22,6 +25,11 @@ export interface MoveSpec {
   goal?: string;
   /** A VM or shard id that the `stuck` fault applies to. */
   stuckId?: string;
+  /**
+   * VM fields as they were before the move changed them: the state file records these
+   * while the move is in flight, since moves in flight are not persisted.
+   */
+  beforeMove?: Partial<ClusterVm>;
   /** Applies the result; may throw (after restoring the state) when the world changed meanwhile. */
   complete(): void;
 }
@@ -78,7 +86,7 @@ export class MoveTracker {
         });
       });
     });
-    this.moves.set(key, { kind: spec.kind, targetNodeId: spec.targetNodeId, goal: spec.goal, promise, abort });
+    this.moves.set(key, { kind: spec.kind, targetNodeId: spec.targetNodeId, goal: spec.goal, beforeMove: spec.beforeMove, promise, abort });
     return promise;
   }
 

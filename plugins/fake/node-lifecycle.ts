@@ -2,6 +2,7 @@ import { BackendError } from '../../src/cluster/errors.ts';
 import type { ClusterShard, ClusterVm, RunStrategy } from '../../src/cluster/types.ts';
 import { nodeChanged, shardChanged, vmChanged, type Runtime } from './runtime.ts';
 import { compareIds } from './scheduling.ts';
+import type { StateFile } from './state-file.ts';
 
 /**
  * Run strategies under which KubeVirt starts a VM again by itself after its node came
@@ -69,6 +70,8 @@ export class NodeLifecycle {
     const stopped = interruptWorkloads(this.rt, nodeId, 'restarted');
     this.restarting.set(nodeId, stopped.filter((vm) => RESTARTS_BY_ITSELF.has(vm.runStrategy)).map((vm) => vm.id));
     this.schedule(nodeId, this.rt.restartDelayMs, () => this.reattach(nodeId));
+    // A node already OFFLINE emits nothing above, but the pending restart is state too.
+    this.rt.changed();
   }
 
   async setNodeOnline(nodeId: string, online: boolean): Promise<void> {
@@ -80,6 +83,8 @@ export class NodeLifecycle {
       node.availability = 'ACTIVE';
     } else {
       this.cancelTimer(nodeId);
+      // Holding a restarting node down changes no record, but the state file must know.
+      this.rt.changed();
       if (node.availability === 'OFFLINE') return;
       node.availability = 'OFFLINE';
     }
@@ -102,6 +107,36 @@ export class NodeLifecycle {
     for (const shard of this.rt.state.shards.values()) this.forgetLocation(shard, nodeId);
     this.rt.state.nodes.delete(nodeId);
     this.rt.hub.emit({ type: 'nodeRemoved', nodeId });
+  }
+
+  /** Restarts and heartbeats in progress, for the state file. */
+  save(): Pick<StateFile, 'restarts' | 'warmingUp'> {
+    const restarts = [...this.restarting].map(([nodeId, vmIds]) => ({ nodeId, vmIds: [...vmIds], heldDown: !this.timers.has(nodeId) }));
+    const warmingUp = [...this.timers.keys()].filter((id) => !this.restarting.has(id));
+    return { restarts, warmingUp };
+  }
+
+  /**
+   * After a reload, time has passed for the nodes too: a restart that was under way has
+   * finished (ACTIVE, its VMs running again as after a re-attach), a pending heartbeat has
+   * arrived (ACTIVE). A restart held down by setNodeOnline(false) is still held down.
+   * Runs before anyone watches, so it emits nothing.
+   */
+  restore(saved: Pick<StateFile, 'restarts' | 'warmingUp'>): void {
+    for (const { nodeId, vmIds, heldDown } of saved.restarts) {
+      const node = this.rt.state.nodes.get(nodeId);
+      if (!node) continue;
+      if (heldDown) {
+        this.restarting.set(nodeId, [...vmIds]);
+        continue;
+      }
+      this.rerunVms(nodeId, vmIds);
+      node.availability = 'ACTIVE';
+    }
+    for (const nodeId of saved.warmingUp) {
+      const node = this.rt.state.nodes.get(nodeId);
+      if (node) node.availability = 'ACTIVE';
+    }
   }
 
   close(): void {
@@ -128,18 +163,25 @@ export class NodeLifecycle {
     node.availability = 'WARMING_UP';
     nodeChanged(this.rt, node);
     this.rt.hub.emit({ type: 'nodeReattached', nodeId });
+    for (const vm of this.rerunVms(nodeId, vmIds)) vmChanged(this.rt, vm);
+    this.schedule(nodeId, this.rt.heartbeatIntervalMs, () => {
+      node.availability = 'ACTIVE';
+      nodeChanged(this.rt, node);
+    });
+  }
+
+  /** VMs of a restart that KubeVirt starts again by themselves on the node that came back. */
+  private rerunVms(nodeId: string, vmIds: readonly string[]): ClusterVm[] {
+    const rerun: ClusterVm[] = [];
     for (const id of vmIds) {
       const vm = this.rt.state.vms.get(id);
       // Someone may have started, halted or re-placed it while the node was down.
       if (!vm || vm.status !== 'Stopped' || !RESTARTS_BY_ITSELF.has(vm.runStrategy)) continue;
       vm.status = 'Running';
       vm.nodeId = nodeId;
-      vmChanged(this.rt, vm);
+      rerun.push(vm);
     }
-    this.schedule(nodeId, this.rt.heartbeatIntervalMs, () => {
-      node.availability = 'ACTIVE';
-      nodeChanged(this.rt, node);
-    });
+    return rerun;
   }
 
   private schedule(nodeId: string, ms: number, fn: () => void): void {

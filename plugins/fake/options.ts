@@ -25,6 +25,12 @@ export const fakeOptionsSchema = z
     secondaryDownloadBytesPerSecond: z.number().nonnegative().default(16 * 1024 ** 2),
     /** Seed of the PRNG behind injected failures. */
     seed: z.number().int().default(1),
+    /**
+     * Makes the cluster outlive the process: loaded from this file when it exists (instead
+     * of `topology`), written after every change. Relative paths: against the config file's
+     * directory (plugin) or the working directory (`createSimulatedCluster`).
+     */
+    statePath: z.string().min(1).optional(),
   })
   .strict();
 

@@ -18,6 +18,12 @@ export interface Runtime {
   latencies: LatencySettings;
   readonly restartDelayMs: number;
   readonly heartbeatIntervalMs: number;
+  /**
+   * Marks the state as changed for the state file (`statePath`); a no-op without one.
+   * Everything that emits an event is covered by the hub; call this for changes that emit
+   * nothing (secondary lag, latencies, faults, restart bookkeeping).
+   */
+  readonly changed: () => void;
 }
 
 export const nodeChanged = (rt: Runtime, node: ClusterNode) => rt.hub.emit({ type: 'nodeChanged', node });

@@ -7,7 +7,8 @@ export interface PlacementConstraints {
 }
 
 /** Ids compare numerically where they are numbers, so node "10" sorts after node "9". */
-export const compareIds = (a: string, b: string): number => a.localeCompare(b, 'en', { numeric: true });
+// One collator for all comparisons: localeCompare with options builds a new one per call.
+export const compareIds: (a: string, b: string) => number = new Intl.Collator('en', { numeric: true }).compare;
 
 export function matchesRequirement(labels: Record<string, string>, req: NodeSelectorRequirement): boolean {
   const has = Object.hasOwn(labels, req.key);

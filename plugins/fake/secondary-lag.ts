@@ -1,4 +1,5 @@
 import type { SecondaryStatus } from '../../src/cluster/types.ts';
+import type { SavedSecondary } from './state-file.ts';
 
 interface Download {
   bytesTotal: number;
@@ -53,12 +54,60 @@ export class SecondaryLagTable {
   status(shardId: string, nodeId: string): SecondaryStatus | null {
     const d = this.downloads.get(key(shardId, nodeId));
     if (!d) return null;
-    const elapsedSeconds = (this.now() - d.since) / 1000;
-    const bytesDownloaded = Math.min(d.bytesTotal, Math.floor(d.downloadedAtSince + d.bytesPerSecond * elapsedSeconds));
-    return { bytesTotal: d.bytesTotal, bytesDownloaded, heatmapMtime: d.heatmapMtime };
+    return { bytesTotal: d.bytesTotal, bytesDownloaded: this.downloaded(d, this.now()), heatmapMtime: d.heatmapMtime };
+  }
+
+  /** Unknown: no heatmap, so `status` reports `heatmapMtime: null`. Known again: a fresh heatmap (now). */
+  setHeatmapKnown(shardId: string, nodeId: string, known: boolean): void {
+    const d = this.downloads.get(key(shardId, nodeId));
+    if (!d) {
+      this.set(shardId, nodeId, { bytesTotal: 0, lagBytes: 0, heatmapKnown: known });
+      return;
+    }
+    if (known === (d.heatmapMtime !== null)) return;
+    d.heatmapMtime = known ? this.now() : null;
   }
 
   delete(shardId: string, nodeId: string): void {
     this.downloads.delete(key(shardId, nodeId));
+  }
+
+  /** Every location's progress as of now, for the state file. */
+  save(): SavedSecondary[] {
+    const now = this.now();
+    const saved: SavedSecondary[] = [];
+    for (const [k, d] of this.downloads) {
+      const i = k.indexOf('\u0000');
+      saved.push({
+        shardId: k.slice(0, i),
+        nodeId: k.slice(i + 1),
+        bytesTotal: d.bytesTotal,
+        bytesDownloaded: this.downloaded(d, now),
+        bytesPerSecond: d.bytesPerSecond,
+        heatmapAgeMs: d.heatmapMtime === null ? null : Math.max(0, now - d.heatmapMtime),
+      });
+    }
+    return saved;
+  }
+
+  /**
+   * Restores saved progress. `elapsedMs` is how long the cluster ran unobserved since the
+   * save (0 when the clock restarted before it, as a VirtualClock does): downloads went on.
+   */
+  restore(saved: readonly SavedSecondary[], elapsedMs: number): void {
+    const now = this.now();
+    for (const s of saved) {
+      this.downloads.set(key(s.shardId, s.nodeId), {
+        bytesTotal: s.bytesTotal,
+        downloadedAtSince: Math.min(s.bytesTotal, s.bytesDownloaded + Math.floor((s.bytesPerSecond * elapsedMs) / 1000)),
+        since: now,
+        bytesPerSecond: s.bytesPerSecond,
+        heatmapMtime: s.heatmapAgeMs === null ? null : now - elapsedMs - s.heatmapAgeMs,
+      });
+    }
+  }
+
+  private downloaded(d: Download, now: number): number {
+    return Math.min(d.bytesTotal, Math.floor(d.downloadedAtSince + d.bytesPerSecond * ((now - d.since) / 1000)));
   }
 }

@@ -26,6 +26,16 @@ export async function setSecondaryLag(rt: Runtime, shardId: string, nodeId: stri
     throw new BackendError('Rejected', 'lag and download rate must be non-negative', shardSubject(shardId));
   }
   rt.lag.setLag(shardId, nodeId, lagBytes, bytesPerSecond);
+  rt.changed();
+}
+
+/** Unknown = the secondary has no heatmap, so its lag cannot be told (storage spec D4). */
+export async function setSecondaryHeatmapKnown(rt: Runtime, shardId: string, nodeId: string, known: boolean): Promise<void> {
+  const shard = rt.state.shard(shardId);
+  rt.state.node(nodeId);
+  requireSecondary(shard, nodeId);
+  rt.lag.setHeatmapKnown(shardId, nodeId, known);
+  rt.changed();
 }
 
 export async function cutOverShard(rt: Runtime, id: string, options: { fromNodeId: string; toNodeId: string }): Promise<void> {

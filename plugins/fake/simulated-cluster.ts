@@ -19,6 +19,7 @@ import type {
   VmMaintenanceTracking,
 } from '../../src/cluster/types.ts';
 import { ClusterState } from './cluster-state.ts';
+import { snapshotState, StateSaver } from './durable-state.ts';
 import { copyNode, copyShard, copyVm } from './copy.ts';
 import { EventHub } from './event-hub.ts';
 import { FaultInjector } from './faults.ts';
@@ -29,6 +30,7 @@ import { latenciesSchema } from './options.ts';
 import type { Runtime } from './runtime.ts';
 import { SecondaryLagTable } from './secondary-lag.ts';
 import * as shards from './shard-actions.ts';
+import { ensureDirectoryOf, readStateFile } from './state-file.ts';
 import type { Topology } from './topology.ts';
 import * as vms from './vm-actions.ts';
 
@@ -43,6 +45,11 @@ export interface SimulatedClusterConfig {
   seed: number;
   /** Where exceptions thrown by watch listeners go (they never break delivery to the others). */
   onListenerError?: (error: unknown) => void;
+  /**
+   * The state file (already resolved): loaded instead of `topology` when it exists, written
+   * after every change otherwise. See README "Durable state".
+   */
+  statePath?: string;
 }
 
 const matchesVmFilter = (vm: ClusterVm, f: VmFilter) =>
@@ -69,23 +76,38 @@ export class SimulatedCluster implements ClusterBackend {
 
   private readonly rt: Runtime;
   private readonly lifecycle: NodeLifecycle;
+  private readonly saver: StateSaver | undefined;
   private closed = false;
 
   constructor(config: SimulatedClusterConfig) {
     const faults = new FaultInjector(config.seed);
     const lag = new SecondaryLagTable(() => config.clock.now(), config.secondaryDownloadBytesPerSecond);
+    this.saver = config.statePath === undefined ? undefined : new StateSaver(config.statePath);
+    const saved = this.saver ? readStateFile(this.saver.path) : null;
     this.rt = {
       clock: config.clock,
-      state: new ClusterState(config.topology, lag),
-      hub: new EventHub(config.onListenerError),
+      state: saved ? ClusterState.fromSaved(saved) : ClusterState.fromTopology(config.topology, lag),
+      hub: new EventHub(config.onListenerError, this.saver?.changed),
       faults,
       moves: new MoveTracker(config.clock, faults),
       lag,
-      latencies: { ...config.latencies },
+      latencies: saved ? { ...saved.latencies } : { ...config.latencies },
       restartDelayMs: config.restartDelayMs,
       heartbeatIntervalMs: config.heartbeatIntervalMs,
+      changed: this.saver?.changed ?? (() => {}),
     };
     this.lifecycle = new NodeLifecycle(this.rt);
+    if (saved) {
+      // The cluster kept running while nobody watched: downloads went on, restarts finished.
+      lag.restore(saved.secondaries, Math.max(0, config.clock.now() - saved.savedAt));
+      faults.inject(saved.faults);
+      this.lifecycle.restore(saved);
+    }
+    if (this.saver) {
+      this.saver.attach(() => snapshotState(this.rt, this.lifecycle));
+      ensureDirectoryOf(this.saver.path);
+      this.saver.writeNow();
+    }
     this.simulation = this.createSimulationControls();
   }
 
@@ -180,6 +202,8 @@ export class SimulatedCluster implements ClusterBackend {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Saved first: aborting moves drops what the file records for VMs mid-move.
+    this.saver?.close();
     this.rt.moves.abortAll(new BackendError('Unavailable', 'the simulated cluster was closed'));
     this.lifecycle.close();
     this.rt.hub.clear();
@@ -220,16 +244,27 @@ export class SimulatedCluster implements ClusterBackend {
       removeNode: (nodeId) => this.call(sim('removeNode'), () => lifecycle.removeNode(nodeId)),
       setSecondaryLag: (shardId, nodeId, lagBytes, bytesPerSecond) =>
         this.call(sim('setSecondaryLag'), () => shards.setSecondaryLag(rt, shardId, nodeId, lagBytes, bytesPerSecond)),
+      setSecondaryHeatmapKnown: (shardId, nodeId, known) =>
+        this.call(sim('setSecondaryHeatmapKnown'), () => shards.setSecondaryHeatmapKnown(rt, shardId, nodeId, known)),
       setLatencies(latencies: Partial<LatencySettings>): LatencySettings {
         const parsed = latenciesSchema.safeParse(latencies);
         if (!parsed.success) throw new BackendError('Rejected', `invalid latencies: ${parsed.error.message}`);
         const given = Object.entries(parsed.data).filter(([, ms]) => ms !== undefined);
         rt.latencies = { ...rt.latencies, ...Object.fromEntries(given) };
+        rt.changed();
         return { ...rt.latencies };
       },
       getLatencies: () => ({ ...rt.latencies }),
-      injectFaults: (faults: Partial<FaultSettings>) => rt.faults.inject(faults),
-      clearFaults: () => rt.faults.clear(),
+      injectFaults: (faults: Partial<FaultSettings>) => {
+        const settings = rt.faults.inject(faults);
+        rt.changed();
+        return settings;
+      },
+      clearFaults: () => {
+        const settings = rt.faults.clear();
+        rt.changed();
+        return settings;
+      },
       getFaults: () => rt.faults.get(),
     };
   }

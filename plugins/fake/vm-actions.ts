@@ -50,10 +50,12 @@ export async function migrateVm(rt: Runtime, id: string, options: { fromNodeId: 
   }
   const target = migrationTarget(rt, vm, options.fromNodeId, options.toNodeId);
   rt.faults.maybeFail('migrate', vmSubject(id));
+  const beforeMove = { status: vm.status };
   vm.status = 'Migrating';
   vmChanged(rt, vm);
   return rt.moves.start(key, {
     kind: 'migrate',
+    beforeMove,
     latencyMs: rt.latencies.migrate,
     targetNodeId: target.id,
     stuckId: id,
@@ -76,6 +78,7 @@ export async function stopVm(rt: Runtime, id: string): Promise<void> {
   if (joined) return joined;
   if (vm.nodeId !== null) rt.state.requireOnline(vm.nodeId);
   rt.faults.maybeFail('stop', vmSubject(id));
+  const beforeMove = { runStrategy: vm.runStrategy, status: vm.status, nodeId: vm.nodeId };
   vm.runStrategy = 'Halted';
   if (vm.status === 'Stopped') {
     // Nothing runs, so only the run strategy changes and there is nothing to wait for.
@@ -86,6 +89,7 @@ export async function stopVm(rt: Runtime, id: string): Promise<void> {
   vmChanged(rt, vm);
   return rt.moves.start(key, {
     kind: 'stop',
+    beforeMove,
     latencyMs: rt.latencies.stop,
     stuckId: id,
     complete() {
@@ -119,12 +123,14 @@ export async function startVm(rt: Runtime, id: string, options: { runStrategy: R
   if (!target) throw new BackendError('Conflict', `no schedulable node satisfies the placement of VM ${id}`, vmSubject(id));
   rt.faults.maybeFail('start', vmSubject(id));
   const previousRunStrategy = vm.runStrategy;
+  const beforeMove = { runStrategy: vm.runStrategy, status: vm.status, nodeId: vm.nodeId };
   vm.runStrategy = options.runStrategy;
   vm.status = 'Starting';
   vm.nodeId = target.id;
   vmChanged(rt, vm);
   return rt.moves.start(key, {
     kind: 'start',
+    beforeMove,
     latencyMs: rt.latencies.start,
     targetNodeId: target.id,
     stuckId: id,

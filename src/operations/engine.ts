@@ -18,7 +18,7 @@ import type { EventBus } from '../events/bus.ts';
 import type { Logger } from '../logger.ts';
 import type { PrismaClient } from '../store/index.ts';
 import { countsOf } from './counts.ts';
-import { Journal } from './journal.ts';
+import { Journal, writeSteps } from './journal.ts';
 import { Mutex } from './mutex.ts';
 import { PolicyStore } from './policy-store.ts';
 import { snapshotOf, stepOf } from './records.ts';
@@ -267,24 +267,7 @@ export class OperationEngine {
             startedAt: new Date(now),
           },
         }),
-        ...chunks(steps, 500).map((chunk) =>
-          prisma.operationStep.createMany({
-            data: chunk.map((s) => ({
-              id: `${id}:${s.workloadKind}:${s.workloadId}`,
-              operationId: id,
-              workloadKind: s.workloadKind,
-              workloadId: s.workloadId,
-              action: s.action,
-              state: s.state,
-              reason: s.reason,
-              error: s.error,
-              fromNodeId: s.fromNodeId,
-              toNodeId: s.toNodeId,
-              seq: s.seq,
-              finishedAt: s.finishedAt === null ? null : new Date(s.finishedAt),
-            })),
-          }),
-        ),
+        ...writeSteps(prisma, steps.map((step) => ({ operationId: id, step }))),
         prisma.event.create({
           data: { at: new Date(now), type: 'OPERATION_STARTED', nodeId, operationId: id, payload: JSON.stringify({ kind, actor: meta.actor, reason: meta.reason, counts: snapshot.counts }) },
         }),
@@ -459,10 +442,4 @@ export class OperationEngine {
   private publishProgress(operation: OperationSnapshot, steps: StepRecord[]): void {
     this.deps.bus.publish('operationProgress', operation.id, { operation: { ...operation, counts: structuredClone(operation.counts) }, steps });
   }
-}
-
-function chunks<T>(items: T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
 }

@@ -275,7 +275,7 @@ export class StorageRun {
       remaining: counts.planned + counts.moving,
     });
     this.host.journal.step(this.snapshot.id, step);
-    this.host.journal.operation({ ...this.snapshot, counts: structuredClone(counts) });
+    this.host.journal.operation(this.snapshot);
   }
 
   private showMovesInFlight(): void {
@@ -295,6 +295,6 @@ export class StorageRun {
     const prev = this.snapshot.waitingOn;
     if (prev && prev.kind === waiting.kind && prev.description === waiting.description && prev.workloadIds.join() === waiting.workloadIds.join()) return;
     this.snapshot.waitingOn = waiting;
-    this.host.journal.operation({ ...this.snapshot, counts: structuredClone(this.snapshot.counts) });
+    this.host.journal.operation(this.snapshot);
   }
 }

@@ -132,10 +132,12 @@ describe('S5: cancelling', () => {
     });
     const op = await mutate(t, 'startNodeDrain', '1');
     const seen: string[] = [];
+    const stepStates: string[] = [];
     const sub = t.app.bus.subscribe('operationProgress', op.id);
     const reading = (async () => {
       for await (const p of sub) {
         seen.push(p.operation.state);
+        stepStates.push(...p.steps.map((s) => `${s.workloadId}:${s.state}`));
         if (['CANCELLED', 'FAILED', 'SUCCEEDED'].includes(p.operation.state)) break;
       }
     })();
@@ -144,9 +146,11 @@ describe('S5: cancelling', () => {
     const done = await settle(t, '1');
     await reading;
     expect(done.counts).toMatchObject({ moved: 2, skipped: 2, skippedByReason: { CANCELLED: 2 } });
-    expect(seen).toContain('RUNNING');
     expect(seen).toContain('CANCELLING');
     expect(seen.at(-1)).toBe('CANCELLED');
+    // Every step's outcome reached subscribers: two moved, two never started.
+    expect(stepStates.filter((s) => s.endsWith(':MOVED'))).toHaveLength(2);
+    expect(stepStates.filter((s) => s.endsWith(':SKIPPED'))).toHaveLength(2);
     expect((await t.cluster.listShards({ attachedNodeId: '1' })).length).toBe(2);
   });
 });
