@@ -2,10 +2,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { spawnLockkeeper, type ChildServer } from '../support/child-server.ts';
+import { spawnLockkeeper } from '../support/child-server.ts';
 
 const SHARDS = 24;
-let server: ChildServer | undefined;
+let server: ReturnType<typeof spawnLockkeeper> | undefined;
 afterEach(() => {
   server?.child.kill('SIGKILL');
 });

@@ -1,7 +1,7 @@
 import { filter, pipe } from 'graphql-yoga';
 import { RUN_STRATEGIES, VM_STATUSES, type ClusterVm, type NodeSelectorTerm, type VmMaintenanceTracking, type VmVolume, type VolumeReplica } from '../../cluster/types.ts';
 import { NotFoundError } from '../../domain/errors.ts';
-import { effectiveStrategy, MAINTENANCE_STRATEGIES } from '../../domain/vm-strategy.ts';
+import { effectiveStrategy, MAINTENANCE_STRATEGIES } from '../../domain/vm/strategy.ts';
 import { builder } from '../builder.ts';
 import { ClusterNodeType } from './cluster-node.ts';
 import { enumValuesOf, LabelType, pageOf, toLabels } from './common.ts';
