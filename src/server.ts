@@ -10,6 +10,7 @@ import { createEventBus, type EventBus } from './events/bus.ts';
 import { createGraphQLHandler, GRAPHQL_PATH, type LockkeeperYoga } from './graphql/yoga.ts';
 import type { Logger } from './logger.ts';
 import { OperationEngine } from './operations/engine.ts';
+import { MaintenanceEngine } from './operations/maintenance/engine.ts';
 import { createOperationMetrics } from './operations/metrics.ts';
 import { createNeonFacade } from './rest/neon-facade.ts';
 import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from './operations/settings.ts';
@@ -32,6 +33,7 @@ export interface App {
   yoga: LockkeeperYoga;
   bus: EventBus;
   operations: OperationEngine;
+  maintenance: MaintenanceEngine;
   server: Server;
   /** Resumes interrupted operations, then listens; port 0 picks a free port. Resolves with the bound address. */
   start(port: number, host: string): Promise<{ port: number; host: string; url: string }>;
@@ -61,9 +63,23 @@ export function buildApp(deps: AppDeps): App {
     settings: deps.settings ?? DEFAULT_OPERATION_SETTINGS,
     observer: metrics.observer,
   });
+  const maintenance = new MaintenanceEngine({
+    prisma: deps.prisma,
+    backend: deps.backend,
+    bus,
+    clock,
+    log: deps.log,
+    settings: deps.settings ?? DEFAULT_OPERATION_SETTINGS,
+    observer: metrics.observer,
+    operations,
+  });
   const neonFacade = createNeonFacade({ engine: operations, backend: deps.backend, audit, clock, log: deps.log });
-  const yoga = createGraphQLHandler({ backend: deps.backend, bus, operations, audit, clock }, deps.log);
+  const yoga = createGraphQLHandler({ backend: deps.backend, bus, operations, maintenance, audit, clock }, deps.log);
   let engineStarted: Promise<void> | undefined;
+  const startEngines = async () => {
+    await operations.start();
+    await maintenance.start();
+  };
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -122,12 +138,13 @@ export function buildApp(deps: AppDeps): App {
     yoga,
     bus,
     operations,
+    maintenance,
     server,
     ready() {
-      return (engineStarted ??= operations.start());
+      return (engineStarted ??= startEngines());
     },
     async start(port, host) {
-      await (engineStarted ??= operations.start());
+      await (engineStarted ??= startEngines());
       return new Promise((resolve, reject) => {
         server.once('error', reject);
         server.listen(port, host, () => {
@@ -150,6 +167,7 @@ export function buildApp(deps: AppDeps): App {
         await closed;
         clearTimeout(force);
         if (engineStarted) await engineStarted.catch(() => {});
+        await maintenance.shutdown();
         await operations.shutdown();
         await deps.backend.close();
         await deps.onClose?.();

@@ -2,6 +2,7 @@ import type { ClusterBackend } from '../cluster/backend.ts';
 import type { Clock } from '../cluster/clock.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { OperationEngine } from '../operations/engine.ts';
+import type { MaintenanceEngine } from '../operations/maintenance/engine.ts';
 import type { AuditLog } from '../store/audit-log.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
 
@@ -10,6 +11,7 @@ export interface AppServices {
   backend: ClusterBackend;
   bus: EventBus;
   operations: OperationEngine;
+  maintenance: MaintenanceEngine;
   audit: AuditLog;
   clock: Clock;
 }

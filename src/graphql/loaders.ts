@@ -7,7 +7,10 @@ import type { ClusterNode, ClusterShard, ClusterVm } from '../cluster/types.ts';
  * VMs and shards they point at are fetched with one batched call per kind and tick.
  */
 export function createLoaders(backend: ClusterBackend) {
+  let allNodes: Promise<ClusterNode[]> | undefined;
   return {
+    /** Every node, read once per request (for fields that judge a VM against the whole cluster). */
+    allNodes: () => (allNodes ??= backend.listNodes()),
     node: new DataLoader<string, ClusterNode | null>((ids) => backend.getNodes(ids)),
     vm: new DataLoader<string, ClusterVm | null>((ids) => backend.getVms(ids)),
     shard: new DataLoader<string, ClusterShard | null>((ids) => backend.getShards(ids)),

@@ -8,6 +8,7 @@ import './types/shard.ts';
 import './types/workload-change.ts';
 import './types/operation.ts';
 import './types/storage-mutations.ts';
+import './types/maintenance.ts';
 import { SIMULATION_TYPE_PREFIX } from './types/simulation.ts';
 
 export interface SchemaOptions {

@@ -27,6 +27,7 @@ import { StorageRun, type RunHost } from './storage-run.ts';
 import {
   ACTIVE_OPERATION_STATES,
   type OperationKind,
+  type StorageKind,
   type OperationObserver,
   type OperationOutcome,
   type OperationSnapshot,
@@ -52,7 +53,7 @@ export interface OperationFilter {
 }
 
 const POLICY_OF_KIND = { DRAIN: 'DRAINING', FILL: 'FILLING' } as const;
-const END_EVENT: Record<OperationKind, Record<OperationOutcome, PolicyEvent['type']>> = {
+const END_EVENT: Record<StorageKind, Record<OperationOutcome, PolicyEvent['type']>> = {
   DRAIN: { SUCCEEDED: 'drainFinished', CANCELLED: 'drainCancelled', FAILED: 'drainFailed' },
   FILL: { SUCCEEDED: 'fillFinished', CANCELLED: 'fillCancelled', FAILED: 'fillFailed' },
 };
@@ -81,6 +82,8 @@ export class OperationEngine {
   private readonly journal: Journal;
   private readonly mutex = new Mutex();
   private readonly runs = new Map<string, StorageRun>();
+  /** Snapshots of running operations of other kinds (VM maintenance), by operation id. */
+  private readonly liveOthers = new Map<string, OperationSnapshot>();
   private nodes = new Map<string, ClusterNode>();
   private unwatch: (() => void) | null = null;
   private stopped = false;
@@ -164,9 +167,32 @@ export class OperationEngine {
     });
   }
 
+  /** Runs `fn` alone among every admission and state change of every operation kind. */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return this.mutex.run(fn);
+  }
+
+  /** Operations the framework serves but other runners drive (VM maintenance) register here while they run. */
+  trackLive(snapshot: OperationSnapshot): void {
+    this.liveOthers.set(snapshot.id, snapshot);
+  }
+
+  untrackLive(id: string): void {
+    this.liveOthers.delete(id);
+  }
+
+  /** The group-commit journal every runner writes through. */
+  get sharedJournal(): Journal {
+    return this.journal;
+  }
+
+  private liveSnapshot(id: string): OperationSnapshot | undefined {
+    return [...this.runs.values()].find((r) => r.snapshot.id === id)?.snapshot ?? this.liveOthers.get(id);
+  }
+
   async getOperation(id: string): Promise<OperationSnapshot | null> {
-    const live = [...this.runs.values()].find((r) => r.snapshot.id === id);
-    if (live) return live.snapshot;
+    const live = this.liveSnapshot(id);
+    if (live) return live;
     const row = await this.deps.prisma.operation.findUnique({ where: { id } });
     return row ? snapshotOf(row) : null;
   }
@@ -181,7 +207,7 @@ export class OperationEngine {
       },
       orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
     });
-    const live = new Map([...this.runs.values()].map((r) => [r.snapshot.id, r.snapshot]));
+    const live = new Map([...[...this.runs.values()].map((r) => [r.snapshot.id, r.snapshot] as const), ...this.liveOthers]);
     return rows.map((row) => live.get(row.id) ?? snapshotOf(row)).filter((op) => !filter.states?.length || filter.states.includes(op.state));
   }
 
@@ -220,7 +246,7 @@ export class OperationEngine {
     return node;
   }
 
-  private startOperation(kind: OperationKind, nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
+  private startOperation(kind: StorageKind, nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
     return this.mutex.run(async () => {
       const nodes = await this.refreshNodes();
       const planNodes = [...this.planNodes().values()];
@@ -283,7 +309,7 @@ export class OperationEngine {
   }
 
   /** D1–D3 for a drain (warmth is checked per move), F1–F3 for a fill: computed once, persisted. */
-  private async plan(kind: OperationKind, nodeId: string, nodes: PlanNode[], now: number): Promise<StepRecord[]> {
+  private async plan(kind: StorageKind, nodeId: string, nodes: PlanNode[], now: number): Promise<StepRecord[]> {
     const { backend } = this.deps;
     const base = { workloadKind: 'shard' as const, action: 'CUT_OVER', error: null, startedAt: null };
     if (kind === 'DRAIN') {
@@ -318,7 +344,7 @@ export class OperationEngine {
     run.start().catch((e: unknown) => this.deps.log.error({ err: e, operation: snapshot.id }, 'operation run crashed'));
   }
 
-  private cancel(kind: OperationKind, nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
+  private cancel(kind: StorageKind, nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
     return this.mutex.run(async () => {
       await this.requireNode(nodeId);
       const run = this.runs.get(nodeId);
@@ -364,9 +390,10 @@ export class OperationEngine {
         }),
       ];
       // D7 / §6: an operation that ended because the node's state changed leaves the policy alone.
-      const expected = POLICY_OF_KIND[snapshot.kind];
+      const kind = run.kind;
+      const expected = POLICY_OF_KIND[kind];
       if (failure !== 'NODE_STATE_CHANGED' && this.policies.get(snapshot.nodeId) === expected) {
-        await this.policies.transition(snapshot.nodeId, { type: END_EVENT[snapshot.kind][outcome] } as PolicyEvent, snapshot.id, now, finalWrites);
+        await this.policies.transition(snapshot.nodeId, { type: END_EVENT[kind][outcome] } as PolicyEvent, snapshot.id, now, finalWrites);
         this.afterPolicyChange(snapshot.nodeId);
       } else {
         await prisma.$transaction(finalWrites);
@@ -383,7 +410,10 @@ export class OperationEngine {
   }
 
   private async resume(): Promise<void> {
-    const rows = await this.deps.prisma.operation.findMany({ where: { state: { in: [...ACTIVE_OPERATION_STATES] } }, include: { steps: true } });
+    const rows = await this.deps.prisma.operation.findMany({
+      where: { state: { in: [...ACTIVE_OPERATION_STATES] }, kind: { in: ['DRAIN', 'FILL'] } },
+      include: { steps: true },
+    });
     for (const row of rows) {
       // A move that was in flight when the process died runs again: cut-overs are idempotent.
       const steps = row.steps.map(stepOf).map((s) => (s.state === 'MOVING' ? { ...s, state: 'PLANNED' as const, startedAt: null } : s));
@@ -434,12 +464,12 @@ export class OperationEngine {
 
   private published(operations: OperationSnapshot[], steps: { operationId: string; step: StepRecord }[]): void {
     for (const op of operations) {
-      const live = [...this.runs.values()].find((r) => r.snapshot.id === op.id)?.snapshot ?? op;
+      const live = this.liveSnapshot(op.id) ?? op;
       this.publishProgress(live, steps.filter((s) => s.operationId === op.id).map((s) => s.step));
     }
   }
 
-  private publishProgress(operation: OperationSnapshot, steps: StepRecord[]): void {
+  publishProgress(operation: OperationSnapshot, steps: StepRecord[]): void {
     this.deps.bus.publish('operationProgress', operation.id, { operation: { ...operation, counts: structuredClone(operation.counts) }, steps });
   }
 }

@@ -12,6 +12,14 @@ export const operationSettingsSchema = z
     maxSecondaryLagBytes: z.number().int().min(0).default(DEFAULT_MAX_SECONDARY_LAG_BYTES),
     /** How long an operation waits for an OFFLINE node before it fails (§6). */
     operationDeadlineMs: z.number().int().min(1).default(15 * 60_000),
+    /** Live migrations in flight in the whole cluster (KubeVirt's parallelMigrationsPerCluster). */
+    maxParallelMigrations: z.number().int().min(1).max(1000).default(5),
+    /** Live migrations leaving one node at once (KubeVirt's parallelOutboundMigrationsPerNode). */
+    maxOutboundMigrationsPerNode: z.number().int().min(1).max(1000).default(2),
+    /** How long a maintenance may take to empty its node before it goes to ERROR (spec M5). */
+    maintenanceDeadlineMs: z.number().int().min(1).default(30 * 60_000),
+    /** Wait before a migration that failed for a transient reason is tried again. */
+    migrationRetryDelayMs: z.number().int().min(0).default(10_000),
   })
   .strict();
 

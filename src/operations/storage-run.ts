@@ -10,7 +10,7 @@ import { estimateCompletion } from './eta.ts';
 import type { Journal } from './journal.ts';
 import type { PolicyStore } from './policy-store.ts';
 import type { OperationSettings } from './settings.ts';
-import type { OperationObserver, OperationOutcome, OperationSnapshot, StepRecord, WaitingOn } from './types.ts';
+import type { OperationObserver, OperationOutcome, OperationSnapshot, StepRecord, StorageKind, WaitingOn } from './types.ts';
 
 export interface RunHost {
   backend: ClusterBackend;
@@ -59,8 +59,8 @@ export class StorageRun {
     }).then(() => this.loop());
   }
 
-  get kind() {
-    return this.snapshot.kind;
+  get kind(): StorageKind {
+    return this.snapshot.kind as StorageKind;
   }
 
   start(): Promise<void> {

@@ -1,8 +1,10 @@
 /** Records of background node operations, as persisted and as shown to callers. */
 import type { SchedulingPolicy } from '../domain/storage/policy.ts';
 
-export const OPERATION_KINDS = ['DRAIN', 'FILL'] as const;
+export const OPERATION_KINDS = ['DRAIN', 'FILL', 'MAINTENANCE'] as const;
 export type OperationKind = (typeof OPERATION_KINDS)[number];
+/** The storage operations (spec storage-drain-fill). */
+export type StorageKind = 'DRAIN' | 'FILL';
 
 export const OPERATION_STATES = ['RUNNING', 'CANCELLING', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
 export type OperationState = (typeof OPERATION_STATES)[number];
@@ -15,7 +17,7 @@ export type StepState = (typeof STEP_STATES)[number];
 export interface StepRecord {
   workloadKind: 'shard' | 'vm';
   workloadId: string;
-  /** e.g. CUT_OVER */
+  /** CUT_OVER for shards; MIGRATE, STOP or RESTART for VMs. */
   action: string;
   state: StepState;
   /** Why it was skipped, or the failure's code. */

@@ -1,4 +1,5 @@
 /** Per-VM maintenance strategies (spec vm-maintenance §1). Pure: no I/O. */
+import { InvalidInputError } from '../errors.ts';
 
 export const MAINTENANCE_STRATEGIES = [
   'Migrate',
@@ -32,3 +33,45 @@ export function effectiveStrategy(raw: string | null): EffectiveStrategy {
   if (isMaintenanceStrategy(raw)) return { strategy: raw, labelValid: true, labelled: true };
   return { strategy: 'Migrate', labelValid: false, labelled: true };
 }
+
+/** The strategies that stop the VM on enable (M2a); N4: a non-migratable VM with one does not block. */
+export const SHUTDOWN_CLASS_STRATEGIES = ['ShutdownAndRestartAfterEnable', 'ShutdownAndRestartAfterDisable', 'Shutdown'] as const;
+/** The strategies whose stop is tracked and undone later (T1). */
+export const RESTART_STRATEGIES = ['ShutdownAndRestartAfterEnable', 'ShutdownAndRestartAfterDisable'] as const;
+export type RestartStrategy = (typeof RESTART_STRATEGIES)[number];
+
+export const isShutdownClass = (strategy: MaintenanceStrategy): boolean => strategy !== 'Migrate';
+
+/** Takes a raw string because a recorded tracking strategy is unvalidated data (T3). */
+export function isRestartStrategy(value: string): value is RestartStrategy {
+  return (RESTART_STRATEGIES as readonly string[]).includes(value);
+}
+
+/**
+ * V1: what a caller may set. Only the four exact, case-sensitive values; null removes
+ * the label (which means Migrate). Anything else is refused with a typed error naming
+ * the field and the value, in Harvester's words.
+ */
+export function parseStrategyInput(value: string | null): MaintenanceStrategy | null {
+  if (value === null) return null;
+  if (isMaintenanceStrategy(value)) return value;
+  throw new InvalidInputError('strategy', value, `invalid maintenance mode strategy: ${value}`);
+}
+
+/** V3: which VMs a bulk-labelling request covers (namespace and/or equality label selector). */
+export interface VmSelector {
+  namespace?: string;
+  labels?: Record<string, string>;
+}
+
+/**
+ * V3, like `kubectl label -n <ns> -l k=v`: every given part must match; an empty selector
+ * matches every VM (callers that want to refuse "label everything" check `isEmptySelector`).
+ */
+export function matchesSelector(vm: { namespace: string; labels: Record<string, string> }, selector: VmSelector): boolean {
+  if (selector.namespace !== undefined && vm.namespace !== selector.namespace) return false;
+  return Object.entries(selector.labels ?? {}).every(([key, value]) => Object.hasOwn(vm.labels, key) && vm.labels[key] === value);
+}
+
+export const isEmptySelector = (selector: VmSelector): boolean =>
+  selector.namespace === undefined && Object.keys(selector.labels ?? {}).length === 0;

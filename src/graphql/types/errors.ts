@@ -42,10 +42,19 @@ builder.objectType(UnavailableError, {
   fields: (t) => ({ nodeId: t.exposeID('nodeId', { nullable: true }) }),
 });
 
+export const BlockerType = builder.objectRef<{ id: string; reasons: string[] }>('Blocker').implement({
+  description: 'A workload that stands in the way, and why.',
+  fields: (t) => ({ id: t.exposeID('id'), reasons: t.exposeStringList('reasons') }),
+});
+
 builder.objectType(PreconditionFailedError, {
   name: 'PreconditionFailedError',
   interfaces: [ErrorInterface],
-  fields: (t) => ({ reason: t.exposeString('reason'), operationId: t.exposeID('operationId', { nullable: true }) }),
+  fields: (t) => ({
+    reason: t.exposeString('reason'),
+    operationId: t.exposeID('operationId', { nullable: true }),
+    blockers: t.field({ type: [BlockerType], description: 'e.g. the non-migratable VMs that block maintenance (N4).', resolve: (e) => e.blockers }),
+  }),
 });
 
 builder.objectType(InvalidInputError, {

@@ -1,0 +1,126 @@
+/**
+ * What enabling maintenance on a node would do to each VM (spec vm-maintenance §2–§6).
+ * Pure: the same plan is shown as a dry run and followed by the run, so the targets it
+ * predicts are the ones the run asks for.
+ */
+import { describeReason, nonMigratableReasons } from './migratability.ts';
+import { byNamespaceName } from './order.ts';
+import { precheckMaintenance } from './prechecks.ts';
+import { pickTargetNode, vmLoadByNode } from './scheduling.ts';
+import { effectiveStrategy, type EffectiveStrategy } from './strategy.ts';
+import type { MaintenancePlan, MaintNode, MaintVm, NonMigratableReason, PrecheckRefusal, VmAction, VmPlanEntry } from './types.ts';
+
+export interface PlanInput {
+  nodeId: string;
+  force: boolean;
+  nodes: readonly MaintNode[];
+  /** Every VM of the cluster: the node's own, and the others for load and tracking. */
+  vms: readonly MaintVm[];
+}
+
+const stopForever = (forced: boolean): VmAction => ({ kind: 'STOP', restart: 'NEVER', track: false, restartNodeId: null, forced });
+
+const isHalted = (vm: MaintVm): boolean => vm.runStrategy === 'Halted' || vm.status === 'Stopped';
+
+/** The action for a VM running on the node, before targets are predicted (MIGRATE gets its target later). */
+function decideAction(nodeId: string, s: EffectiveStrategy, reasons: NonMigratableReason[], force: boolean): VmAction | 'MIGRATE' {
+  const migratable = reasons.length === 0;
+  if (force && s.labelled) return stopForever(true); // F1, whatever the label's value
+  if (force) return migratable ? 'MIGRATE' : stopForever(true); // F2
+  switch (s.strategy) {
+    case 'ShutdownAndRestartAfterEnable':
+      return { kind: 'STOP', restart: 'AFTER_ENABLE', track: true, restartNodeId: null, forced: false };
+    case 'ShutdownAndRestartAfterDisable':
+      return { kind: 'STOP', restart: 'AFTER_DISABLE', track: true, restartNodeId: nodeId, forced: false };
+    case 'Shutdown':
+      return stopForever(false);
+    case 'Migrate':
+      // N4: what force would do; the entry blocks the request.
+      return migratable ? 'MIGRATE' : stopForever(true);
+  }
+}
+
+interface Draft {
+  vm: MaintVm;
+  entry: VmPlanEntry;
+}
+
+function draftEntry(vm: MaintVm, input: PlanInput, warnings: string[]): Draft {
+  const s = effectiveStrategy(vm.maintenanceStrategyLabel);
+  const base = { vmId: vm.id, strategy: s.strategy, labelled: s.labelled, labelValid: s.labelValid };
+  if (vm.nodeId !== input.nodeId) {
+    return { vm, entry: { ...base, nonMigratable: [], action: { kind: 'NONE', why: 'NOT_RUNNING' }, blocksEnable: false } };
+  }
+  if (isHalted(vm)) {
+    return { vm, entry: { ...base, nonMigratable: [], action: { kind: 'NONE', why: 'ALREADY_HALTED' }, blocksEnable: false } };
+  }
+  if (!s.labelValid) {
+    warnings.push(`VM ${vm.id} has an invalid maintenance strategy "${vm.maintenanceStrategyLabel}"; treated as Migrate`);
+  }
+  const reasons = nonMigratableReasons(vm, input.nodeId, input.nodes);
+  const decided = decideAction(input.nodeId, s, reasons, input.force);
+  const blocksEnable = !input.force && s.strategy === 'Migrate' && reasons.length > 0;
+  // A placeholder target for MIGRATE; `predictTargets` fills it in.
+  const action: VmAction = decided === 'MIGRATE' ? { kind: 'MIGRATE', targetNodeId: '' } : decided;
+  return { vm, entry: { ...base, nonMigratable: reasons, action, blocksEnable } };
+}
+
+/**
+ * Targets as the run will pick them: migrations first (M2c, namespace/name order), then the
+ * after-enable restarts (M4, once the node is empty); each counts as one more VM on its target.
+ */
+function predictTargets(drafts: Draft[], input: PlanInput, warnings: string[]): void {
+  const load = vmLoadByNode(input.vms);
+  const place = (vm: MaintVm) => {
+    const target = pickTargetNode(vm, input.nodes, load, input.nodeId);
+    if (target) load.set(target.id, (load.get(target.id) ?? 0) + 1);
+    return target?.id ?? null;
+  };
+  for (const { vm, entry } of drafts) {
+    if (entry.action.kind !== 'MIGRATE') continue;
+    // Migratable means some other node can host it (N3), so a target exists.
+    entry.action = { kind: 'MIGRATE', targetNodeId: place(vm)! };
+  }
+  for (const { vm, entry } of drafts) {
+    if (entry.action.kind !== 'STOP' || entry.action.restart !== 'AFTER_ENABLE') continue;
+    const restartNodeId = place(vm);
+    if (restartNodeId === null) warnings.push(`VM ${vm.id}: no other node can take it when it restarts after enable`);
+    entry.action = { ...entry.action, restartNodeId };
+  }
+}
+
+/** N4: one refusal listing every blocking VM, grouped by reason code. */
+function nonMigratableRefusal(entries: VmPlanEntry[]): PrecheckRefusal | null {
+  const blocking = entries.filter((e) => e.blocksEnable);
+  if (blocking.length === 0) return null;
+  const byReason: Record<string, string[]> = {};
+  for (const e of blocking) {
+    for (const reason of e.nonMigratable) {
+      const ids = (byReason[reason.code] ??= []);
+      if (!ids.includes(e.vmId)) ids.push(e.vmId);
+    }
+  }
+  const details = blocking.map((e) => `${e.vmId}: ${e.nonMigratable.map(describeReason).join(', ')}`).join('; ');
+  return {
+    code: 'NON_MIGRATABLE_VMS',
+    byReason,
+    message: `${blocking.length} VM(s) with strategy Migrate cannot be live-migrated (${details}); enabling with force would shut them down`,
+  };
+}
+
+export function planMaintenance(input: PlanInput): MaintenancePlan {
+  const { nodeId, force } = input;
+  const refusals = precheckMaintenance(nodeId, input.nodes);
+  const node = input.nodes.find((n) => n.id === nodeId);
+  if (!node) return { nodeId, force, refusals, vms: [], warnings: [] };
+  const covered = input.vms
+    .filter((vm) => vm.nodeId === nodeId || (vm.nodeId === null && vm.tracking?.nodeName === node.name))
+    .sort(byNamespaceName);
+  const warnings: string[] = [];
+  const drafts = covered.map((vm) => draftEntry(vm, input, warnings));
+  predictTargets(drafts, input, warnings);
+  const entries = drafts.map((d) => d.entry);
+  const blocking = nonMigratableRefusal(entries);
+  if (blocking) refusals.push(blocking);
+  return { nodeId, force, refusals, vms: entries, warnings };
+}

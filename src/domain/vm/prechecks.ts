@@ -1,0 +1,70 @@
+/**
+ * Pre-checks of VALIDATING (spec vm-maintenance §3), in order P1–P4. Force does not
+ * bypass them (F3), so they take no force flag.
+ */
+import { ConflictError, LockkeeperError, NotFoundError, PreconditionFailedError, UnavailableError } from '../errors.ts';
+import { isSchedulable } from './scheduling.ts';
+import type { MaintNode, PrecheckRefusal } from './types.ts';
+
+/** Harvester counts these roles together for quorum (P4). */
+export const CONTROL_PLANE_ROLES = ['control-plane', 'etcd', 'witness'] as const;
+
+export const isControlPlane = (node: MaintNode): boolean => node.roles.some((r) => (CONTROL_PLANE_ROLES as readonly string[]).includes(r));
+
+/**
+ * Every refusal that applies, P1 first. An unknown node yields only NOT_FOUND (nothing
+ * else can be judged). Empty when the node may enter maintenance.
+ */
+export function precheckMaintenance(nodeId: string, nodes: readonly MaintNode[]): PrecheckRefusal[] {
+  const node = nodes.find((n) => n.id === nodeId);
+  if (!node) return [{ code: 'NOT_FOUND', message: `node ${nodeId} not found` }];
+  const refusals: PrecheckRefusal[] = [];
+  if (!node.ready) refusals.push({ code: 'UNAVAILABLE', message: `node ${nodeId} is not ready` });
+  if (node.maintenancePhase !== null) {
+    refusals.push({
+      code: 'ALREADY_IN_MAINTENANCE',
+      phase: node.maintenancePhase,
+      message: `node ${nodeId} is already in maintenance (phase ${node.maintenancePhase})`,
+    });
+  }
+  const others = nodes.filter((n) => n.id !== nodeId);
+  if (!others.some(isSchedulable)) {
+    refusals.push({
+      code: 'LAST_AVAILABLE_NODE',
+      message: `node ${nodeId} is the last available node: no other node is ready, uncordoned and out of maintenance`,
+    });
+  }
+  const quorum = controlPlaneQuorumRefusal(node, others);
+  if (quorum) refusals.push(quorum);
+  return refusals;
+}
+
+function controlPlaneQuorumRefusal(node: MaintNode, others: readonly MaintNode[]): PrecheckRefusal | null {
+  if (!isControlPlane(node)) return null;
+  const otherControlPlane = others.filter(isControlPlane);
+  if (otherControlPlane.length === 0) {
+    return { code: 'CONTROL_PLANE_QUORUM', message: `node ${node.id} is the only control-plane node of the cluster` };
+  }
+  const inMaintenance = otherControlPlane.filter((n) => n.maintenancePhase !== null).map((n) => n.id);
+  if (inMaintenance.length === 0) return null;
+  return {
+    code: 'CONTROL_PLANE_QUORUM',
+    message: `control-plane node ${node.id} cannot enter maintenance while control-plane node ${inMaintenance.join(', ')} is in maintenance`,
+  };
+}
+
+/** P5: the typed error a refusal becomes (GraphQL result union member, REST status). */
+export function refusalError(nodeId: string, refusal: PrecheckRefusal): LockkeeperError {
+  switch (refusal.code) {
+    case 'NOT_FOUND':
+      return new NotFoundError('node', nodeId);
+    case 'UNAVAILABLE':
+      return new UnavailableError(refusal.message, nodeId);
+    case 'ALREADY_IN_MAINTENANCE':
+      return new ConflictError(refusal.message);
+    case 'LAST_AVAILABLE_NODE':
+    case 'CONTROL_PLANE_QUORUM':
+    case 'NON_MIGRATABLE_VMS':
+      return new PreconditionFailedError(refusal.code, refusal.message);
+  }
+}

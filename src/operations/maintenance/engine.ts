@@ -1,0 +1,408 @@
+import { randomUUID } from 'node:crypto';
+import type { ClusterBackend } from '../../cluster/backend.ts';
+import type { Clock } from '../../cluster/clock.ts';
+import type { ClusterEvent, ClusterNode, ClusterVm } from '../../cluster/types.ts';
+import { InvalidInputError, NotFoundError, PreconditionFailedError } from '../../domain/errors.ts';
+import { describeReason } from '../../domain/vm/migratability.ts';
+import { nextPhase, type PhaseEvent } from '../../domain/vm/phase.ts';
+import { planMaintenance } from '../../domain/vm/plan.ts';
+import { refusalError } from '../../domain/vm/prechecks.ts';
+import { vmLoadByNode } from '../../domain/vm/scheduling.ts';
+import { isEmptySelector, matchesSelector, parseStrategyInput, type VmSelector } from '../../domain/vm/strategy.ts';
+import { restartPlacement, restartRunStrategy, restartsOnDisable, shouldRestart, trackingToClear } from '../../domain/vm/tracking.ts';
+import type { MaintenancePhase, MaintenancePlan, MaintNode, VmPlanEntry } from '../../domain/vm/types.ts';
+import type { EventBus } from '../../events/bus.ts';
+import type { Logger } from '../../logger.ts';
+import type { PrismaClient } from '../../store/index.ts';
+import { countsOf } from '../counts.ts';
+import type { OperationEngine } from '../engine.ts';
+import { writeSteps } from '../journal.ts';
+import { snapshotOf, stepOf } from '../records.ts';
+import type { OperationSettings } from '../settings.ts';
+import type { OperationObserver, OperationSnapshot, RequestMeta, StepRecord } from '../types.ts';
+import { MigrationLimiter } from './migration-limiter.ts';
+import { MaintenanceRun, VM_STEP, type MaintenanceHost } from './run.ts';
+import { MaintenanceStateStore, type MaintenanceState } from './state-store.ts';
+import { TrackingStore } from './tracking-store.ts';
+
+export interface MaintenanceDeps {
+  prisma: PrismaClient;
+  backend: ClusterBackend;
+  bus: EventBus;
+  clock: Clock;
+  log: Logger;
+  settings: OperationSettings;
+  observer: OperationObserver;
+  /** The operation framework: shared journal, live operations, progress events, shard drains. */
+  operations: OperationEngine;
+}
+
+export interface DisableResult {
+  node: ClusterNode;
+  restarted: string[];
+  trackingCleared: string[];
+  failures: { vmId: string; message: string }[];
+  warnings: string[];
+}
+
+/**
+ * VM maintenance mode (spec vm-maintenance): the plan preview, enable with validation
+ * that leaves no trace on refusal (M1), runs that resume after a restart (M6), disable,
+ * clearing an error, strategies per VM, and clearing tracking of removed nodes (R1).
+ */
+export class MaintenanceEngine {
+  readonly states: MaintenanceStateStore;
+  readonly tracking: TrackingStore;
+  private readonly limiter: MigrationLimiter;
+  private readonly runs = new Map<string, MaintenanceRun>();
+  private readonly nodeNames = new Map<string, string>();
+  private unwatch: (() => void) | null = null;
+  private stopped = false;
+  private readonly host: MaintenanceHost;
+
+  constructor(private readonly deps: MaintenanceDeps) {
+    this.states = new MaintenanceStateStore(deps.prisma);
+    this.tracking = new TrackingStore(deps.prisma, deps.backend);
+    this.limiter = new MigrationLimiter(() => ({ cluster: deps.settings.maxParallelMigrations, perNode: deps.settings.maxOutboundMigrationsPerNode }));
+    this.host = {
+      backend: deps.backend,
+      clock: deps.clock,
+      journal: deps.operations.sharedJournal,
+      settings: deps.settings,
+      observer: deps.observer,
+      log: deps.log,
+      limiter: this.limiter,
+      tracking: this.tracking,
+      nodeName: (id) => this.nodeNames.get(id) ?? id,
+      setPhase: (run, phase) => this.setPhase(run.nodeId, run.snapshot.id, phase === 'EVACUATING' ? 'drained' : 'evacuated'),
+      finish: (run, phase, error) => this.finishRun(run, phase, error),
+    };
+  }
+
+  async start(): Promise<void> {
+    await this.states.load();
+    if (!this.deps.backend.capabilities.vms) return;
+    for (const n of await this.deps.backend.listNodes()) this.nodeNames.set(n.id, n.name);
+    this.unwatch = this.deps.backend.watch((e) => this.onClusterEvent(e));
+    await this.resume();
+  }
+
+  async shutdown(): Promise<void> {
+    this.stopped = true;
+    this.unwatch?.();
+    for (const run of this.runs.values()) run.halt();
+  }
+
+  stateOf(nodeId: string): MaintenanceState | null {
+    return this.states.get(nodeId);
+  }
+
+  activeOperation(nodeId: string): OperationSnapshot | null {
+    return this.runs.get(nodeId)?.snapshot ?? null;
+  }
+
+  /** What enable would do now, changing nothing (the `maintenancePlan` query). */
+  async plan(nodeId: string, force: boolean): Promise<MaintenancePlan> {
+    const { nodes, vms } = await this.view();
+    return planMaintenance({ nodeId, force, nodes, vms });
+  }
+
+  async enable(nodeId: string, options: { force: boolean; deadlineMs?: number }, meta: RequestMeta): Promise<OperationSnapshot> {
+    return this.deps.operations.exclusive(async () => {
+      const { nodes, vms } = await this.view();
+      const plan = planMaintenance({ nodeId, force: options.force, nodes, vms });
+      const [refusal] = plan.refusals;
+      if (refusal) throw this.refusal(nodeId, refusal, plan);
+      // A storage drain or fill on the same node is its own maintenance; one at a time.
+      const storageOp = this.deps.operations.activeOperation(nodeId);
+      if (storageOp) {
+        throw new PreconditionFailedError('OPERATION_RUNNING', `node ${nodeId} has a ${storageOp.kind.toLowerCase()} running (operation ${storageOp.id})`, storageOp.id);
+      }
+      for (const w of plan.warnings) this.deps.log.warn({ node: nodeId }, w);
+      const now = this.deps.clock.now();
+      const deadline = now + (options.deadlineMs ?? this.deps.settings.maintenanceDeadlineMs);
+      const id = randomUUID();
+      const steps = stepsOf(plan);
+      const snapshot: OperationSnapshot = {
+        id,
+        kind: 'MAINTENANCE',
+        nodeId,
+        state: 'RUNNING',
+        reason: meta.reason,
+        actor: meta.actor,
+        error: null,
+        counts: countsOf(steps),
+        waitingOn: null,
+        createdAt: now,
+        startedAt: now,
+        finishedAt: null,
+        etaAt: null,
+      };
+      nextPhase(nextPhase(this.states.phaseOf(nodeId), 'enableRequested'), 'validated');
+      const state: MaintenanceState = { phase: 'DRAINING', deadline, force: options.force, reason: meta.reason };
+      const { prisma } = this.deps;
+      await prisma.$transaction([
+        prisma.operation.create({
+          data: {
+            id,
+            kind: 'MAINTENANCE',
+            nodeId,
+            state: 'RUNNING',
+            reason: meta.reason,
+            actor: meta.actor,
+            counts: JSON.stringify(snapshot.counts),
+            params: JSON.stringify({ force: options.force, deadline: new Date(deadline).toISOString(), warnings: plan.warnings }),
+            createdAt: new Date(now),
+            startedAt: new Date(now),
+          },
+        }),
+        ...writeSteps(prisma, steps.map((step) => ({ operationId: id, step }))),
+        ...this.states.writes(nodeId, state, { at: now, operationId: id, payload: { cause: 'validated', actor: meta.actor, reason: meta.reason, force: options.force } }),
+      ]);
+      this.states.applied(nodeId, state);
+      this.deps.observer.operationStarted('MAINTENANCE');
+      this.deps.log.info({ operation: id, node: nodeId, force: options.force, vms: steps.length }, `maintenance of node ${nodeId} started (${steps.length} VM action(s))`);
+      this.launch(snapshot, steps, deadline, 'DRAINING');
+      await this.publishNode(nodeId);
+      return snapshot;
+    });
+  }
+
+  /** D1–D3: out of maintenance from any phase; restarts what was tracked to restart on disable. */
+  async disable(nodeId: string, meta: RequestMeta): Promise<DisableResult> {
+    return this.deps.operations.exclusive(async () => {
+      const node = await this.requireNode(nodeId);
+      const state = this.states.get(nodeId);
+      if (!state) throw new PreconditionFailedError('NOT_IN_MAINTENANCE', `node ${nodeId} is not in maintenance`);
+      const run = this.runs.get(nodeId);
+      if (run) {
+        run.halt();
+        await this.deps.operations.sharedJournal.flush();
+        await this.endOperation(run, 'CANCELLED', 'DISABLED');
+      }
+      await this.deps.backend.uncordonNode(nodeId);
+      await this.writeState(nodeId, null, run?.snapshot.id ?? null, 'disabled', meta);
+      const result = await this.restartOnDisable(node);
+      await this.publishNode(nodeId);
+      return { ...result, node: (await this.deps.backend.getNode(nodeId)) ?? node };
+    });
+  }
+
+  /** M5: ERROR → not in maintenance; the node is uncordoned and tracking kept, so nothing is lost. */
+  async clearError(nodeId: string, meta: RequestMeta): Promise<ClusterNode> {
+    return this.deps.operations.exclusive(async () => {
+      await this.requireNode(nodeId);
+      const phase = this.states.phaseOf(nodeId);
+      if (phase !== 'ERROR') throw new PreconditionFailedError('NOT_IN_ERROR', `node ${nodeId} is ${phase ? `in maintenance phase ${phase}` : 'not in maintenance'}, not in ERROR`);
+      await this.deps.backend.uncordonNode(nodeId);
+      await this.writeState(nodeId, null, null, 'errorCleared', meta);
+      await this.publishNode(nodeId);
+      return (await this.deps.backend.getNode(nodeId))!;
+    });
+  }
+
+  /** V1, V3: sets (or with null removes) the strategy label on one VM or on every VM a selector matches. */
+  async setStrategy(target: { vmId?: string; selector?: VmSelector }, value: string | null): Promise<ClusterVm[]> {
+    const strategy = parseStrategyInput(value);
+    const { backend } = this.deps;
+    let ids: string[];
+    if (target.vmId !== undefined) {
+      if (target.selector) throw new InvalidInputError('selector', JSON.stringify(target.selector), 'give either vmId or selector, not both');
+      const vm = await backend.getVm(target.vmId);
+      if (!vm) throw new NotFoundError('vm', target.vmId);
+      ids = [vm.id];
+    } else {
+      if (!target.selector || isEmptySelector(target.selector)) throw new InvalidInputError('selector', JSON.stringify(target.selector ?? {}), 'give a vmId or a non-empty selector');
+      const selector = target.selector;
+      ids = (await backend.listVms(selector.namespace ? { namespace: selector.namespace } : {})).filter((vm) => matchesSelector(vm, selector)).map((vm) => vm.id);
+    }
+    for (const id of ids) await backend.setVmMaintenanceStrategyLabel(id, strategy);
+    return (await backend.getVms(ids)).filter((vm): vm is ClusterVm => vm !== null);
+  }
+
+  // --- internals
+
+  private async view(): Promise<{ nodes: MaintNode[]; vms: ClusterVm[] }> {
+    const [clusterNodes, vms] = await Promise.all([this.deps.backend.listNodes(), this.deps.backend.listVms()]);
+    for (const n of clusterNodes) this.nodeNames.set(n.id, n.name);
+    const nodes = clusterNodes.map((n) => ({
+      id: n.id,
+      name: n.name,
+      ready: n.availability === 'ACTIVE',
+      cordoned: n.cordoned,
+      roles: n.roles,
+      labels: n.labels,
+      maintenancePhase: this.states.phaseOf(n.id),
+    }));
+    return { nodes, vms };
+  }
+
+  private async requireNode(nodeId: string): Promise<ClusterNode> {
+    const node = await this.deps.backend.getNode(nodeId);
+    if (!node) throw new NotFoundError('node', nodeId);
+    this.nodeNames.set(node.id, node.name);
+    return node;
+  }
+
+  private refusal(nodeId: string, refusal: MaintenancePlan['refusals'][number], plan: MaintenancePlan): Error {
+    if (refusal.code !== 'NON_MIGRATABLE_VMS') return refusalError(nodeId, refusal);
+    const blockers = plan.vms.filter((v) => v.blocksEnable).map((v) => ({ id: v.vmId, reasons: v.nonMigratable.map(describeReason) }));
+    return new PreconditionFailedError('NON_MIGRATABLE_VMS', refusal.message, null, blockers);
+  }
+
+  private launch(snapshot: OperationSnapshot, steps: StepRecord[], deadline: number, phase: MaintenancePhase): void {
+    const run = new MaintenanceRun(this.host, snapshot, steps, deadline, phase);
+    this.runs.set(snapshot.nodeId, run);
+    this.deps.operations.trackLive(snapshot);
+    run.start().catch((e: unknown) => this.deps.log.error({ err: e, operation: snapshot.id }, 'maintenance run crashed'));
+  }
+
+  private async setPhase(nodeId: string, operationId: string, event: PhaseEvent): Promise<void> {
+    const state = this.states.get(nodeId);
+    if (!state) return;
+    const phase = nextPhase(state.phase, event);
+    await this.writeState(nodeId, phase ? { ...state, phase } : null, operationId, event, null);
+    await this.publishNode(nodeId);
+  }
+
+  private async writeState(nodeId: string, state: MaintenanceState | null, operationId: string | null, cause: PhaseEvent, meta: RequestMeta | null): Promise<void> {
+    nextPhase(this.states.phaseOf(nodeId), cause);
+    await this.deps.prisma.$transaction(
+      this.states.writes(nodeId, state, { at: this.deps.clock.now(), operationId, payload: { cause, ...(meta && { actor: meta.actor, reason: meta.reason }) } }),
+    );
+    this.states.applied(nodeId, state);
+    this.deps.log.info({ node: nodeId, phase: state?.phase ?? null, cause }, `node ${nodeId} maintenance ${state ? `phase ${state.phase}` : 'ended'} (${cause})`);
+  }
+
+  private async finishRun(run: MaintenanceRun, phase: 'COMPLETED' | 'ERROR', error: string | null): Promise<void> {
+    if (this.stopped) return;
+    await this.deps.operations.exclusive(async () => {
+      if (this.runs.get(run.nodeId) !== run) return;
+      await this.deps.operations.sharedJournal.flush();
+      await this.setPhase(run.nodeId, run.snapshot.id, phase === 'COMPLETED' ? 'evacuated' : 'failed');
+      await this.endOperation(run, phase === 'COMPLETED' ? 'SUCCEEDED' : 'FAILED', error);
+    });
+  }
+
+  private async endOperation(run: MaintenanceRun, state: 'SUCCEEDED' | 'FAILED' | 'CANCELLED', error: string | null): Promise<void> {
+    const { snapshot } = run;
+    const now = this.deps.clock.now();
+    Object.assign(snapshot, { state, error, finishedAt: now, etaAt: null, waitingOn: state === 'FAILED' ? snapshot.waitingOn : null });
+    await this.deps.prisma.$transaction([
+      this.deps.prisma.operation.update({
+        where: { id: snapshot.id },
+        data: { state, error, finishedAt: new Date(now), counts: JSON.stringify(snapshot.counts), waitingOn: snapshot.waitingOn ? JSON.stringify(snapshot.waitingOn) : null },
+      }),
+      this.deps.prisma.event.create({
+        data: { at: new Date(now), type: 'OPERATION_FINISHED', nodeId: snapshot.nodeId, operationId: snapshot.id, payload: JSON.stringify({ outcome: state, error, counts: snapshot.counts }) },
+      }),
+    ]);
+    this.runs.delete(run.nodeId);
+    this.deps.operations.untrackLive(snapshot.id);
+    this.deps.observer.operationFinished('MAINTENANCE', state);
+    this.deps.operations.publishProgress(snapshot, []);
+  }
+
+  /** D1, T2, T4, T5, D2: restart tracked VMs; one failure does not stop the others. */
+  private async restartOnDisable(node: ClusterNode): Promise<Omit<DisableResult, 'node'>> {
+    const { backend, clock, log } = this.deps;
+    const { nodes, vms } = await this.view();
+    const load = vmLoadByNode(vms);
+    const restarted: string[] = [];
+    const trackingCleared: string[] = [];
+    const failures: { vmId: string; message: string }[] = [];
+    const warnings: string[] = [];
+    for (const vm of restartsOnDisable(vms, node.name)) {
+      try {
+        if (shouldRestart(vm)) {
+          const placement = restartPlacement(vm, nodes, load);
+          if (placement.warning) {
+            warnings.push(placement.warning);
+            log.warn({ vm: vm.id, node: node.id }, placement.warning);
+          }
+          if (placement.nodeId === null) throw new Error(placement.warning ?? 'no node can take it');
+          const runStrategy = restartRunStrategy(vm.tracking);
+          log.info({ vm: vm.id, node: placement.nodeId }, `restarting VM ${vm.id} shut down for maintenance (run strategy ${runStrategy})`);
+          await backend.startVm(vm.id, { runStrategy, nodeId: placement.nodeId });
+          load.set(placement.nodeId, (load.get(placement.nodeId) ?? 0) + 1);
+          restarted.push(vm.id);
+        }
+        await this.tracking.clear(vm.id);
+        trackingCleared.push(vm.id);
+      } catch (e) {
+        const message = e instanceof Error ? e.message : String(e);
+        failures.push({ vmId: vm.id, message });
+        log.warn({ vm: vm.id, node: node.id, err: e }, `restart of VM ${vm.id} after maintenance failed: ${message}`);
+        await this.deps.prisma.event.create({
+          data: { at: new Date(clock.now()), type: 'VM_RESTART_FAILED', nodeId: node.id, payload: JSON.stringify({ vm: vm.id, message }) },
+        });
+      }
+    }
+    return { restarted, trackingCleared, failures, warnings };
+  }
+
+  private async resume(): Promise<void> {
+    const rows = await this.deps.prisma.operation.findMany({ where: { kind: 'MAINTENANCE', state: { in: ['RUNNING', 'CANCELLING'] } }, include: { steps: true } });
+    for (const row of rows) {
+      const state = this.states.get(row.nodeId);
+      if (!state || (state.phase !== 'DRAINING' && state.phase !== 'EVACUATING')) continue;
+      const steps = row.steps.map(stepOf);
+      const snapshot = { ...snapshotOf(row), counts: countsOf(steps) };
+      this.deps.log.info({ operation: row.id, node: row.nodeId, phase: state.phase }, `resuming maintenance of node ${row.nodeId} in phase ${state.phase}`);
+      this.launch(snapshot, steps, state.deadline ?? this.deps.clock.now(), state.phase);
+    }
+  }
+
+  private onClusterEvent(event: ClusterEvent): void {
+    if (this.stopped) return;
+    if (event.type === 'nodeChanged') this.nodeNames.set(event.node.id, event.node.name);
+    if (event.type === 'nodeRemoved') {
+      void this.deps.operations
+        .exclusive(() => this.forgetNode(event.nodeId))
+        .catch((e: unknown) => this.deps.log.error({ err: e, node: event.nodeId }, 'clearing tracking of a removed node failed'));
+    }
+    for (const run of this.runs.values()) run.nudge();
+  }
+
+  /** R1: tracking that points at a removed node is cleared (no restart, run strategy unchanged). */
+  private async forgetNode(nodeId: string): Promise<void> {
+    const name = this.nodeNames.get(nodeId) ?? nodeId;
+    const vms = await this.deps.backend.listVms();
+    for (const vm of trackingToClear(vms, name)) {
+      await this.tracking.clear(vm.id);
+      this.deps.log.info({ vm: vm.id, node: nodeId }, `tracking of VM ${vm.id} cleared: node ${name} was removed`);
+    }
+    const run = this.runs.get(nodeId);
+    if (run) {
+      run.halt();
+      await this.endOperation(run, 'CANCELLED', 'NODE_REMOVED');
+    }
+    if (this.states.get(nodeId)) await this.writeState(nodeId, null, null, 'disabled', null);
+  }
+
+  private async publishNode(nodeId: string): Promise<void> {
+    const node = await this.deps.backend.getNode(nodeId);
+    if (node) this.deps.bus.publish('nodeChanged', node);
+  }
+}
+
+/** The plan's actions as persisted steps, in namespace/name order (M2). */
+function stepsOf(plan: MaintenancePlan): StepRecord[] {
+  const steps: StepRecord[] = [];
+  for (const entry of plan.vms) {
+    const step = stepOf0(entry, plan.nodeId, steps.length);
+    if (step) steps.push(step);
+  }
+  return steps;
+}
+
+function stepOf0(entry: VmPlanEntry, nodeId: string, seq: number): StepRecord | null {
+  const base = { workloadKind: 'vm' as const, workloadId: entry.vmId, state: 'PLANNED' as const, error: null, fromNodeId: nodeId, seq, startedAt: null, finishedAt: null };
+  const a = entry.action;
+  if (a.kind === 'MIGRATE') return { ...base, action: VM_STEP.MIGRATE, reason: null, toNodeId: a.targetNodeId };
+  if (a.kind === 'STOP') {
+    const action = a.restart === 'AFTER_ENABLE' ? VM_STEP.STOP_AND_RESTART : VM_STEP.STOP;
+    return { ...base, action, reason: a.forced ? 'FORCED' : a.restart, toNodeId: a.restartNodeId };
+  }
+  return null;
+}

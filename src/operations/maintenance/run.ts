@@ -1,0 +1,318 @@
+import type { ClusterBackend } from '../../cluster/backend.ts';
+import type { Clock } from '../../cluster/clock.ts';
+import { isBackendError } from '../../cluster/errors.ts';
+import type { ClusterVm, RunStrategy } from '../../cluster/types.ts';
+import type { MaintenancePhase } from '../../domain/vm/types.ts';
+import type { Logger } from '../../logger.ts';
+import { countTransition } from '../counts.ts';
+import { estimateCompletion } from '../eta.ts';
+import type { Journal } from '../journal.ts';
+import type { OperationSettings } from '../settings.ts';
+import type { OperationObserver, OperationSnapshot, StepRecord, WaitingOn } from '../types.ts';
+import type { MigrationLimiter } from './migration-limiter.ts';
+import type { TrackingStore } from './tracking-store.ts';
+
+/** Step actions of a maintenance: what each VM on the node is put through. */
+export const VM_STEP = { MIGRATE: 'MIGRATE', STOP: 'STOP', STOP_AND_RESTART: 'STOP_AND_RESTART' } as const;
+
+export interface MaintenanceHost {
+  backend: ClusterBackend;
+  clock: Clock;
+  journal: Journal;
+  settings: OperationSettings;
+  observer: OperationObserver;
+  log: Logger;
+  limiter: MigrationLimiter;
+  tracking: TrackingStore;
+  nodeName(nodeId: string): string;
+  setPhase(run: MaintenanceRun, phase: MaintenancePhase): Promise<void>;
+  /** Ends the run: COMPLETED (operation SUCCEEDED) or ERROR (FAILED); the node stays in maintenance. */
+  finish(run: MaintenanceRun, phase: 'COMPLETED' | 'ERROR', error: string | null): Promise<void>;
+}
+
+const WAITING_SAMPLE = 20;
+const isRunning = (vm: ClusterVm) => vm.status !== 'Stopped';
+
+/**
+ * One node's maintenance after validation: DRAINING (record tracking and stop the
+ * shutdown-class VMs in namespace/name order, cordon, start the migrations within the
+ * limits), EVACUATING (wait until no running VM is left, saying on what), then restart
+ * the RestartAfterEnable VMs elsewhere and COMPLETED (spec M2–M4). A deadline moves it to
+ * ERROR with every VM still on the node and its blocker (M5).
+ */
+export class MaintenanceRun {
+  private readonly steps: StepRecord[];
+  private wakeUp: () => void = () => {};
+  private halted = false;
+  private unstarted: number;
+  private firstMoveAt: number | null = null;
+  private finished = 0;
+  private blockers = new Map<string, string>();
+  /** STOP_AND_RESTART VMs that are stopped and wait for the node to empty (M4). */
+  private readonly stoppedForRestart = new Set<string>();
+  readonly done: Promise<void>;
+  private begin!: () => void;
+
+  constructor(
+    private readonly host: MaintenanceHost,
+    readonly snapshot: OperationSnapshot,
+    steps: StepRecord[],
+    readonly deadlineAt: number,
+    public phase: MaintenancePhase,
+  ) {
+    this.steps = [...steps].sort((a, b) => a.seq - b.seq);
+    this.unstarted = this.steps.filter((s) => s.state === 'PLANNED').length;
+    this.done = new Promise<void>((resolve) => {
+      this.begin = resolve;
+    }).then(() => this.loop());
+  }
+
+  get nodeId(): string {
+    return this.snapshot.nodeId;
+  }
+
+  start(): Promise<void> {
+    this.begin();
+    return this.done;
+  }
+
+  nudge(): void {
+    this.wakeUp();
+  }
+
+  /** Disable or shutdown: start nothing more, record nothing more. */
+  halt(): void {
+    this.halted = true;
+    this.wakeUp();
+  }
+
+  get stepList(): readonly StepRecord[] {
+    return this.steps;
+  }
+
+  private async loop(): Promise<void> {
+    const { host } = this;
+    const cancelDeadline = host.clock.setTimer(Math.max(0, this.deadlineAt - host.clock.now()), () => this.wakeUp());
+    try {
+      if (this.phase === 'DRAINING') {
+        // M2 (a): stops first, in namespace/name order; tracking is recorded before each stop.
+        for (const step of this.steps) if (step.state === 'PLANNED' && step.action !== VM_STEP.MIGRATE) this.launch(step, () => this.stopOne(step));
+        // M2 (b): cordon, so nothing new lands here and restarts go elsewhere.
+        await this.retrying('cordon', () => host.backend.cordonNode(this.nodeId));
+        if (this.halted) return;
+        // M2 (c): live-migrate the rest, within the cluster and per-node limits.
+        for (const step of this.steps) if (step.state === 'PLANNED' && step.action === VM_STEP.MIGRATE) this.launch(step, () => this.migrateOne(step));
+      } else {
+        for (const step of this.steps) {
+          if (step.state !== 'PLANNED' && step.state !== 'MOVING') continue;
+          this.launch(step, () => (step.action === VM_STEP.MIGRATE ? this.migrateOne(step) : this.stopOne(step)));
+        }
+      }
+      for (;;) {
+        const woken = new Promise<void>((resolve) => {
+          this.wakeUp = resolve;
+        });
+        if (this.halted) return;
+        if (this.phase === 'DRAINING' && this.unstarted === 0) await this.enterPhase('EVACUATING');
+        const onNode = (await host.backend.listVms({ nodeId: this.nodeId })).filter(isRunning);
+        if (this.halted) return;
+        const actionsDone = this.steps.every((s) => s.state !== 'PLANNED' && (s.state !== 'MOVING' || this.awaitingRestart(s)));
+        if (actionsDone && onNode.length === 0) {
+          await this.restartAfterEnable();
+          if (this.halted) return;
+          await host.finish(this, 'COMPLETED', null);
+          return;
+        }
+        this.showWaiting(onNode);
+        if (host.clock.now() >= this.deadlineAt) {
+          const list = onNode.map((vm) => `${vm.id} (${this.blockers.get(vm.id) ?? this.describe(vm)})`).join(', ');
+          host.log.warn({ node: this.nodeId, operation: this.snapshot.id, vms: onNode.map((v) => v.id) }, `maintenance of node ${this.nodeId} missed its deadline; still on the node: ${list}`);
+          await host.finish(this, 'ERROR', `DEADLINE_EXCEEDED: still on the node: ${list || 'none'}`);
+          return;
+        }
+        await woken;
+      }
+    } finally {
+      cancelDeadline();
+    }
+  }
+
+  private async enterPhase(phase: MaintenancePhase): Promise<void> {
+    this.phase = phase;
+    await this.host.setPhase(this, phase);
+  }
+
+  private launch(step: StepRecord, work: () => Promise<void>): void {
+    work()
+      .catch((e: unknown) => {
+        this.host.log.error({ err: e, operation: this.snapshot.id, vm: step.workloadId }, 'maintenance step crashed');
+        this.finishStep(step, 'FAILED', 'INTERNAL', String(e));
+      })
+      .finally(() => this.wakeUp());
+  }
+
+  private started(step: StepRecord): void {
+    if (step.state === 'PLANNED') this.unstarted--;
+    this.firstMoveAt ??= this.host.clock.now();
+    this.update(step, { state: 'MOVING', startedAt: this.host.clock.now() });
+  }
+
+  /** A STOP_AND_RESTART VM that is stopped and waits for the node to empty (M4). */
+  private awaitingRestart(step: StepRecord): boolean {
+    return step.state === 'MOVING' && this.stoppedForRestart.has(step.workloadId);
+  }
+
+  private async stopOne(step: StepRecord): Promise<void> {
+    const { backend, tracking, clock, log } = this.host;
+    const vm = await backend.getVm(step.workloadId);
+    if (!vm) return this.finishStep(step, 'SKIPPED', 'VM_GONE', 'the VM was deleted during maintenance');
+    this.started(step);
+    const restartsLater = step.reason === 'AFTER_ENABLE' || step.reason === 'AFTER_DISABLE';
+    if (vm.runStrategy !== 'Halted' && restartsLater) {
+      // T1: record before stopping; the strategy in force now decides the restart (T3).
+      await tracking.record(vm.id, { nodeName: this.host.nodeName(this.nodeId), strategy: strategyOf(step), savedRunStrategy: vm.runStrategy }, clock.now());
+    }
+    if (vm.nodeId !== null && vm.nodeId !== this.nodeId && step.action === VM_STEP.STOP_AND_RESTART && vm.runStrategy !== 'Halted') {
+      // Resumed after its restart elsewhere had already happened.
+      return this.finishStep(step, 'MOVED', null, null);
+    }
+    log.info({ operation: this.snapshot.id, vm: vm.id, node: this.nodeId }, `stopping VM ${vm.id} for maintenance (${strategyOf(step)})`);
+    await this.retrying(`stop ${vm.id}`, () => backend.stopVm(vm.id));
+    if (step.action === VM_STEP.STOP_AND_RESTART) {
+      this.stoppedForRestart.add(step.workloadId);
+      return;
+    }
+    this.finishStep(step, 'MOVED', step.reason, null);
+  }
+
+  private async migrateOne(step: StepRecord): Promise<void> {
+    const { backend, clock, limiter, settings, log } = this.host;
+    for (;;) {
+      if (this.halted) return;
+      const vm = await backend.getVm(step.workloadId);
+      if (!vm) return this.finishStep(step, 'SKIPPED', 'VM_GONE', 'the VM was deleted during maintenance');
+      if (vm.nodeId !== this.nodeId || !isRunning(vm)) {
+        if (step.state === 'PLANNED') this.started(step);
+        return this.finishStep(step, 'MOVED', null, null);
+      }
+      const release = await limiter.acquire(this.nodeId);
+      if (this.halted) return release();
+      if (step.state === 'PLANNED') this.started(step);
+      try {
+        log.info({ operation: this.snapshot.id, vm: vm.id, node: this.nodeId, to: step.toNodeId }, `migrating VM ${vm.id} to node ${step.toNodeId}`);
+        await backend.migrateVm(vm.id, { fromNodeId: this.nodeId, ...(step.toNodeId && { toNodeId: step.toNodeId }) });
+        this.blockers.delete(vm.id);
+        return this.finishStep(step, 'MOVED', null, null);
+      } catch (e) {
+        const message = e instanceof Error ? e.message : String(e);
+        if (isBackendError(e) && e.retryable && clock.now() < this.deadlineAt) {
+          this.blockers.set(vm.id, `migration failed (${message}); retrying`);
+          this.update(step, { error: message });
+          await clock.sleep(settings.migrationRetryDelayMs);
+          continue;
+        }
+        this.blockers.set(vm.id, `migration failed: ${message}`);
+        return this.finishStep(step, 'FAILED', isBackendError(e) ? e.code.toUpperCase() : 'ERROR', message);
+      } finally {
+        release();
+      }
+    }
+  }
+
+  /** M4: the node is empty; RestartAfterEnable VMs start again, elsewhere (the node is cordoned). */
+  private async restartAfterEnable(): Promise<void> {
+    const { backend, tracking, log } = this.host;
+    const waiting = this.steps.filter((s) => this.awaitingRestart(s));
+    await Promise.all(
+      waiting.map(async (step) => {
+        const vm = await backend.getVm(step.workloadId);
+        if (!vm) return this.finishStep(step, 'SKIPPED', 'VM_GONE', 'the VM was deleted during maintenance');
+        const runStrategy: RunStrategy = vm.tracking?.savedRunStrategy ?? 'RerunOnFailure';
+        if (vm.runStrategy === 'Halted') {
+          log.info({ operation: this.snapshot.id, vm: vm.id }, `restarting VM ${vm.id} shut down for maintenance (run strategy ${runStrategy})`);
+          try {
+            await this.retrying(`start ${vm.id}`, () => backend.startVm(vm.id, { runStrategy, ...(step.toNodeId && { nodeId: step.toNodeId }) }));
+          } catch (e) {
+            return this.finishStep(step, 'FAILED', 'RESTART_FAILED', e instanceof Error ? e.message : String(e));
+          }
+        }
+        // T2: tracking goes once the VM runs again (or was started by hand meanwhile).
+        await tracking.clear(vm.id);
+        this.finishStep(step, 'MOVED', step.reason, null);
+      }),
+    );
+  }
+
+  /** Transient backend errors are retried until the deadline; anything else is thrown. */
+  private async retrying(what: string, action: () => Promise<void>): Promise<void> {
+    const { clock, settings, log } = this.host;
+    for (;;) {
+      try {
+        return await action();
+      } catch (e) {
+        if (!isBackendError(e) || !e.retryable || clock.now() >= this.deadlineAt || this.halted) throw e;
+        log.warn({ node: this.nodeId, err: e }, `${what} failed, retrying: ${e.message}`);
+        await clock.sleep(Math.max(1, settings.migrationRetryDelayMs));
+      }
+    }
+  }
+
+  private describe(vm: ClusterVm): string {
+    const step = this.steps.find((s) => s.workloadId === vm.id);
+    if (!step) return 'not part of the plan (started on the node after maintenance began)';
+    if (vm.status === 'Migrating') return 'migrating';
+    if (vm.status === 'Stopping') return 'stopping';
+    if (step.state === 'PLANNED') return step.action === VM_STEP.MIGRATE ? 'waiting for a migration slot' : 'waiting to stop';
+    if (step.state === 'FAILED') return `stuck: ${step.error ?? step.reason}`;
+    return step.action === VM_STEP.MIGRATE ? 'migrating' : 'stopping';
+  }
+
+  private showWaiting(onNode: ClusterVm[]): void {
+    const reasons = onNode.slice(0, WAITING_SAMPLE).map((vm) => `${vm.id}: ${this.blockers.get(vm.id) ?? this.describe(vm)}`);
+    const waiting: WaitingOn = {
+      kind: onNode.length ? 'VMS_ON_NODE' : 'RESTARTS',
+      description: onNode.length ? `${onNode.length} VM(s) still running on node ${this.nodeId}: ${reasons.join('; ')}` : 'waiting for stops to finish',
+      nodeId: this.nodeId,
+      workloadIds: onNode.slice(0, WAITING_SAMPLE).map((vm) => vm.id),
+      since: this.snapshot.startedAt,
+    };
+    const prev = this.snapshot.waitingOn;
+    if (prev && prev.description === waiting.description) return;
+    this.snapshot.waitingOn = waiting;
+    this.host.journal.operation(this.snapshot);
+  }
+
+  private finishStep(step: StepRecord, state: 'MOVED' | 'SKIPPED' | 'FAILED', reason: string | null, error: string | null): void {
+    if (this.halted) return;
+    const now = this.host.clock.now();
+    if (step.state === 'PLANNED') this.unstarted--;
+    this.update(step, { state, reason: reason ?? step.reason, error, finishedAt: now });
+    if (state !== 'SKIPPED') this.finished++;
+    this.host.observer.stepFinished('MAINTENANCE', state, reason, step.startedAt === null ? null : now - step.startedAt);
+    this.host.journal.event({
+      type: `VM_${step.action}_${state}`,
+      nodeId: this.nodeId,
+      operationId: this.snapshot.id,
+      at: now,
+      payload: { vm: step.workloadId, to: step.toNodeId, reason, error },
+    });
+  }
+
+  private update(step: StepRecord, change: Partial<StepRecord>): void {
+    if (this.halted) return;
+    const before = { ...step };
+    Object.assign(step, change);
+    countTransition(this.snapshot.counts, before, step);
+    const c = this.snapshot.counts;
+    this.snapshot.etaAt = estimateCompletion({ now: this.host.clock.now(), firstMoveAt: this.firstMoveAt, finished: this.finished, remaining: c.planned + c.moving });
+    this.host.journal.step(this.snapshot.id, step);
+    this.host.journal.operation(this.snapshot);
+  }
+}
+
+/** The strategy a STOP step carries out, as recorded in tracking (T1). */
+function strategyOf(step: StepRecord): string {
+  if (step.reason === 'AFTER_ENABLE') return 'ShutdownAndRestartAfterEnable';
+  if (step.reason === 'AFTER_DISABLE') return 'ShutdownAndRestartAfterDisable';
+  return 'Shutdown';
+}
