@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ClusterBackend } from '../../cluster/backend.ts';
 import type { Clock } from '../../cluster/clock.ts';
+import { isBackendError } from '../../cluster/errors.ts';
 import type { ClusterEvent, ClusterNode, ClusterVm } from '../../cluster/types.ts';
 import { InvalidInputError, NotFoundError, PreconditionFailedError } from '../../domain/errors.ts';
 import { describeReason } from '../../domain/vm/migratability.ts';
@@ -180,9 +181,20 @@ export class MaintenanceEngine {
         await this.deps.operations.sharedJournal.flush();
         await this.endOperation(run, 'CANCELLED', 'DISABLED');
       }
-      await this.deps.backend.uncordonNode(nodeId);
+      // An unreachable node cannot be uncordoned now; that must not keep its VMs off (T4).
+      const uncordonWarning = await this.deps.backend.uncordonNode(nodeId).then(
+        () => null,
+        (e: unknown) => {
+          if (!isBackendError(e, 'Unavailable')) throw e;
+          return `node ${nodeId} is unavailable and stays cordoned: uncordon it when it is back (${e.message})`;
+        },
+      );
       await this.writeState(nodeId, null, run?.snapshot.id ?? null, 'disabled', meta);
       const result = await this.restartOnDisable(node);
+      if (uncordonWarning) {
+        this.deps.log.warn({ node: nodeId }, uncordonWarning);
+        result.warnings.unshift(uncordonWarning);
+      }
       await this.publishNode(nodeId);
       return { ...result, node: (await this.deps.backend.getNode(nodeId)) ?? node };
     });
