@@ -16,14 +16,15 @@ import type { PolicyEvent, SchedulingPolicy } from '../domain/storage/policy.ts'
 import type { PlanNode } from '../domain/storage/shards.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { Logger } from '../logger.ts';
-import type { PrismaClient } from '../store/index.ts';
+import type { Prisma, PrismaClient } from '../store/index.ts';
 import { countsOf } from './counts.ts';
 import { Journal, writeSteps } from './journal.ts';
 import { Mutex } from './mutex.ts';
 import { PolicyStore } from './policy-store.ts';
 import { snapshotOf, stepOf } from './records.ts';
 import type { OperationSettings } from './settings.ts';
-import { StorageRun, type RunHost } from './storage-run.ts';
+import { StorageRun, type JournalWriter, type RunHost } from './storage-run.ts';
+import { policyTransitionWrites } from './policy-statements.ts';
 import {
   ACTIVE_OPERATION_STATES,
   type OperationKind,
@@ -82,6 +83,8 @@ export class OperationEngine {
   private readonly journal: Journal;
   private readonly mutex = new Mutex();
   private readonly runs = new Map<string, StorageRun>();
+  /** Nodes whose storage drain belongs to another operation (a hyperconverged node's maintenance). */
+  private readonly claimed = new Map<string, OperationSnapshot>();
   /** Snapshots of running operations of other kinds (VM maintenance), by operation id. */
   private readonly liveOthers = new Map<string, OperationSnapshot>();
   private nodes = new Map<string, ClusterNode>();
@@ -127,7 +130,7 @@ export class OperationEngine {
   }
 
   activeOperation(nodeId: string): OperationSnapshot | null {
-    return this.runs.get(nodeId)?.snapshot ?? null;
+    return this.runs.get(nodeId)?.snapshot ?? this.claimed.get(nodeId) ?? null;
   }
 
   get settings(): OperationSettings {
@@ -154,12 +157,12 @@ export class OperationEngine {
   configureNode(nodeId: string, policy: SchedulingPolicy, meta: RequestMeta): Promise<SchedulingPolicy> {
     return this.mutex.run(async () => {
       await this.requireNode(nodeId);
-      const running = this.runs.get(nodeId);
+      const running = this.runs.get(nodeId)?.snapshot ?? this.claimed.get(nodeId);
       if (running) {
         throw new PreconditionFailedError(
           'OPERATION_RUNNING',
-          `node ${nodeId} has a ${running.kind.toLowerCase()} running (operation ${running.snapshot.id}); cancel it or wait for it to end`,
-          running.snapshot.id,
+          `node ${nodeId} has a ${running.kind.toLowerCase()} running (operation ${running.id}); cancel it or wait for it to end`,
+          running.id,
         );
       }
       await this.changePolicy(nodeId, { type: 'configure', policy }, null, { actor: meta.actor, reason: meta.reason });
@@ -225,7 +228,69 @@ export class OperationEngine {
     await this.runs.get(nodeId)?.done;
   }
 
+  /**
+   * The shard part of another operation (VM maintenance of a hyperconverged node): the
+   * same admission (S3, except that the caller holds the operation), plan (D1–D3) and
+   * policy transitions as a drain, run inside the owner's operation record.
+   */
+  async planEmbeddedDrain(nodeId: string, now: number): Promise<{ steps: StepRecord[]; refusal: Error | null; policyWrites: (operationId: string) => { writes: Prisma.PrismaPromise<unknown>[]; commit: () => void } }> {
+    await this.refreshNodes();
+    const planNodes = [...this.planNodes().values()];
+    const refusal = checkAdmission('DRAIN', nodeId, { nodes: planNodes, runningOperationNodeIds: this.busyNodeIds(), operationLimit: Number.POSITIVE_INFINITY });
+    const steps = refusal ? [] : await this.plan('DRAIN', nodeId, planNodes, now);
+    return {
+      steps,
+      refusal: refusal ? refusalError(refusal, nodeId, (this.runs.get(nodeId)?.snapshot ?? this.claimed.get(nodeId))?.id ?? null) : null,
+      policyWrites: (operationId) => {
+        const from = this.policies.get(nodeId);
+        const { to, writes } = policyTransitionWrites(this.deps.prisma, { nodeId, from, event: { type: 'drainAccepted' }, operationId, at: now });
+        return { writes, commit: () => this.policies.applied(nodeId, to) };
+      },
+    };
+  }
+
+  /** Runs an embedded drain; `onEnd` hears how it ended, after the node's policy transition. */
+  runEmbeddedDrain(owner: OperationSnapshot, steps: StepRecord[], journal: JournalWriter, onEnd: (outcome: OperationOutcome, failure: string | null) => void): StorageRun {
+    this.claimed.set(owner.nodeId, owner);
+    this.afterPolicyChange(owner.nodeId);
+    const inner: OperationSnapshot = { ...owner, kind: 'DRAIN', counts: countsOf(steps), waitingOn: null, state: 'RUNNING' };
+    const run = new StorageRun({ ...this.host, journal, finishRun: (r, outcome, failure) => this.endEmbeddedDrain(r, outcome, failure, onEnd) }, inner, steps);
+    run.start().catch((e: unknown) => this.deps.log.error({ err: e, operation: owner.id }, 'embedded drain crashed'));
+    return run;
+  }
+
+  releaseNode(nodeId: string): void {
+    this.claimed.delete(nodeId);
+  }
+
+  /** configureNode for a caller that already holds `exclusive` (no operation check: the caller owns the node). */
+  async setPolicyUnchecked(nodeId: string, policy: SchedulingPolicy, meta: RequestMeta): Promise<void> {
+    await this.changePolicy(nodeId, { type: 'configure', policy }, null, { actor: meta.actor, reason: meta.reason });
+  }
+
+  /** startFill for a caller that already holds `exclusive`. */
+  startFillUnlocked(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
+    return this.admitAndStart('FILL', nodeId, meta);
+  }
+
+  private async endEmbeddedDrain(run: StorageRun, outcome: OperationOutcome, failure: string | null, onEnd: (outcome: OperationOutcome, failure: string | null) => void): Promise<void> {
+    if (this.stopped) return;
+    await this.mutex.run(async () => {
+      const nodeId = run.snapshot.nodeId;
+      if (failure !== 'NODE_STATE_CHANGED' && this.policies.get(nodeId) === 'DRAINING') {
+        await this.policies.transition(nodeId, { type: END_EVENT.DRAIN[outcome] } as PolicyEvent, run.snapshot.id, this.deps.clock.now());
+        this.afterPolicyChange(nodeId);
+      }
+      this.claimed.delete(nodeId);
+    });
+    onEnd(outcome, failure);
+  }
+
   // --- internals
+
+  private busyNodeIds(): string[] {
+    return [...this.runs.keys(), ...this.claimed.keys()];
+  }
 
   private planNodes(): Map<string, PlanNode> {
     const out = new Map<string, PlanNode>();
@@ -247,65 +312,67 @@ export class OperationEngine {
   }
 
   private startOperation(kind: StorageKind, nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
-    return this.mutex.run(async () => {
-      const nodes = await this.refreshNodes();
-      const planNodes = [...this.planNodes().values()];
-      const runningIds = [...this.runs.keys()];
-      const refusal = checkAdmission(kind, nodeId, {
-        nodes: planNodes,
-        runningOperationNodeIds: runningIds,
-        operationLimit: this.deps.settings.maxConcurrentOperations,
-      });
-      if (refusal) throw refusalError(refusal, nodeId, this.runs.get(nodeId)?.snapshot.id ?? null);
-      if (!nodes.some((n) => n.id === nodeId)) throw new NotFoundError('node', nodeId);
+    return this.mutex.run(() => this.admitAndStart(kind, nodeId, meta));
+  }
 
-      const now = this.deps.clock.now();
-      const id = randomUUID();
-      const steps = await this.plan(kind, nodeId, planNodes, now);
-      const snapshot: OperationSnapshot = {
-        id,
-        kind,
-        nodeId,
-        state: 'RUNNING',
-        reason: meta.reason,
-        actor: meta.actor,
-        error: null,
-        counts: countsOf(steps),
-        waitingOn: null,
-        createdAt: now,
-        startedAt: now,
-        finishedAt: null,
-        etaAt: null,
-      };
-      const { prisma } = this.deps;
-      await this.policies.transition(nodeId, { type: kind === 'DRAIN' ? 'drainAccepted' : 'fillAccepted' }, id, now, [
-        prisma.operation.create({
-          data: {
-            id,
-            kind,
-            nodeId,
-            state: 'RUNNING',
-            reason: meta.reason,
-            actor: meta.actor,
-            counts: JSON.stringify(snapshot.counts),
-            params: JSON.stringify({ settings: this.deps.settings }),
-            createdAt: new Date(now),
-            startedAt: new Date(now),
-          },
-        }),
-        ...writeSteps(prisma, steps.map((step) => ({ operationId: id, step }))),
-        prisma.event.create({
-          data: { at: new Date(now), type: 'OPERATION_STARTED', nodeId, operationId: id, payload: JSON.stringify({ kind, actor: meta.actor, reason: meta.reason, counts: snapshot.counts }) },
-        }),
-      ]);
-      this.deps.observer.operationStarted(kind);
-      for (const s of steps) if (s.state === 'SKIPPED') this.deps.observer.stepFinished(kind, 'SKIPPED', s.reason, null);
-      this.deps.log.info({ operation: id, node: nodeId, kind, planned: snapshot.counts.planned, skipped: snapshot.counts.skipped }, `${kind.toLowerCase()} of node ${nodeId} started`);
-      this.afterPolicyChange(nodeId);
-      this.launch(snapshot, steps);
-      this.publishProgress(snapshot, steps);
-      return snapshot;
+  private async admitAndStart(kind: StorageKind, nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
+    const nodes = await this.refreshNodes();
+    const planNodes = [...this.planNodes().values()];
+    const runningIds = this.busyNodeIds();
+    const refusal = checkAdmission(kind, nodeId, {
+      nodes: planNodes,
+      runningOperationNodeIds: runningIds,
+      operationLimit: this.deps.settings.maxConcurrentOperations,
     });
+    if (refusal) throw refusalError(refusal, nodeId, (this.runs.get(nodeId)?.snapshot ?? this.claimed.get(nodeId))?.id ?? null);
+    if (!nodes.some((n) => n.id === nodeId)) throw new NotFoundError('node', nodeId);
+
+    const now = this.deps.clock.now();
+    const id = randomUUID();
+    const steps = await this.plan(kind, nodeId, planNodes, now);
+    const snapshot: OperationSnapshot = {
+      id,
+      kind,
+      nodeId,
+      state: 'RUNNING',
+      reason: meta.reason,
+      actor: meta.actor,
+      error: null,
+      counts: countsOf(steps),
+      waitingOn: null,
+      createdAt: now,
+      startedAt: now,
+      finishedAt: null,
+      etaAt: null,
+    };
+    const { prisma } = this.deps;
+    await this.policies.transition(nodeId, { type: kind === 'DRAIN' ? 'drainAccepted' : 'fillAccepted' }, id, now, [
+      prisma.operation.create({
+        data: {
+          id,
+          kind,
+          nodeId,
+          state: 'RUNNING',
+          reason: meta.reason,
+          actor: meta.actor,
+          counts: JSON.stringify(snapshot.counts),
+          params: JSON.stringify({ settings: this.deps.settings }),
+          createdAt: new Date(now),
+          startedAt: new Date(now),
+        },
+      }),
+      ...writeSteps(prisma, steps.map((step) => ({ operationId: id, step }))),
+      prisma.event.create({
+        data: { at: new Date(now), type: 'OPERATION_STARTED', nodeId, operationId: id, payload: JSON.stringify({ kind, actor: meta.actor, reason: meta.reason, counts: snapshot.counts }) },
+      }),
+    ]);
+    this.deps.observer.operationStarted(kind);
+    for (const s of steps) if (s.state === 'SKIPPED') this.deps.observer.stepFinished(kind, 'SKIPPED', s.reason, null);
+    this.deps.log.info({ operation: id, node: nodeId, kind, planned: snapshot.counts.planned, skipped: snapshot.counts.skipped }, `${kind.toLowerCase()} of node ${nodeId} started`);
+    this.afterPolicyChange(nodeId);
+    this.launch(snapshot, steps);
+    this.publishProgress(snapshot, steps);
+    return snapshot;
   }
 
   /** D1–D3 for a drain (warmth is checked per move), F1–F3 for a fill: computed once, persisted. */

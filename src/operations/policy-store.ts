@@ -21,6 +21,11 @@ export class PolicyStore {
     return this.cache.get(nodeId) ?? 'ACTIVE';
   }
 
+  /** Records a transition whose writes the caller committed (see policyTransitionWrites). */
+  applied(nodeId: string, policy: SchedulingPolicy): void {
+    this.cache.set(nodeId, policy);
+  }
+
   /**
    * Commits `event` (through the transition table: PolicyTransitionError for a pair it
    * does not list) together with `alsoWrite`, then updates the cache.

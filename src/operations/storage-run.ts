@@ -12,10 +12,13 @@ import type { PolicyStore } from './policy-store.ts';
 import type { OperationSettings } from './settings.ts';
 import type { OperationObserver, OperationOutcome, OperationSnapshot, StepRecord, StorageKind, WaitingOn } from './types.ts';
 
+/** What a run writes through: the group-commit journal, or a proxy of it (embedded drains). */
+export type JournalWriter = Pick<Journal, 'step' | 'operation' | 'event'>;
+
 export interface RunHost {
   backend: ClusterBackend;
   clock: Clock;
-  journal: Journal;
+  journal: JournalWriter;
   policies: PolicyStore;
   settings: OperationSettings;
   observer: OperationObserver;

@@ -14,4 +14,4 @@ export {
 } from './database.ts';
 export { MigrationError, migrate, readMigrations, type MigrateResult } from './migrate.ts';
 export { Prisma, PrismaClient } from './generated/client.ts';
-export type { AuditEntry, Event, NodeState, Operation, OperationStep, VmTracking } from './generated/client.ts';
+export type { ApiToken, AuditEntry, Event, NodeState, Operation, OperationStep, VmTracking } from './generated/client.ts';

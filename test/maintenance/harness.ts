@@ -42,7 +42,7 @@ export async function whileDriving<T>(t: TestApp, request: Promise<T>): Promise<
 
 export async function disable(t: TestApp, nodeId: string) {
   const res = await whileDriving(t, t.gql(`mutation { r: disableMaintenanceMode(nodeId: "${nodeId}") { __typename
-    ... on DisableMaintenanceResult { restartedVmIds trackingClearedVmIds failures { vmId message } warnings node { cordoned maintenancePhase } }
+    ... on DisableMaintenanceResult { restartedVmIds trackingClearedVmIds failures { vmId message } warnings node { cordoned maintenancePhase } fillOperation { id kind } }
     ... on Error { code message } } }`));
   if (res.errors) throw new Error(JSON.stringify(res.errors));
   return res.data.r;

@@ -7,9 +7,9 @@ import {
   UnavailableError,
 } from '../../domain/errors.ts';
 import { describeReason, nonMigratableReasons } from '../../domain/vm/migratability.ts';
-import { MAINTENANCE_PHASES, type MaintenancePlan, type MaintNode, type PrecheckRefusal, type VmPlanEntry } from '../../domain/vm/types.ts';
+import { MAINTENANCE_PHASES, type MaintNode, type VmPlanEntry } from '../../domain/vm/types.ts';
 import { audited } from '../../operations/audited.ts';
-import type { DisableResult } from '../../operations/maintenance/engine.ts';
+import type { DisableResult, MaintenancePlanView } from '../../operations/maintenance/engine.ts';
 import type { MaintenanceState } from '../../operations/maintenance/state-store.ts';
 import type { RequestMeta } from '../../operations/types.ts';
 import { builder } from '../builder.ts';
@@ -90,7 +90,8 @@ const PlanEntryType = builder.objectRef<VmPlanEntry>('VmMaintenancePlanEntry').i
 });
 
 
-const RefusalType = builder.objectRef<PrecheckRefusal & { blockers: { id: string; reasons: string[] }[] }>('MaintenanceRefusal').implement({
+type RefusalView = { code: string; message: string; blockers: { id: string; reasons: string[] }[] };
+const RefusalType = builder.objectRef<RefusalView>('MaintenanceRefusal').implement({
   fields: (t) => ({
     code: t.exposeString('code'),
     message: t.exposeString('message'),
@@ -98,17 +99,30 @@ const RefusalType = builder.objectRef<PrecheckRefusal & { blockers: { id: string
   }),
 });
 
-const PlanType = builder.objectRef<MaintenancePlan>('MaintenancePlan').implement({
+const ShardPlanType = builder.objectRef<MaintenancePlanView['shards'][number]>('ShardMaintenancePlanEntry').implement({
+  description: 'What enable would do to one tenant shard attached to the node (storage drain rules D1–D3).',
+  fields: (t) => ({
+    shardId: t.exposeID('workloadId'),
+    action: t.string({ description: 'CUT_OVER or SKIP.', resolve: (s) => (s.state === 'SKIPPED' ? 'SKIP' : 'CUT_OVER') }),
+    toNodeId: t.exposeID('toNodeId', { nullable: true, description: 'The secondary it would be cut over to.' }),
+    skipReason: t.string({ nullable: true, resolve: (s) => (s.state === 'SKIPPED' ? s.reason : null) }),
+  }),
+});
+
+const PlanType = builder.objectRef<MaintenancePlanView>('MaintenancePlan').implement({
   description: 'What enableMaintenanceMode would do now; nothing is changed by asking.',
   fields: (t) => ({
     nodeId: t.exposeID('nodeId'),
     force: t.exposeBoolean('force'),
-    accepted: t.boolean({ description: 'Enable would be accepted.', resolve: (p) => p.refusals.length === 0 }),
+    accepted: t.boolean({ description: 'Enable would be accepted.', resolve: (p) => p.refusals.length === 0 && p.shardRefusal === null }),
     refusals: t.field({
       type: [RefusalType],
-      resolve: (p) =>
-        p.refusals.map((r) => ({ ...r, blockers: r.code === 'NON_MIGRATABLE_VMS' ? p.vms.filter((v) => v.blocksEnable).map((v) => ({ id: v.vmId, reasons: v.nonMigratable.map(describeReason) })) : [] })),
+      resolve: (p) => [
+        ...p.refusals.map((r) => ({ ...r, blockers: r.code === 'NON_MIGRATABLE_VMS' ? p.vms.filter((v) => v.blocksEnable).map((v) => ({ id: v.vmId, reasons: v.nonMigratable.map(describeReason) })) : [] })),
+        ...(p.shardRefusal ? [{ code: 'SHARD_DRAIN_REFUSED' as const, message: p.shardRefusal.message, blockers: [] }] : []),
+      ],
     }),
+    shards: t.field({ type: [ShardPlanType], description: 'On a node that also holds tenant shards: their drain, under the same operation.', resolve: (p) => p.shards }),
     vms: t.field({ type: [PlanEntryType], resolve: (p) => p.vms }),
     warnings: t.exposeStringList('warnings'),
   }),
@@ -129,6 +143,12 @@ const FailureType = builder.objectRef<{ vmId: string; message: string }>('VmRest
 const DisableResultType = builder.objectRef<DisableResult>('DisableMaintenanceResult').implement({
   fields: (t) => ({
     node: t.field({ type: ClusterNodeType, resolve: (r) => r.node }),
+    fillOperation: t.field({
+      type: OperationType,
+      nullable: true,
+      description: 'The fill that brings a hyperconverged node’s shards back.',
+      resolve: async (r, _, ctx) => (r.fillOperationId ? ctx.operations.getOperation(r.fillOperationId) : null),
+    }),
     restartedVmIds: t.exposeIDList('restarted'),
     trackingClearedVmIds: t.exposeIDList('trackingCleared'),
     failures: t.field({ type: [FailureType], description: 'VMs that could not be restarted (the others were, D2).', resolve: (r) => r.failures }),

@@ -38,8 +38,16 @@ export interface MaintenanceDeps {
   operations: OperationEngine;
 }
 
+/** The plan with its shard part: the drain steps (D1–D3; warmth is checked at cut-over time) or why a drain would be refused. */
+export interface MaintenancePlanView extends MaintenancePlan {
+  shards: StepRecord[];
+  shardRefusal: Error | null;
+}
+
 export interface DisableResult {
   node: ClusterNode;
+  /** The fill that brings a hyperconverged node's shards back, when one started. */
+  fillOperationId: string | null;
   restarted: string[];
   trackingCleared: string[];
   failures: { vmId: string; message: string }[];
@@ -75,6 +83,7 @@ export class MaintenanceEngine {
       limiter: this.limiter,
       tracking: this.tracking,
       nodeName: (id) => this.nodeNames.get(id) ?? id,
+      startShardDrain: (run, steps, journal, onEnd) => deps.operations.runEmbeddedDrain(run.snapshot, steps, journal, onEnd),
       setPhase: (run, phase) => this.setPhase(run.nodeId, run.snapshot.id, phase === 'EVACUATING' ? 'drained' : 'evacuated'),
       finish: (run, phase, error) => this.finishRun(run, phase, error),
     };
@@ -102,10 +111,12 @@ export class MaintenanceEngine {
     return this.runs.get(nodeId)?.snapshot ?? null;
   }
 
-  /** What enable would do now, changing nothing (the `maintenancePlan` query). */
-  async plan(nodeId: string, force: boolean): Promise<MaintenancePlan> {
+  /** What enable would do now, changing nothing (the `maintenancePlan` query): VMs and, on a hyperconverged node, shards. */
+  async plan(nodeId: string, force: boolean): Promise<MaintenancePlanView> {
     const { nodes, vms } = await this.view();
-    return planMaintenance({ nodeId, force, nodes, vms });
+    const plan = planMaintenance({ nodeId, force, nodes, vms });
+    const shards = plan.refusals.some((r) => r.code === 'NOT_FOUND') ? null : await this.shardPart(nodeId, this.deps.clock.now());
+    return { ...plan, shards: shards?.steps ?? [], shardRefusal: shards?.refusal ?? null };
   }
 
   async enable(nodeId: string, options: { force: boolean; deadlineMs?: number }, meta: RequestMeta): Promise<OperationSnapshot> {
@@ -123,7 +134,12 @@ export class MaintenanceEngine {
       const now = this.deps.clock.now();
       const deadline = now + (options.deadlineMs ?? this.deps.settings.maintenanceDeadlineMs);
       const id = randomUUID();
-      const steps = stepsOf(plan);
+      // A hyperconverged node: its shards drain by the storage rules under this operation.
+      const shards = await this.shardPart(nodeId, now);
+      if (shards?.refusal) throw shards.refusal;
+      const vmSteps = stepsOf(plan);
+      const steps = [...vmSteps, ...(shards?.steps ?? []).map((s) => ({ ...s, seq: s.seq + vmSteps.length }))];
+      const policy = shards ? shards.policyWrites(id) : null;
       const snapshot: OperationSnapshot = {
         id,
         kind: 'MAINTENANCE',
@@ -159,8 +175,10 @@ export class MaintenanceEngine {
         }),
         ...writeSteps(prisma, steps.map((step) => ({ operationId: id, step }))),
         ...this.states.writes(nodeId, state, { at: now, operationId: id, payload: { cause: 'validated', actor: meta.actor, reason: meta.reason, force: options.force } }),
+        ...(policy?.writes ?? []),
       ]);
       this.states.applied(nodeId, state);
+      policy?.commit();
       this.deps.observer.operationStarted('MAINTENANCE');
       this.deps.log.info({ operation: id, node: nodeId, force: options.force, vms: steps.length }, `maintenance of node ${nodeId} started (${steps.length} VM action(s))`);
       this.launch(snapshot, steps, deadline, 'DRAINING');
@@ -195,8 +213,10 @@ export class MaintenanceEngine {
         this.deps.log.warn({ node: nodeId }, uncordonWarning);
         result.warnings.unshift(uncordonWarning);
       }
+      const fill = await this.refillShards(nodeId, meta);
+      if (fill.warning) result.warnings.push(fill.warning);
       await this.publishNode(nodeId);
-      return { ...result, node: (await this.deps.backend.getNode(nodeId)) ?? node };
+      return { ...result, fillOperationId: fill.fillOperationId, node: (await this.deps.backend.getNode(nodeId)) ?? node };
     });
   }
 
@@ -230,6 +250,31 @@ export class MaintenanceEngine {
     }
     for (const id of ids) await backend.setVmMaintenanceStrategyLabel(id, strategy);
     return (await backend.getVms(ids)).filter((vm): vm is ClusterVm => vm !== null);
+  }
+
+  /** The shard part of a maintenance: null when the backend serves no shards or the node holds none. */
+  private async shardPart(nodeId: string, now: number) {
+    if (!this.deps.backend.capabilities.shards) return null;
+    if ((await this.deps.backend.listShards({ attachedNodeId: nodeId })).length === 0) return null;
+    return this.deps.operations.planEmbeddedDrain(nodeId, now);
+  }
+
+  /** Disable of a hyperconverged node: its storage policy back to ACTIVE, then a fill brings its shards back. */
+  private async refillShards(nodeId: string, meta: RequestMeta): Promise<{ fillOperationId: string | null; warning: string | null }> {
+    const { operations, backend } = this.deps;
+    if (!backend.capabilities.shards) return { fillOperationId: null, warning: null };
+    operations.releaseNode(nodeId);
+    const policy = operations.policyOf(nodeId);
+    if (policy === 'DRAINING' || policy === 'PAUSE_FOR_RESTART') await operations.setPolicyUnchecked(nodeId, 'ACTIVE', meta);
+    if ((await backend.listShards({ secondaryNodeId: nodeId })).length === 0) return { fillOperationId: null, warning: null };
+    try {
+      const fill = await operations.startFillUnlocked(nodeId, meta);
+      return { fillOperationId: fill.id, warning: null };
+    } catch (e) {
+      const warning = `the fill of node ${nodeId}'s shards did not start: ${e instanceof Error ? e.message : String(e)}`;
+      this.deps.log.warn({ node: nodeId }, warning);
+      return { fillOperationId: null, warning };
+    }
   }
 
   // --- internals
@@ -316,7 +361,7 @@ export class MaintenanceEngine {
   }
 
   /** D1, T2, T4, T5, D2: restart tracked VMs; one failure does not stop the others. */
-  private async restartOnDisable(node: ClusterNode): Promise<Omit<DisableResult, 'node'>> {
+  private async restartOnDisable(node: ClusterNode): Promise<Omit<DisableResult, 'node' | 'fillOperationId'>> {
     const { backend, clock, log } = this.deps;
     const { nodes, vms } = await this.view();
     const load = vmLoadByNode(vms);

@@ -7,8 +7,10 @@ import type { Logger } from '../../logger.ts';
 import { countTransition } from '../counts.ts';
 import { estimateCompletion } from '../eta.ts';
 import type { Journal } from '../journal.ts';
+import type { JournalWriter, StorageRun } from '../storage-run.ts';
 import type { OperationSettings } from '../settings.ts';
-import type { OperationObserver, OperationSnapshot, StepRecord, WaitingOn } from '../types.ts';
+import type { OperationCounts, OperationObserver, OperationOutcome, OperationSnapshot, StepRecord, WaitingOn } from '../types.ts';
+import { countsOf } from '../counts.ts';
 import type { MigrationLimiter } from './migration-limiter.ts';
 import type { TrackingStore } from './tracking-store.ts';
 
@@ -26,6 +28,8 @@ export interface MaintenanceHost {
   tracking: TrackingStore;
   nodeName(nodeId: string): string;
   setPhase(run: MaintenanceRun, phase: MaintenancePhase): Promise<void>;
+  /** Starts the drain of the node's shards inside this operation (hyperconverged nodes). */
+  startShardDrain(run: MaintenanceRun, steps: StepRecord[], journal: JournalWriter, onEnd: (outcome: OperationOutcome, failure: string | null) => void): StorageRun;
   /** Ends the run: COMPLETED (operation SUCCEEDED) or ERROR (FAILED); the node stays in maintenance. */
   finish(run: MaintenanceRun, phase: 'COMPLETED' | 'ERROR', error: string | null): Promise<void>;
 }
@@ -42,6 +46,11 @@ const isRunning = (vm: ClusterVm) => vm.status !== 'Stopped';
  */
 export class MaintenanceRun {
   private readonly steps: StepRecord[];
+  private readonly shardSteps: StepRecord[];
+  private shardRun: StorageRun | null = null;
+  /** How the shard drain ended; null while it runs. */
+  private shardEnd: { outcome: OperationOutcome; failure: string | null } | null = null;
+  private readonly vmCounts: OperationCounts;
   private wakeUp: () => void = () => {};
   private halted = false;
   private unstarted: number;
@@ -60,7 +69,10 @@ export class MaintenanceRun {
     readonly deadlineAt: number,
     public phase: MaintenancePhase,
   ) {
-    this.steps = [...steps].sort((a, b) => a.seq - b.seq);
+    this.steps = steps.filter((s) => s.workloadKind === 'vm').sort((a, b) => a.seq - b.seq);
+    this.shardSteps = steps.filter((s) => s.workloadKind === 'shard');
+    this.vmCounts = countsOf(this.steps);
+    if (!this.shardSteps.some((s) => s.state === 'PLANNED' || s.state === 'MOVING')) this.shardEnd = { outcome: 'SUCCEEDED', failure: null };
     this.unstarted = this.steps.filter((s) => s.state === 'PLANNED').length;
     this.done = new Promise<void>((resolve) => {
       this.begin = resolve;
@@ -83,7 +95,13 @@ export class MaintenanceRun {
   /** Disable or shutdown: start nothing more, record nothing more. */
   halt(): void {
     this.halted = true;
+    this.shardRun?.halt();
     this.wakeUp();
+  }
+
+  /** The shard drain's steps and counts, for progress; null when the node holds no shards. */
+  get shardDrain(): StorageRun | null {
+    return this.shardRun;
   }
 
   get stepList(): readonly StepRecord[] {
@@ -94,6 +112,19 @@ export class MaintenanceRun {
     const { host } = this;
     const cancelDeadline = host.clock.setTimer(Math.max(0, this.deadlineAt - host.clock.now()), () => this.wakeUp());
     try {
+      if (!this.shardEnd) {
+        // Shards go by the storage drain rules, alongside the VMs, under this operation.
+        const journal: JournalWriter = {
+          step: (id, step) => host.journal.step(id, step),
+          event: (e) => host.journal.event(e),
+          operation: () => this.publishCounts(),
+        };
+        this.shardRun = host.startShardDrain(this, this.shardSteps.map((s) => (s.state === 'MOVING' ? { ...s, state: 'PLANNED' as const, startedAt: null } : s)), journal, (outcome, failure) => {
+          this.shardEnd = { outcome, failure };
+          this.publishCounts();
+          this.wakeUp();
+        });
+      }
       if (this.phase === 'DRAINING') {
         // M2 (a): stops first, in namespace/name order; tracking is recorded before each stop.
         for (const step of this.steps) if (step.state === 'PLANNED' && step.action !== VM_STEP.MIGRATE) this.launch(step, () => this.stopOne(step));
@@ -117,7 +148,11 @@ export class MaintenanceRun {
         const onNode = (await host.backend.listVms({ nodeId: this.nodeId })).filter(isRunning);
         if (this.halted) return;
         const actionsDone = this.steps.every((s) => s.state !== 'PLANNED' && (s.state !== 'MOVING' || this.awaitingRestart(s)));
-        if (actionsDone && onNode.length === 0) {
+        if (this.shardEnd && this.shardEnd.outcome !== 'SUCCEEDED') {
+          await host.finish(this, 'ERROR', `SHARD_DRAIN_${this.shardEnd.outcome}${this.shardEnd.failure ? `: ${this.shardEnd.failure}` : ''}`);
+          return;
+        }
+        if (actionsDone && onNode.length === 0 && this.shardEnd) {
           await this.restartAfterEnable();
           if (this.halted) return;
           await host.finish(this, 'COMPLETED', null);
@@ -267,11 +302,25 @@ export class MaintenanceRun {
     return step.action === VM_STEP.MIGRATE ? 'migrating' : 'stopping';
   }
 
+  /** VM and shard counts together: the operation's counts. */
+  private combinedCounts(): OperationCounts {
+    const shards = this.shardRun?.snapshot.counts ?? countsOf(this.shardSteps);
+    return addCounts(this.vmCounts, shards);
+  }
+
+  private publishCounts(): void {
+    if (this.halted) return;
+    this.snapshot.counts = this.combinedCounts();
+    this.host.journal.operation(this.snapshot);
+  }
+
   private showWaiting(onNode: ClusterVm[]): void {
     const reasons = onNode.slice(0, WAITING_SAMPLE).map((vm) => `${vm.id}: ${this.blockers.get(vm.id) ?? this.describe(vm)}`);
+    const shardsLeft = this.shardEnd ? 0 : (this.shardRun?.snapshot.counts.planned ?? 0) + (this.shardRun?.snapshot.counts.moving ?? 0);
+    const shardNote = shardsLeft ? `; ${shardsLeft} shard cut-over(s) to go` : '';
     const waiting: WaitingOn = {
-      kind: onNode.length ? 'VMS_ON_NODE' : 'RESTARTS',
-      description: onNode.length ? `${onNode.length} VM(s) still running on node ${this.nodeId}: ${reasons.join('; ')}` : 'waiting for stops to finish',
+      kind: onNode.length ? 'VMS_ON_NODE' : shardsLeft ? 'SHARDS' : 'RESTARTS',
+      description: onNode.length ? `${onNode.length} VM(s) still running on node ${this.nodeId}: ${reasons.join('; ')}${shardNote}` : shardsLeft ? `${shardsLeft} shard cut-over(s) to go` : 'waiting for stops to finish',
       nodeId: this.nodeId,
       workloadIds: onNode.slice(0, WAITING_SAMPLE).map((vm) => vm.id),
       since: this.snapshot.startedAt,
@@ -302,12 +351,30 @@ export class MaintenanceRun {
     if (this.halted) return;
     const before = { ...step };
     Object.assign(step, change);
-    countTransition(this.snapshot.counts, before, step);
+    countTransition(this.vmCounts, before, step);
+    this.snapshot.counts = this.combinedCounts();
     const c = this.snapshot.counts;
     this.snapshot.etaAt = estimateCompletion({ now: this.host.clock.now(), firstMoveAt: this.firstMoveAt, finished: this.finished, remaining: c.planned + c.moving });
     this.host.journal.step(this.snapshot.id, step);
     this.host.journal.operation(this.snapshot);
   }
+}
+
+function addCounts(a: OperationCounts, b: OperationCounts): OperationCounts {
+  const merge = (x: Record<string, number>, y: Record<string, number>) => {
+    const out = { ...x };
+    for (const [k, v] of Object.entries(y)) out[k] = (out[k] ?? 0) + v;
+    return out;
+  };
+  return {
+    planned: a.planned + b.planned,
+    moving: a.moving + b.moving,
+    moved: a.moved + b.moved,
+    skipped: a.skipped + b.skipped,
+    failed: a.failed + b.failed,
+    skippedByReason: merge(a.skippedByReason, b.skippedByReason),
+    failedByReason: merge(a.failedByReason, b.failedByReason),
+  };
 }
 
 /** The strategy a STOP step carries out, as recorded in tracking (T1). */
