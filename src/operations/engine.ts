@@ -21,7 +21,7 @@ import { countsOf } from './counts.ts';
 import { Journal, writeSteps } from './journal.ts';
 import { Mutex } from './mutex.ts';
 import { PolicyStore } from './policy-store.ts';
-import { snapshotOf, stepOf } from './records.ts';
+import { createOperationWrite, newOperation, snapshotOf, stepOf } from './records.ts';
 import type { OperationSettings } from './settings.ts';
 import { StorageRun, type JournalWriter, type RunHost } from './storage-run.ts';
 import { policyTransitionWrites } from './policy-statements.ts';
@@ -330,37 +330,10 @@ export class OperationEngine {
     const now = this.deps.clock.now();
     const id = randomUUID();
     const steps = await this.plan(kind, nodeId, planNodes, now);
-    const snapshot: OperationSnapshot = {
-      id,
-      kind,
-      nodeId,
-      state: 'RUNNING',
-      reason: meta.reason,
-      actor: meta.actor,
-      error: null,
-      counts: countsOf(steps),
-      waitingOn: null,
-      createdAt: now,
-      startedAt: now,
-      finishedAt: null,
-      etaAt: null,
-    };
+    const snapshot = newOperation({ id, kind: kind, nodeId, meta, steps, now });
     const { prisma } = this.deps;
     await this.policies.transition(nodeId, { type: kind === 'DRAIN' ? 'drainAccepted' : 'fillAccepted' }, id, now, [
-      prisma.operation.create({
-        data: {
-          id,
-          kind,
-          nodeId,
-          state: 'RUNNING',
-          reason: meta.reason,
-          actor: meta.actor,
-          counts: JSON.stringify(snapshot.counts),
-          params: JSON.stringify({ settings: this.deps.settings }),
-          createdAt: new Date(now),
-          startedAt: new Date(now),
-        },
-      }),
+      createOperationWrite(prisma, snapshot, { settings: this.deps.settings }),
       ...writeSteps(prisma, steps.map((step) => ({ operationId: id, step }))),
       prisma.event.create({
         data: { at: new Date(now), type: 'OPERATION_STARTED', nodeId, operationId: id, payload: JSON.stringify({ kind, actor: meta.actor, reason: meta.reason, counts: snapshot.counts }) },

@@ -18,7 +18,7 @@ import type { PrismaClient } from '../../store/index.ts';
 import { countsOf } from '../counts.ts';
 import type { OperationEngine } from '../engine.ts';
 import { writeSteps } from '../journal.ts';
-import { snapshotOf, stepOf } from '../records.ts';
+import { createOperationWrite, newOperation, snapshotOf, stepOf } from '../records.ts';
 import type { OperationSettings } from '../settings.ts';
 import type { OperationObserver, OperationSnapshot, RequestMeta, StepRecord } from '../types.ts';
 import { MigrationLimiter } from './migration-limiter.ts';
@@ -140,39 +140,12 @@ export class MaintenanceEngine {
       const vmSteps = stepsOf(plan);
       const steps = [...vmSteps, ...(shards?.steps ?? []).map((s) => ({ ...s, seq: s.seq + vmSteps.length }))];
       const policy = shards ? shards.policyWrites(id) : null;
-      const snapshot: OperationSnapshot = {
-        id,
-        kind: 'MAINTENANCE',
-        nodeId,
-        state: 'RUNNING',
-        reason: meta.reason,
-        actor: meta.actor,
-        error: null,
-        counts: countsOf(steps),
-        waitingOn: null,
-        createdAt: now,
-        startedAt: now,
-        finishedAt: null,
-        etaAt: null,
-      };
+      const snapshot = newOperation({ id, kind: 'MAINTENANCE', nodeId, meta, steps, now });
       nextPhase(nextPhase(this.states.phaseOf(nodeId), 'enableRequested'), 'validated');
       const state: MaintenanceState = { phase: 'DRAINING', deadline, force: options.force, reason: meta.reason };
       const { prisma } = this.deps;
       await prisma.$transaction([
-        prisma.operation.create({
-          data: {
-            id,
-            kind: 'MAINTENANCE',
-            nodeId,
-            state: 'RUNNING',
-            reason: meta.reason,
-            actor: meta.actor,
-            counts: JSON.stringify(snapshot.counts),
-            params: JSON.stringify({ force: options.force, deadline: new Date(deadline).toISOString(), warnings: plan.warnings }),
-            createdAt: new Date(now),
-            startedAt: new Date(now),
-          },
-        }),
+        createOperationWrite(prisma, snapshot, { force: options.force, deadline: new Date(deadline).toISOString(), warnings: plan.warnings }),
         ...writeSteps(prisma, steps.map((step) => ({ operationId: id, step }))),
         ...this.states.writes(nodeId, state, { at: now, operationId: id, payload: { cause: 'validated', actor: meta.actor, reason: meta.reason, force: options.force } }),
         ...(policy?.writes ?? []),
