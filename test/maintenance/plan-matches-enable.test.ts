@@ -41,9 +41,9 @@ const vmOnNode1Arb = (i: number): fc.Arbitrary<VmSpec> =>
     .record({
       label: fc.constantFrom<string | null>(null, null, 'Migrate', AE, AD, 'Shutdown', 'migrate'),
       runStrategy: fc.constantFrom('Always', 'Always', 'RerunOnFailure', 'Manual', 'Once' as const),
-      liveMigratable: fc.constantFrom(true, true, true, false),
+      liveMigratable: fc.constantFrom(true, true, true, true, true, false),
       // No volume; a replicated one; one whose only healthy replica is here (N1).
-      replicas: fc.constantFrom<{ nodeId: string; healthy: boolean }[] | null>(null, [
+      replicas: fc.constantFrom<{ nodeId: string; healthy: boolean }[] | null>(null, null, [
         { nodeId: '1', healthy: true },
         { nodeId: '2', healthy: true },
       ], [
@@ -75,6 +75,8 @@ const clusterArb = fc.integer({ min: 3, max: 5 }).chain((count) => {
     onNode1: fc.integer({ min: 0, max: 6 }).chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => vmOnNode1Arb(i)))),
     elsewhere: fc.integer({ min: 0, max: 4 }).chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => bystander(i)))),
     leftover: fc.option(leftover, { nil: null, freq: 3 }),
+    /** Node 2 is taken into maintenance first (P2–P4, and it must take no VM). */
+    node2InMaintenance: fc.constantFrom(false, false, true),
     force: fc.boolean(),
   });
 });
@@ -105,6 +107,7 @@ function expectedError(code: string): { __typename: string; code: string; failed
 const view = (vm: ClusterVm) => ({ status: vm.status, nodeId: vm.nodeId, runStrategy: vm.runStrategy, tracking: vm.tracking });
 
 async function checkOne(t: TestApp, force: boolean): Promise<void> {
+  const phase2 = await phaseOf(t, '2');
   const initial = new Map((await t.cluster.listVms()).map((v) => [v.id, v]));
   const res = await t.gql(`{ p: maintenancePlan(nodeId: "1", force: ${force}) { accepted refusals { code }
     vms { vmId action targetNodeId restart restartNodeId tracked } } }`);
@@ -125,6 +128,7 @@ async function checkOne(t: TestApp, force: boolean): Promise<void> {
   expect(result.counts.total).toBe(plan.vms.filter((e) => e.action !== 'NONE').length);
   await driveUntil(t, async () => ['COMPLETED', 'ERROR'].includes((await phaseOf(t, '1')) ?? ''), { stepMs: 100, maxMs: 600_000 });
   expect(await phaseOf(t, '1')).toBe('COMPLETED');
+  expect(await phaseOf(t, '2')).toBe(phase2);
 
   const final = new Map((await t.cluster.listVms()).map((v) => [v.id, v]));
   expect([...final.keys()].sort()).toEqual([...initial.keys()].sort());
@@ -156,13 +160,17 @@ async function checkOne(t: TestApp, force: boolean): Promise<void> {
 
 describe('maintenancePlan predicts what enableMaintenanceMode does', () => {
   it('on random small clusters: refused iff the plan refuses (same error); otherwise every VM ends where its entry says', async () => {
-    const seen = { refused: 0, completed: 0, migrate: 0, stopNever: 0, afterEnable: 0, afterDisable: 0, none: 0 };
+    const seen = { node2InMaintenance: 0, refused: 0, completed: 0, migrate: 0, stopNever: 0, afterEnable: 0, afterDisable: 0, none: 0 };
     await fc.assert(
       fc.asyncProperty(clusterArb, async (c) => {
         const vms = [...c.onNode1, ...c.elsewhere, ...(c.leftover ? [c.leftover] : [])];
         const topology: TopologySpec = { nodes: [...c.nodes], vms };
         const t = await createTestApp({ topology, latenciesMs: { migrate: 500, stop: 200, start: 300, cordon: 10 } });
         try {
+          if (c.node2InMaintenance && (await enable(t, '2', ', force: true')).__typename === 'Operation') {
+            seen.node2InMaintenance++;
+            await driveUntil(t, async () => (await phaseOf(t, '2')) === 'COMPLETED', { stepMs: 100, maxMs: 600_000 });
+          }
           const plan = await t.app.maintenance.plan('1', c.force);
           if (plan.refusals.length) seen.refused++;
           else seen.completed++;
@@ -178,7 +186,7 @@ describe('maintenancePlan predicts what enableMaintenanceMode does', () => {
           await t.stop();
         }
       }),
-      { seed: 20260605, numRuns: 30 },
+      { seed: 20260605, numRuns: 40 },
     );
     // The generator reaches every outcome, so the property is not vacuous.
     for (const [k, n] of Object.entries(seen)) expect(n, k).toBeGreaterThan(0);

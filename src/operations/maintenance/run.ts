@@ -53,7 +53,12 @@ export class MaintenanceRun {
   private readonly vmCounts: OperationCounts;
   private wakeUp: () => void = () => {};
   private halted = false;
-  private unstarted: number;
+  /**
+   * Every action has been issued: stops sent, node cordoned, migrations queued (M2 → M3).
+   * A queued migration counts as issued even while it waits for a slot, as a KubeVirt
+   * migration object waits in its Pending phase.
+   */
+  private issuedAll: boolean;
   private firstMoveAt: number | null = null;
   private finished = 0;
   private blockers = new Map<string, string>();
@@ -73,7 +78,7 @@ export class MaintenanceRun {
     this.shardSteps = steps.filter((s) => s.workloadKind === 'shard');
     this.vmCounts = countsOf(this.steps);
     if (!this.shardSteps.some((s) => s.state === 'PLANNED' || s.state === 'MOVING')) this.shardEnd = { outcome: 'SUCCEEDED', failure: null };
-    this.unstarted = this.steps.filter((s) => s.state === 'PLANNED').length;
+    this.issuedAll = phase !== 'DRAINING';
     this.done = new Promise<void>((resolve) => {
       this.begin = resolve;
     }).then(() => this.loop());
@@ -133,6 +138,7 @@ export class MaintenanceRun {
         if (this.halted) return;
         // M2 (c): live-migrate the rest, within the cluster and per-node limits.
         for (const step of this.steps) if (step.state === 'PLANNED' && step.action === VM_STEP.MIGRATE) this.launch(step, () => this.migrateOne(step));
+        this.issuedAll = true;
       } else {
         for (const step of this.steps) {
           if (step.state !== 'PLANNED' && step.state !== 'MOVING') continue;
@@ -144,7 +150,7 @@ export class MaintenanceRun {
           this.wakeUp = resolve;
         });
         if (this.halted) return;
-        if (this.phase === 'DRAINING' && this.unstarted === 0) await this.enterPhase('EVACUATING');
+        if (this.phase === 'DRAINING' && this.issuedAll) await this.enterPhase('EVACUATING');
         const onNode = (await host.backend.listVms({ nodeId: this.nodeId })).filter(isRunning);
         if (this.halted) return;
         const actionsDone = this.steps.every((s) => s.state !== 'PLANNED' && (s.state !== 'MOVING' || this.awaitingRestart(s)));
@@ -187,7 +193,6 @@ export class MaintenanceRun {
   }
 
   private started(step: StepRecord): void {
-    if (step.state === 'PLANNED') this.unstarted--;
     this.firstMoveAt ??= this.host.clock.now();
     this.update(step, { state: 'MOVING', startedAt: this.host.clock.now() });
   }
@@ -334,7 +339,6 @@ export class MaintenanceRun {
   private finishStep(step: StepRecord, state: 'MOVED' | 'SKIPPED' | 'FAILED', reason: string | null, error: string | null): void {
     if (this.halted) return;
     const now = this.host.clock.now();
-    if (step.state === 'PLANNED') this.unstarted--;
     this.update(step, { state, reason: reason ?? step.reason, error, finishedAt: now });
     if (state !== 'SKIPPED') this.finished++;
     this.host.observer.stepFinished('MAINTENANCE', state, reason, step.startedAt === null ? null : now - step.startedAt);
