@@ -12,6 +12,12 @@ import type {
 export interface BackendCapabilities {
   vms: boolean;
   shards: boolean;
+  /**
+   * False when the backend cannot see volume replicas (e.g. Longhorn is not installed):
+   * VMs then report no replicas and the LastHealthyReplica rule (N1) cannot be checked,
+   * which plans say. Absent means the backend reports replicas.
+   */
+  replicaHealth?: boolean;
 }
 
 export interface VmFilter {

@@ -13,6 +13,7 @@ import type { DisableResult, MaintenancePlanView } from '../../operations/mainte
 import type { MaintenanceState } from '../../operations/maintenance/state-store.ts';
 import type { RequestMeta } from '../../operations/types.ts';
 import { builder } from '../builder.ts';
+import { typedBackendCall } from '../map-backend-error.ts';
 import type { GraphQLContext } from '../context.ts';
 import { ClusterNodeType } from './cluster-node.ts';
 import { BlockerType } from './errors.ts';
@@ -132,7 +133,7 @@ builder.queryField('maintenancePlan', (t) =>
   t.field({
     type: PlanType,
     args: { nodeId: t.arg.id({ required: true }), force: t.arg.boolean({ required: false, defaultValue: false }) },
-    resolve: (_, args, ctx) => ctx.maintenance.plan(String(args.nodeId), args.force ?? false),
+    resolve: (_, args, ctx) => typedBackendCall(() => ctx.maintenance.plan(String(args.nodeId), args.force ?? false)),
   }),
 );
 
@@ -176,22 +177,22 @@ builder.mutationFields((t) => ({
     resolve: (_, args, ctx) =>
       audit(ctx, 'enableMaintenanceMode', args, String(args.nodeId), args.reason, (m) => {
         if (args.deadlineSeconds != null && args.deadlineSeconds <= 0) throw new InvalidInputError('deadlineSeconds', String(args.deadlineSeconds), 'deadlineSeconds must be positive');
-        return ctx.maintenance.enable(String(args.nodeId), { force: args.force ?? false, ...(args.deadlineSeconds != null && { deadlineMs: args.deadlineSeconds * 1000 }) }, m);
+        return typedBackendCall(() => ctx.maintenance.enable(String(args.nodeId), { force: args.force ?? false, ...(args.deadlineSeconds != null && { deadlineMs: args.deadlineSeconds * 1000 }) }, m));
       }),
   }),
   disableMaintenanceMode: t.field({
     type: DisableResultType,
     description: 'Uncordons the node, ends its maintenance and restarts the VMs tracked to restart (D1–D3).',
     args: { nodeId: t.arg.id({ required: true }), reason: t.arg.string({ required: false }) },
-    errors: { types: [NotFoundError, PreconditionFailedError], directResult: true },
-    resolve: (_, args, ctx) => audit(ctx, 'disableMaintenanceMode', args, String(args.nodeId), args.reason, (m) => ctx.maintenance.disable(String(args.nodeId), m)),
+    errors: { types: [NotFoundError, PreconditionFailedError, UnavailableError], directResult: true },
+    resolve: (_, args, ctx) => audit(ctx, 'disableMaintenanceMode', args, String(args.nodeId), args.reason, (m) => typedBackendCall(() => ctx.maintenance.disable(String(args.nodeId), m))),
   }),
   clearMaintenanceError: t.field({
     type: ClusterNodeType,
     description: 'ERROR → not in maintenance: uncordoned, tracking kept (M5).',
     args: { nodeId: t.arg.id({ required: true }), reason: t.arg.string({ required: false }) },
-    errors: { types: [NotFoundError, PreconditionFailedError] },
-    resolve: (_, args, ctx) => audit(ctx, 'clearMaintenanceError', args, String(args.nodeId), args.reason, (m) => ctx.maintenance.clearError(String(args.nodeId), m)),
+    errors: { types: [NotFoundError, PreconditionFailedError, UnavailableError] },
+    resolve: (_, args, ctx) => audit(ctx, 'clearMaintenanceError', args, String(args.nodeId), args.reason, (m) => typedBackendCall(() => ctx.maintenance.clearError(String(args.nodeId), m))),
   }),
 }));
 

@@ -115,6 +115,9 @@ export class MaintenanceEngine {
   async plan(nodeId: string, force: boolean): Promise<MaintenancePlanView> {
     const { nodes, vms } = await this.view();
     const plan = planMaintenance({ nodeId, force, nodes, vms });
+    if (this.deps.backend.capabilities.replicaHealth === false) {
+      plan.warnings.push('LastHealthyReplica (N1) not checked: the backend cannot see volume replicas (e.g. Longhorn is not installed)');
+    }
     const shards = plan.refusals.some((r) => r.code === 'NOT_FOUND') ? null : await this.shardPart(nodeId, this.deps.clock.now());
     return { ...plan, shards: shards?.steps ?? [], shardRefusal: shards?.refusal ?? null };
   }

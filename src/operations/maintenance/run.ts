@@ -53,6 +53,8 @@ export class MaintenanceRun {
   private readonly vmCounts: OperationCounts;
   private wakeUp: () => void = () => {};
   private halted = false;
+  /** Set while a backend call waits to be retried (shown in waitingOn). */
+  private retryNote: string | null = null;
   /**
    * Every action has been issued: stops sent, node cordoned, migrations queued (M2 → M3).
    * A queued migration counts as issued even while it waits for a slot, as a KubeVirt
@@ -151,8 +153,20 @@ export class MaintenanceRun {
         });
         if (this.halted) return;
         if (this.phase === 'DRAINING' && this.issuedAll) await this.enterPhase('EVACUATING');
-        const onNode = (await host.backend.listVms({ nodeId: this.nodeId })).filter(isRunning);
+        const onNode = await this.runningOnNode();
         if (this.halted) return;
+        if (onNode === null) {
+          if (host.clock.now() >= this.deadlineAt) {
+            await host.finish(this, 'ERROR', `DEADLINE_EXCEEDED: ${this.retryNote}`);
+            return;
+          }
+          // The backend did not answer: the operation pauses and says so (retryNote), then looks again.
+          this.showWaiting([]);
+          const cancelRetry = host.clock.setTimer(Math.max(1, host.settings.migrationRetryDelayMs), () => this.wakeUp());
+          await woken;
+          cancelRetry();
+          continue;
+        }
         const actionsDone = this.steps.every((s) => s.state !== 'PLANNED' && (s.state !== 'MOVING' || this.awaitingRestart(s)));
         if (this.shardEnd && this.shardEnd.outcome !== 'SUCCEEDED') {
           await host.finish(this, 'ERROR', `SHARD_DRAIN_${this.shardEnd.outcome}${this.shardEnd.failure ? `: ${this.shardEnd.failure}` : ''}`);
@@ -217,7 +231,13 @@ export class MaintenanceRun {
       return this.finishStep(step, 'MOVED', null, null);
     }
     log.info({ operation: this.snapshot.id, vm: vm.id, node: this.nodeId }, `stopping VM ${vm.id} for maintenance (${strategyOf(step)})`);
-    await this.retrying(`stop ${vm.id}`, () => backend.stopVm(vm.id));
+    try {
+      await this.retrying(`stop ${vm.id}`, () => backend.stopVm(vm.id));
+    } catch (e) {
+      // Deleted meanwhile: gone, not a failure that blocks the node.
+      if (isBackendError(e, 'NotFound')) return this.finishStep(step, 'SKIPPED', 'VM_GONE', 'the VM was deleted during maintenance');
+      throw e;
+    }
     if (step.action === VM_STEP.STOP_AND_RESTART) {
       this.stoppedForRestart.add(step.workloadId);
       return;
@@ -273,6 +293,7 @@ export class MaintenanceRun {
           try {
             await this.retrying(`start ${vm.id}`, () => backend.startVm(vm.id, { runStrategy, ...(step.toNodeId && { nodeId: step.toNodeId }) }));
           } catch (e) {
+            if (isBackendError(e, 'NotFound')) return this.finishStep(step, 'SKIPPED', 'VM_GONE', 'the VM was deleted during maintenance');
             return this.finishStep(step, 'FAILED', 'RESTART_FAILED', e instanceof Error ? e.message : String(e));
           }
         }
@@ -281,6 +302,20 @@ export class MaintenanceRun {
         this.finishStep(step, 'MOVED', step.reason, null);
       }),
     );
+  }
+
+  /** The VMs still running on the node; null while the backend cannot be read (retryable error). */
+  private async runningOnNode(): Promise<ClusterVm[] | null> {
+    try {
+      const vms = (await this.host.backend.listVms({ nodeId: this.nodeId })).filter(isRunning);
+      if (this.retryNote?.startsWith('reading')) this.retryNote = null;
+      return vms;
+    } catch (e) {
+      if (!isBackendError(e) || !e.retryable) throw e;
+      this.retryNote = `reading the VMs on node ${this.nodeId} failed (${e.message}); retrying every ${Math.round(this.host.settings.migrationRetryDelayMs / 1000)} s`;
+      this.host.log.warn({ node: this.nodeId, err: e }, this.retryNote);
+      return null;
+    }
   }
 
   /** Transient backend errors are retried until the deadline; anything else is thrown. */
@@ -292,7 +327,11 @@ export class MaintenanceRun {
       } catch (e) {
         if (!isBackendError(e) || !e.retryable || clock.now() >= this.deadlineAt || this.halted) throw e;
         log.warn({ node: this.nodeId, err: e }, `${what} failed, retrying: ${e.message}`);
+        // Say so in the progress: the operation is paused on the backend, not stuck.
+        this.retryNote = `${what} failed (${e.message}); retrying every ${Math.round(settings.migrationRetryDelayMs / 1000)} s`;
+        this.wakeUp();
         await clock.sleep(Math.max(1, settings.migrationRetryDelayMs));
+        this.retryNote = null;
       }
     }
   }
@@ -323,9 +362,10 @@ export class MaintenanceRun {
     const reasons = onNode.slice(0, WAITING_SAMPLE).map((vm) => `${vm.id}: ${this.blockers.get(vm.id) ?? this.describe(vm)}`);
     const shardsLeft = this.shardEnd ? 0 : (this.shardRun?.snapshot.counts.planned ?? 0) + (this.shardRun?.snapshot.counts.moving ?? 0);
     const shardNote = shardsLeft ? `; ${shardsLeft} shard cut-over(s) to go` : '';
+    const retry = this.retryNote ? `; ${this.retryNote}` : '';
     const waiting: WaitingOn = {
       kind: onNode.length ? 'VMS_ON_NODE' : shardsLeft ? 'SHARDS' : 'RESTARTS',
-      description: onNode.length ? `${onNode.length} VM(s) still running on node ${this.nodeId}: ${reasons.join('; ')}${shardNote}` : shardsLeft ? `${shardsLeft} shard cut-over(s) to go` : 'waiting for stops to finish',
+      description: (onNode.length ? `${onNode.length} VM(s) still running on node ${this.nodeId}: ${reasons.join('; ')}${shardNote}` : shardsLeft ? `${shardsLeft} shard cut-over(s) to go` : 'waiting for stops to finish') + retry,
       nodeId: this.nodeId,
       workloadIds: onNode.slice(0, WAITING_SAMPLE).map((vm) => vm.id),
       since: this.snapshot.startedAt,
