@@ -1,0 +1,109 @@
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
+import { BackendError } from '../../src/cluster/errors.ts';
+import type { KubevirtOptions } from './options.ts';
+
+/** The API resources this plugin touches, as RBAC names them. */
+export const RESOURCES = {
+  nodes: { group: '', version: 'v1', plural: 'nodes' },
+  pvcs: { group: '', version: 'v1', plural: 'persistentvolumeclaims' },
+  vms: { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachines' },
+  vmis: { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachineinstances' },
+  migrations: { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachineinstancemigrations' },
+  replicas: { group: 'longhorn.io', version: 'v1beta2', plural: 'replicas' },
+} as const;
+export type Resource = (typeof RESOURCES)[keyof typeof RESOURCES];
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'patch';
+
+export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** Loads the kubeconfig the options ask for: a file, else the in-cluster service account, else ~/.kube/config. */
+export function loadKubeConfig(options: Pick<KubevirtOptions, 'kubeconfigPath' | 'context'>, configDir: string): KubeConfig {
+  const kc = new KubeConfig();
+  if (options.kubeconfigPath) {
+    kc.loadFromFile(isAbsolute(options.kubeconfigPath) ? options.kubeconfigPath : resolve(configDir, options.kubeconfigPath));
+  } else if (process.env.KUBERNETES_SERVICE_HOST && existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token')) {
+    kc.loadFromCluster();
+  } else if (process.env.KUBECONFIG) {
+    kc.loadFromDefault();
+  } else {
+    const file = join(homedir(), '.kube', 'config');
+    if (!existsSync(file)) throw new Error(`kubevirt plugin: no kubeconfigPath given, not running in a pod, and ${file} does not exist`);
+    kc.loadFromFile(file);
+  }
+  if (options.context) {
+    if (!kc.getContextObject(options.context)) throw new Error(`kubevirt plugin: the kubeconfig has no context "${options.context}"`);
+    kc.setCurrentContext(options.context);
+  }
+  if (!kc.getCurrentCluster()) throw new Error('kubevirt plugin: the kubeconfig names no cluster for its current context');
+  return kc;
+}
+
+export interface KubeClients {
+  kc: KubeConfig;
+  core: CoreV1Api;
+  custom: CustomObjectsApi;
+  watch: Watch;
+}
+
+export function makeClients(kc: KubeConfig): KubeClients {
+  return { kc, core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi), watch: new Watch(kc) };
+}
+
+/** The HTTP status of a failed call, or null for a network failure. */
+export function httpStatusOf(e: unknown): number | null {
+  if (e instanceof ApiException) return e.code;
+  const code = (e as { statusCode?: unknown; code?: unknown } | null)?.statusCode;
+  return typeof code === 'number' ? code : null;
+}
+
+/** The Kubernetes Status message in an error body, when there is one. */
+function statusMessage(e: unknown): string | null {
+  if (!(e instanceof ApiException)) return null;
+  const body: unknown = e.body;
+  try {
+    const parsed = typeof body === 'string' ? JSON.parse(body) : body;
+    if (parsed && typeof parsed === 'object' && typeof (parsed as { message?: unknown }).message === 'string') return (parsed as { message: string }).message;
+  } catch {
+    // not JSON
+  }
+  return null;
+}
+
+export const resourceName = (r: Resource) => (r.group ? `${r.plural}.${r.group}` : r.plural);
+
+/**
+ * Translates a failed API call into the backend's closed error set (DESIGN.md §2):
+ * unreachable, 5xx and 429 → Unavailable (retryable); 403 → Rejected naming the missing
+ * RBAC verb and resource; 404 → NotFound; 409 → Conflict; other 4xx → Rejected.
+ */
+export function toBackendError(e: unknown, verb: Verb, resource: Resource, subject?: { kind: 'node' | 'vm'; id: string }): BackendError {
+  if (e instanceof BackendError) return e;
+  const code = httpStatusOf(e);
+  const detail = statusMessage(e) ?? (e instanceof Error ? e.message : String(e));
+  const what = `${verb} ${resourceName(resource)}`;
+  if (code === null) return new BackendError('Unavailable', `Kubernetes API server unreachable (${what}): ${detail}`, subject);
+  if (code >= 500 || code === 429) return new BackendError('Unavailable', `Kubernetes API server unavailable (${what}: HTTP ${code}): ${detail}`, subject);
+  if (code === 403) {
+    return new BackendError(
+      'Rejected',
+      `forbidden: the service account lacks RBAC permission to ${verb} ${resource.plural} in API group "${resource.group}" (grant verb "${verb}" on resource "${resource.plural}"): ${detail}`,
+      subject,
+    );
+  }
+  if (code === 401) return new BackendError('Rejected', `unauthorized: the Kubernetes API server rejected the credentials (${what}): ${detail}`, subject);
+  if (code === 404) return new BackendError('NotFound', `${what}: ${detail}`, subject);
+  if (code === 409) return new BackendError('Conflict', `${what}: ${detail}`, subject);
+  return new BackendError('Rejected', `${what} (HTTP ${code}): ${detail}`, subject);
+}
+
+/** Runs one API call, translating its failure; `onNotFound` turns a 404 into a value. */
+export async function call<T>(verb: Verb, resource: Resource, fn: () => Promise<T>, subject?: { kind: 'node' | 'vm'; id: string }): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    throw toBackendError(e, verb, resource, subject);
+  }
+}

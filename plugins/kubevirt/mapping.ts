@@ -1,0 +1,206 @@
+/** Kubernetes / KubeVirt / Longhorn objects → the backend's value types. Pure functions. */
+import {
+  RUN_STRATEGIES,
+  type ClusterNode,
+  type ClusterVm,
+  type NodeSelectorOperator,
+  type NodeSelectorTerm,
+  type RunStrategy,
+  type VmMaintenanceTracking,
+  type VmStatus,
+  type VmVolume,
+} from '../../src/cluster/types.ts';
+
+/** A Kubernetes object as the API returns it (plain JSON). */
+export interface KObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    [key: string]: unknown;
+  };
+  spec?: any;
+  status?: any;
+}
+
+export const STRATEGY_LABEL = 'harvesterhci.io/maintain-mode-strategy';
+export const TRACKING_NODE_ANNOTATION = 'harvesterhci.io/maintain-mode-strategy-node-name';
+export const TRACKING_RUN_STRATEGY_ANNOTATION = 'harvesterhci.io/vmRunStrategy';
+/** Ours: the strategy in force when the VM was stopped (spec T3); Harvester keeps no such record. */
+export const TRACKING_STRATEGY_ANNOTATION = 'lockkeeper.io/maintain-mode-recorded-strategy';
+/** Ours, on VirtualMachineInstanceMigrations this plugin creates. */
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'lockkeeper';
+export const ZONE_LABEL = 'topology.kubernetes.io/zone';
+export const HOSTNAME_LABEL = 'kubernetes.io/hostname';
+/** Marks the preferred-affinity term that `startVm(…, { nodeId })` adds for the start and removes after it. */
+export const START_PREFERENCE_KEY = 'lockkeeper.io/start-on';
+
+const nameOf = (o: KObject) => o.metadata?.name ?? '';
+
+export function nodeIsReady(node: KObject): boolean {
+  return (node.status?.conditions ?? []).some((c: { type?: string; status?: string }) => c.type === 'Ready' && c.status === 'True');
+}
+
+/** Roles from `node-role.kubernetes.io/<role>` labels; `master` counts as `control-plane`. */
+export function rolesOf(labels: Record<string, string>): string[] {
+  const roles = new Set<string>();
+  for (const key of Object.keys(labels)) {
+    if (!key.startsWith('node-role.kubernetes.io/')) continue;
+    const role = key.slice('node-role.kubernetes.io/'.length);
+    if (role) roles.add(role === 'master' ? 'control-plane' : role);
+  }
+  return [...roles].sort();
+}
+
+export function toClusterNode(node: KObject): ClusterNode {
+  const labels = { ...(node.metadata?.labels ?? {}) };
+  return {
+    id: nameOf(node),
+    name: nameOf(node),
+    zone: labels[ZONE_LABEL] ?? null,
+    roles: rolesOf(labels),
+    availability: nodeIsReady(node) ? 'ACTIVE' : 'OFFLINE',
+    cordoned: node.spec?.unschedulable === true,
+    labels,
+  };
+}
+
+export const isRunStrategy = (v: unknown): v is RunStrategy => typeof v === 'string' && (RUN_STRATEGIES as readonly string[]).includes(v);
+
+/** `spec.runStrategy`, or the deprecated `spec.running` (true → Always, false/absent → Halted). */
+export function runStrategyOf(vm: KObject): RunStrategy {
+  const rs = vm.spec?.runStrategy;
+  if (isRunStrategy(rs)) return rs;
+  return vm.spec?.running === true ? 'Always' : 'Halted';
+}
+
+export function trackingOf(vm: KObject): VmMaintenanceTracking | null {
+  const a = vm.metadata?.annotations ?? {};
+  const nodeName = a[TRACKING_NODE_ANNOTATION];
+  if (!nodeName) return null;
+  const saved = a[TRACKING_RUN_STRATEGY_ANNOTATION];
+  return {
+    nodeName,
+    // Set by Harvester itself (no record of ours): the label is the best we know.
+    strategy: a[TRACKING_STRATEGY_ANNOTATION] ?? vm.metadata?.labels?.[STRATEGY_LABEL] ?? 'ShutdownAndRestartAfterDisable',
+    savedRunStrategy: isRunStrategy(saved) ? saved : null,
+  };
+}
+
+/** The annotations that record `tracking` (null values remove, for a merge patch). */
+export function trackingAnnotations(tracking: VmMaintenanceTracking | null): Record<string, string | null> {
+  return {
+    [TRACKING_NODE_ANNOTATION]: tracking?.nodeName ?? null,
+    [TRACKING_STRATEGY_ANNOTATION]: tracking?.strategy ?? null,
+    [TRACKING_RUN_STRATEGY_ANNOTATION]: tracking?.savedRunStrategy ?? null,
+  };
+}
+
+/** A VMI that exists and has not finished. */
+export function vmiIsActive(vmi: KObject | undefined | null): vmi is KObject {
+  return !!vmi && !['Succeeded', 'Failed'].includes(vmi.status?.phase) && !vmi.metadata?.['deletionTimestamp'];
+}
+
+function statusOf(vm: KObject, vmi: KObject | null): VmStatus {
+  const printable: string | undefined = vm.status?.printableStatus;
+  const migrating = vmi?.status?.migrationState && vmi.status.migrationState.completed !== true;
+  switch (printable) {
+    case 'Running':
+    case 'Paused':
+      return migrating ? 'Migrating' : vmi ? 'Running' : 'Starting';
+    case 'Migrating':
+      return 'Migrating';
+    case 'Stopped':
+      return vmi ? 'Stopping' : 'Stopped';
+    case 'Stopping':
+    case 'Terminating':
+      return 'Stopping';
+    case undefined:
+      return vmi ? (vmi.status?.phase === 'Running' ? 'Running' : 'Starting') : 'Stopped';
+    default:
+      // Starting, Provisioning, WaitingForVolumeBinding, ErrorUnschedulable, CrashLoopBackOff, …
+      return vmi?.status?.phase === 'Running' ? 'Running' : 'Starting';
+  }
+}
+
+function requiredAffinityOf(podSpec: any): NodeSelectorTerm[] {
+  const terms: any[] = podSpec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
+  return terms.map((t) => ({
+    matchExpressions: (t.matchExpressions ?? []).map((e: any) => ({ key: String(e.key), operator: e.operator as NodeSelectorOperator, values: [...(e.values ?? [])].map(String) })),
+  }));
+}
+
+/** Claim name per VM volume backed by a PVC (directly or through a DataVolume, whose PVC has its name). */
+export function claimVolumes(vm: KObject): { name: string; claim: string }[] {
+  const volumes: any[] = vm.spec?.template?.spec?.volumes ?? [];
+  return volumes.flatMap((v) => {
+    const claim = v.persistentVolumeClaim?.claimName ?? v.dataVolume?.name;
+    return claim ? [{ name: String(v.name), claim: String(claim) }] : [];
+  });
+}
+
+/** Replica health by Longhorn volume: a replica is healthy when started and not failed. */
+export function replicasByVolume(replicas: readonly KObject[]): Map<string, { nodeId: string; healthy: boolean }[]> {
+  const out = new Map<string, { nodeId: string; healthy: boolean }[]>();
+  for (const r of replicas) {
+    const volume = r.spec?.volumeName;
+    if (!volume) continue;
+    const list = out.get(volume) ?? [];
+    list.push({ nodeId: String(r.spec?.nodeID ?? ''), healthy: r.status?.started === true && !r.spec?.failedAt });
+    out.set(volume, list);
+  }
+  for (const list of out.values()) list.sort((a, b) => a.nodeId.localeCompare(b.nodeId));
+  return out;
+}
+
+/**
+ * A VM's volumes with their replicas: VM volume → PVC (`spec.volumeName`, the Longhorn
+ * volume) → replicas. Without Longhorn (`replicas` null) every volume has none.
+ */
+export function volumesOf(vm: KObject, pvcVolumeName: (namespace: string, claim: string) => string | undefined, replicas: Map<string, { nodeId: string; healthy: boolean }[]> | null): VmVolume[] {
+  const namespace = vm.metadata?.namespace ?? '';
+  return claimVolumes(vm).map(({ name, claim }) => {
+    const longhornVolume = replicas ? pvcVolumeName(namespace, claim) : undefined;
+    return { name, replicas: longhornVolume ? (replicas!.get(longhornVolume) ?? []).map((r) => ({ ...r })) : [] };
+  });
+}
+
+export function toClusterVm(vm: KObject, vmiOrNull: KObject | null | undefined, volumes: VmVolume[]): ClusterVm {
+  const vmi = vmiIsActive(vmiOrNull) ? vmiOrNull : null;
+  const namespace = vm.metadata?.namespace ?? '';
+  const name = nameOf(vm);
+  const labels = { ...(vm.metadata?.labels ?? {}) };
+  const status = statusOf(vm, vmi);
+  const condition = (vmi?.status?.conditions ?? []).find((c: { type?: string }) => c.type === 'LiveMigratable');
+  const liveMigratable = !condition || condition.status !== 'False';
+  const podSpec = vm.spec?.template?.spec;
+  return {
+    id: `${namespace}/${name}`,
+    namespace,
+    name,
+    nodeId: status === 'Stopped' ? null : (vmi?.status?.nodeName ?? null),
+    runStrategy: runStrategyOf(vm),
+    status,
+    maintenanceStrategyLabel: labels[STRATEGY_LABEL] ?? null,
+    labels,
+    volumes: volumes.map((v) => ({ name: v.name, replicas: v.replicas.map((r) => ({ ...r })) })),
+    liveMigratable,
+    liveMigratableReason: liveMigratable ? null : (condition?.reason ?? 'Unknown'),
+    nodeSelector: { ...(podSpec?.nodeSelector ?? {}) },
+    requiredNodeAffinity: requiredAffinityOf(podSpec),
+    tracking: trackingOf(vm),
+  };
+}
+
+/** `namespace/name` → its parts; null when malformed. */
+export function parseVmId(id: string): { namespace: string; name: string } | null {
+  const parts = id.split('/');
+  if (parts.length !== 2 || !parts[0] || !parts[1]) return null;
+  return { namespace: parts[0], name: parts[1] };
+}

@@ -1,0 +1,34 @@
+import { z } from 'zod';
+
+const ms = z.number().int().positive();
+
+/** Options of the `kubevirt` plugin (config `plugins[].options`); unknown keys are rejected by name. */
+export const kubevirtOptionsSchema = z
+  .object({
+    /**
+     * Kubeconfig file (relative to the config file's directory). Absent: the in-cluster
+     * service account when running in a pod, else `$KUBECONFIG` / `~/.kube/config`.
+     */
+    kubeconfigPath: z.string().min(1).optional(),
+    /** Context of the kubeconfig to use; absent: its current context. */
+    context: z.string().min(1).optional(),
+    /** Namespaces whose VMs are managed; absent or empty: every namespace (cluster-wide list/watch). */
+    namespaces: z.array(z.string().min(1)).default([]),
+    /** Namespace of Longhorn's replicas. */
+    longhornNamespace: z.string().min(1).default('longhorn-system'),
+    /** How long a stop or start may take before the action fails (Transient). */
+    vmActionTimeoutMs: ms.default(5 * 60_000),
+    /** How long a live migration may take before the action fails (Transient). */
+    migrationTimeoutMs: ms.default(15 * 60_000),
+    /** First delay before a dropped watch is resumed; doubles up to `watchBackoffMaxMs`. */
+    watchBackoffMs: ms.default(500),
+    watchBackoffMaxMs: ms.default(30_000),
+    /** Server-side timeout of each watch request; the watch is resumed from its last resourceVersion after it. */
+    watchTimeoutSeconds: z.number().int().positive().default(300),
+    /** Attempts of a read-modify-write that meets 409 Conflict before the action fails with Conflict. */
+    conflictRetries: z.number().int().min(0).default(5),
+  })
+  .strict();
+
+export type KubevirtOptions = z.output<typeof kubevirtOptionsSchema>;
+export type KubevirtOptionsInput = z.input<typeof kubevirtOptionsSchema>;

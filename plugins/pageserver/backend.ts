@@ -1,0 +1,686 @@
+import type { ClusterBackend, ShardFilter, VmFilter } from '../../src/cluster/backend.ts';
+import type { Clock } from '../../src/cluster/clock.ts';
+import { BackendError, isBackendError, notFound } from '../../src/cluster/errors.ts';
+import type {
+  ClusterEvent,
+  ClusterEventListener,
+  ClusterNode,
+  ClusterShard,
+  ClusterVm,
+  NodeAvailability,
+  SecondaryStatus,
+} from '../../src/cluster/types.ts';
+import {
+  checkLocationConfigList,
+  checkLocationConfigResponse,
+  checkSecondaryProgress,
+  checkUtilization,
+} from './checks.ts';
+import { PageserverHttp, type HttpTarget } from './http-client.ts';
+import type { PageserverOptions } from './options.ts';
+import { parseTenantShardId } from './shard-id.ts';
+import { readControllerState, STATE_FORMAT, STATE_VERSION, writeControllerState, type ShardIntent } from './state-file.ts';
+import type {
+  LocationConfig,
+  LocationConfigListResponse,
+  LocationConfigMode,
+  ReAttachRequest,
+  ReAttachResponse,
+  SecondaryProgress,
+  ValidateRequest,
+  ValidateResponse,
+} from './wire.ts';
+
+export interface PageserverBackendConfig extends Omit<PageserverOptions, 'stateFile' | 'upcall'> {
+  /** Absolute path of the state file. */
+  stateFile: string;
+  clock: Clock;
+  log: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
+  onListenerError?: (error: unknown) => void;
+}
+
+interface NodeRuntime extends HttpTarget {
+  numericId: number;
+  name: string;
+  zone: string;
+  availability: NodeAvailability;
+  lastOkAt: number;
+  /** Heartbeats sent before this instant do not end WARMING_UP. */
+  reattachedAt: number;
+  heartbeatInFlight: boolean;
+  /** Heartbeats failed in a row since the last good one. */
+  failedHeartbeats: number;
+}
+
+interface Migration {
+  from: string;
+  to: string;
+  /** `committed` once the new generation is persisted: from then on the migration decides where the shard ends. */
+  phase: 'prepare' | 'committed';
+  /** The origin re-attached before the commit: the migration is abandoned, the re-attach's generation stands. */
+  superseded: boolean;
+  promise: Promise<void>;
+}
+
+/** What start-up discovery found that does not match the persisted intent (see README). */
+export interface DiscoveryReport {
+  /** Shards found on pageservers but not in the state file, now managed. */
+  adopted: string[];
+  /** Attached locations found where the intent has none (left alone, reported). */
+  extraAttachments: { shardId: string; nodeId: string; mode: LocationConfigMode; generation: number | null }[];
+  /** Locations the intent has but the (reachable) pageserver does not. */
+  missing: { shardId: string; nodeId: string; role: 'attached' | 'secondary' }[];
+  /** Shards seen only as secondaries (no attached location anywhere): not adopted. */
+  unattached: string[];
+  /** Pageservers that did not answer `GET /v1/location_config`. */
+  unreachable: string[];
+}
+
+class Superseded extends Error {}
+
+const ATTACHED: readonly LocationConfigMode[] = ['AttachedSingle', 'AttachedMulti', 'AttachedStale'];
+const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+const byNodeId = (a: string, b: string) => Number(a) - Number(b) || byId(a, b);
+const describe = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+/**
+ * Lockkeeper as the storage controller of a set of Neon pageservers, through their HTTP API
+ * (README "Neon pageservers"). Shards only; VM methods reject `Rejected`.
+ */
+export class PageserverBackend implements ClusterBackend {
+  readonly name = 'pageserver';
+  readonly capabilities = { vms: false, shards: true };
+  readonly http: PageserverHttp;
+  discoveryReport: DiscoveryReport = { adopted: [], extraAttachments: [], missing: [], unattached: [], unreachable: [] };
+
+  private readonly nodes = new Map<string, NodeRuntime>();
+  private readonly shards = new Map<string, ShardIntent>();
+  private readonly migrations = new Map<string, Migration>();
+  /** Shards whose pageservers may disagree with the intent: re-sent when their nodes answer. */
+  private readonly dirty = new Set<string>();
+  private readonly cordoned = new Set<string>();
+  private readonly listeners = new Set<ClusterEventListener>();
+  private cancelHeartbeat: (() => void) | undefined;
+  private closed = false;
+
+  constructor(private readonly config: PageserverBackendConfig) {
+    this.http = new PageserverHttp({
+      clock: config.clock,
+      authToken: config.authToken,
+      requestTimeoutMs: config.requestTimeoutMs,
+      attempts: config.retry.attempts,
+      backoffMs: config.retry.backoffMs,
+    });
+    const now = config.clock.now();
+    for (const p of config.pageservers) {
+      const id = String(p.id);
+      this.nodes.set(id, {
+        nodeId: id,
+        url: p.url,
+        numericId: p.id,
+        name: p.name ?? `pageserver-${p.id}`,
+        zone: p.availabilityZone,
+        availability: 'OFFLINE',
+        lastOkAt: now,
+        reattachedAt: now,
+        heartbeatInFlight: false,
+        failedHeartbeats: 0,
+      });
+    }
+  }
+
+  // ---------------------------------------------------------------- start-up
+
+  /**
+   * Reads the state file and each pageserver's `GET /v1/location_config`, reconciles them
+   * (the persisted intent wins; see README), persists, and starts heartbeats.
+   */
+  async start(): Promise<void> {
+    const saved = readControllerState(this.config.stateFile);
+    for (const s of saved?.shards ?? []) this.shards.set(s.id, structuredClone(s));
+    for (const id of saved?.cordoned ?? []) this.cordoned.add(id);
+
+    const observed = new Map<string, { nodeId: string; config: LocationConfig }[]>();
+    const reachable = new Set<string>();
+    await Promise.all(
+      [...this.nodes.values()].map(async (node) => {
+        try {
+          const { json } = await this.http.request<LocationConfigListResponse>(node, 'GET', '/v1/location_config', { check: checkLocationConfigList });
+          node.availability = 'ACTIVE';
+          node.lastOkAt = this.config.clock.now();
+          reachable.add(node.nodeId);
+          for (const [shardId, config] of json.tenant_shards) {
+            if (!config || config.mode === 'Detached') continue;
+            const list = observed.get(shardId) ?? [];
+            list.push({ nodeId: node.nodeId, config });
+            observed.set(shardId, list);
+          }
+        } catch (e) {
+          this.discoveryReport.unreachable.push(node.nodeId);
+          this.config.log.warn({ node: node.nodeId, err: e }, `pageserver ${node.nodeId} did not answer discovery: ${describe(e)}`);
+        }
+      }),
+    );
+    this.reconcileDiscovery(observed, reachable);
+    this.persist();
+    this.scheduleHeartbeat();
+  }
+
+  private reconcileDiscovery(observed: Map<string, { nodeId: string; config: LocationConfig }[]>, reachable: Set<string>): void {
+    const report = this.discoveryReport;
+    for (const [shardId, locations] of [...observed].sort(([a], [b]) => byId(a, b))) {
+      const intent = this.shards.get(shardId);
+      const attached = locations.filter((l) => ATTACHED.includes(l.config.mode));
+      if (intent) {
+        for (const l of attached) {
+          if (l.nodeId !== intent.attachedNodeId) report.extraAttachments.push({ shardId, nodeId: l.nodeId, mode: l.config.mode, generation: l.config.generation });
+        }
+        // A generation seen on a pageserver was issued: never issue it again.
+        const seen = Math.max(0, ...locations.map((l) => l.config.generation ?? 0));
+        if (seen > intent.generation) intent.generation = seen;
+        continue;
+      }
+      const parsed = parseTenantShardId(shardId);
+      if (!attached.length || !parsed) {
+        report.unattached.push(shardId);
+        continue;
+      }
+      // The attached location with the newest generation wins (an interrupted migration
+      // leaves the destination AttachedMulti with the newer one); ties: AttachedSingle, then lowest id.
+      const winner = [...attached].sort(
+        (a, b) =>
+          (b.config.generation ?? 0) - (a.config.generation ?? 0) ||
+          Number(b.config.mode === 'AttachedSingle') - Number(a.config.mode === 'AttachedSingle') ||
+          byNodeId(a.nodeId, b.nodeId),
+      )[0]!;
+      for (const l of attached) {
+        if (l !== winner) report.extraAttachments.push({ shardId, nodeId: l.nodeId, mode: l.config.mode, generation: l.config.generation });
+      }
+      this.shards.set(shardId, {
+        id: shardId,
+        tenantId: parsed.tenantId,
+        shardNumber: parsed.shardNumber,
+        shardCount: parsed.shardCount,
+        stripeSize: winner.config.shard_stripe_size ?? 0,
+        attachedNodeId: winner.nodeId,
+        secondaryNodeIds: locations.filter((l) => l.config.mode === 'Secondary').map((l) => l.nodeId).sort(byNodeId),
+        generation: Math.max(0, ...locations.map((l) => l.config.generation ?? 0)),
+        preferredZone: this.nodes.get(winner.nodeId)?.zone ?? null,
+        policy: 'ACTIVE',
+      });
+      report.adopted.push(shardId);
+    }
+    for (const intent of this.shards.values()) {
+      const here = new Map((observed.get(intent.id) ?? []).map((l) => [l.nodeId, l.config.mode]));
+      if (reachable.has(intent.attachedNodeId) && !ATTACHED.includes(here.get(intent.attachedNodeId) as LocationConfigMode)) {
+        report.missing.push({ shardId: intent.id, nodeId: intent.attachedNodeId, role: 'attached' });
+        this.dirty.add(intent.id);
+      }
+      for (const s of intent.secondaryNodeIds) {
+        if (reachable.has(s) && here.get(s) !== 'Secondary') report.missing.push({ shardId: intent.id, nodeId: s, role: 'secondary' });
+      }
+    }
+    const { adopted, extraAttachments, missing, unattached } = report;
+    if (extraAttachments.length || missing.length || unattached.length) {
+      this.config.log.warn({ extraAttachments, missing, unattached }, 'pageserver discovery: observed locations differ from the persisted placement (the placement wins)');
+    }
+    if (adopted.length) this.config.log.info({ count: adopted.length }, `pageserver discovery: adopted ${adopted.length} shard(s) found on the pageservers`);
+  }
+
+  private persist(): void {
+    writeControllerState(this.config.stateFile, {
+      format: STATE_FORMAT,
+      version: STATE_VERSION,
+      shards: [...this.shards.values()].sort((a, b) => byId(a.id, b.id)),
+      cordoned: [...this.cordoned].sort(byNodeId),
+    });
+  }
+
+  // ---------------------------------------------------------------- heartbeats
+
+  private scheduleHeartbeat(): void {
+    if (this.closed) return;
+    this.cancelHeartbeat = this.config.clock.setTimer(this.config.heartbeatIntervalMs, () => {
+      this.heartbeatAll();
+      this.scheduleHeartbeat();
+    });
+  }
+
+  private heartbeatAll(): void {
+    const now = this.config.clock.now();
+    for (const node of this.nodes.values()) {
+      if (node.heartbeatInFlight) continue;
+      node.heartbeatInFlight = true;
+      const sentAt = now;
+      const timeoutMs = Math.min(this.config.requestTimeoutMs, this.config.offlineAfterMs);
+      this.http
+        .request(node, 'GET', '/v1/utilization', { attempts: 1, timeoutMs, check: checkUtilization })
+        .then(
+          () => {
+            if (this.closed) return;
+            node.lastOkAt = this.config.clock.now();
+            node.failedHeartbeats = 0;
+            if (node.availability === 'OFFLINE' || (node.availability === 'WARMING_UP' && sentAt >= node.reattachedAt)) this.setAvailability(node, 'ACTIVE');
+            this.reconcileDirty(node.nodeId);
+          },
+          (e: unknown) => {
+            if (this.closed) return;
+            node.failedHeartbeats++;
+            // Two failures in a row, not one: a single heartbeat can time out because this
+            // process was busy (its timer fired before the answer was read), not the pageserver.
+            if (node.availability !== 'OFFLINE' && node.failedHeartbeats >= 2 && this.config.clock.now() - node.lastOkAt >= this.config.offlineAfterMs) {
+              this.config.log.warn({ node: node.nodeId, err: e }, `pageserver ${node.nodeId} OFFLINE: no good heartbeat for ${this.config.offlineAfterMs} ms`);
+              this.setAvailability(node, 'OFFLINE');
+            }
+          },
+        )
+        .finally(() => (node.heartbeatInFlight = false));
+    }
+  }
+
+  private setAvailability(node: NodeRuntime, availability: NodeAvailability): void {
+    if (node.availability === availability) return;
+    node.availability = availability;
+    this.emit({ type: 'nodeChanged', node: this.toNode(node) });
+  }
+
+  /** Re-sends the intended locations of shards a failed cut-over left uncertain, once their node answers. */
+  private reconcileDirty(nodeId: string): void {
+    for (const shardId of [...this.dirty]) {
+      const shard = this.shards.get(shardId);
+      if (!shard) {
+        this.dirty.delete(shardId);
+        continue;
+      }
+      if (shard.attachedNodeId !== nodeId || this.migrations.has(shardId)) continue;
+      this.dirty.delete(shardId);
+      const node = this.nodes.get(nodeId)!;
+      this.putLocation(node, shard, 'AttachedSingle', shard.generation).then(
+        () => this.config.log.info({ shard: shardId, node: nodeId }, `shard ${shardId} re-attached to node ${nodeId} (generation ${shard.generation}) by reconciliation`),
+        () => this.dirty.add(shardId),
+      );
+    }
+  }
+
+  // ---------------------------------------------------------------- events
+
+  watch(listener: ClusterEventListener): () => void {
+    const entry: ClusterEventListener = (e) => listener(e);
+    this.listeners.add(entry);
+    return () => {
+      this.listeners.delete(entry);
+    };
+  }
+
+  private emit(event: ClusterEvent): void {
+    if (this.closed) return;
+    queueMicrotask(() => {
+      for (const l of [...this.listeners]) {
+        try {
+          l(structuredClone(event));
+        } catch (e) {
+          this.config.onListenerError?.(e);
+        }
+      }
+    });
+  }
+
+  // ---------------------------------------------------------------- nodes
+
+  private toNode(n: NodeRuntime): ClusterNode {
+    const url = new URL(n.url);
+    return {
+      id: n.nodeId,
+      name: n.name,
+      zone: n.zone,
+      roles: ['storage'],
+      availability: n.availability,
+      cordoned: this.cordoned.has(n.nodeId),
+      labels: {
+        'lockkeeper.io/listen-http-addr': url.hostname,
+        'lockkeeper.io/listen-http-port': url.port || (url.protocol === 'https:' ? '443' : '80'),
+      },
+    };
+  }
+
+  async listNodes(): Promise<ClusterNode[]> {
+    return [...this.nodes.values()].sort((a, b) => a.numericId - b.numericId).map((n) => this.toNode(n));
+  }
+
+  async getNode(id: string): Promise<ClusterNode | null> {
+    const n = this.nodes.get(id);
+    return n ? this.toNode(n) : null;
+  }
+
+  async getNodes(ids: readonly string[]): Promise<(ClusterNode | null)[]> {
+    return ids.map((id) => {
+      const n = this.nodes.get(id);
+      return n ? this.toNode(n) : null;
+    });
+  }
+
+  async cordonNode(id: string): Promise<void> {
+    this.setCordoned(id, true);
+  }
+
+  async uncordonNode(id: string): Promise<void> {
+    this.setCordoned(id, false);
+  }
+
+  private setCordoned(id: string, cordoned: boolean): void {
+    this.assertOpen();
+    const node = this.nodes.get(id);
+    if (!node) throw notFound('node', id);
+    if (this.cordoned.has(id) === cordoned) return;
+    if (node.availability === 'OFFLINE') throw new BackendError('Unavailable', `pageserver ${id} is OFFLINE`, { kind: 'node', id });
+    if (cordoned) this.cordoned.add(id);
+    else this.cordoned.delete(id);
+    this.persist();
+    this.emit({ type: 'nodeChanged', node: this.toNode(node) });
+  }
+
+  // ---------------------------------------------------------------- VMs: not served
+
+  private noVms(): never {
+    throw new BackendError('Rejected', 'the pageserver backend serves no VMs');
+  }
+  async listVms(_filter?: VmFilter): Promise<ClusterVm[]> {
+    this.noVms();
+  }
+  async getVm(_id: string): Promise<ClusterVm | null> {
+    this.noVms();
+  }
+  async getVms(_ids: readonly string[]): Promise<(ClusterVm | null)[]> {
+    this.noVms();
+  }
+  async migrateVm(): Promise<void> {
+    this.noVms();
+  }
+  async stopVm(): Promise<void> {
+    this.noVms();
+  }
+  async startVm(): Promise<void> {
+    this.noVms();
+  }
+  async setVmMaintenanceStrategyLabel(): Promise<void> {
+    this.noVms();
+  }
+  async setVmTracking(): Promise<void> {
+    this.noVms();
+  }
+
+  // ---------------------------------------------------------------- shards
+
+  private toShard(s: ShardIntent): ClusterShard {
+    return {
+      id: s.id,
+      tenantId: s.tenantId,
+      shardNumber: s.shardNumber,
+      shardCount: s.shardCount,
+      attachedNodeId: s.attachedNodeId,
+      secondaryNodeIds: [...s.secondaryNodeIds],
+      preferredZone: s.preferredZone,
+      policy: s.policy,
+    };
+  }
+
+  async listShards(filter: ShardFilter = {}): Promise<ClusterShard[]> {
+    return [...this.shards.values()]
+      .filter(
+        (s) =>
+          (filter.attachedNodeId === undefined || s.attachedNodeId === filter.attachedNodeId) &&
+          (filter.secondaryNodeId === undefined || s.secondaryNodeIds.includes(filter.secondaryNodeId)) &&
+          (filter.tenantId === undefined || s.tenantId === filter.tenantId),
+      )
+      .sort((a, b) => byId(a.tenantId, b.tenantId) || a.shardNumber - b.shardNumber)
+      .map((s) => this.toShard(s));
+  }
+
+  async getShard(id: string): Promise<ClusterShard | null> {
+    const s = this.shards.get(id);
+    return s ? this.toShard(s) : null;
+  }
+
+  async getShards(ids: readonly string[]): Promise<(ClusterShard | null)[]> {
+    return ids.map((id) => {
+      const s = this.shards.get(id);
+      return s ? this.toShard(s) : null;
+    });
+  }
+
+  /** The highest generation issued for a shard (tests and operators). */
+  generationOf(shardId: string): number | null {
+    return this.shards.get(shardId)?.generation ?? null;
+  }
+
+  async getSecondaryStatus(shardId: string, nodeId: string): Promise<SecondaryStatus> {
+    this.assertOpen();
+    const shard = this.shards.get(shardId);
+    if (!shard) throw notFound('shard', shardId);
+    const node = this.nodes.get(nodeId);
+    if (!node) throw notFound('node', nodeId);
+    if (!shard.secondaryNodeIds.includes(nodeId)) throw new BackendError('NotFound', `shard ${shardId} has no secondary on node ${nodeId}`, { kind: 'shard', id: shardId });
+    if (node.availability === 'OFFLINE') throw new BackendError('Unavailable', `pageserver ${nodeId} is OFFLINE`, { kind: 'node', id: nodeId });
+    const { json } = await this.http.request<SecondaryProgress>(node, 'GET', `/v1/tenant/${shardId}/secondary/status`, { check: checkSecondaryProgress });
+    return {
+      bytesTotal: json.bytes_total,
+      bytesDownloaded: Math.min(json.bytes_downloaded, json.bytes_total),
+      heatmapMtime: json.heatmap_mtime === null ? null : Date.parse(json.heatmap_mtime),
+    };
+  }
+
+  /**
+   * Neon's live migration (storage controller `Reconciler::live_migrate`): origin
+   * AttachedStale → destination secondary downloads (bounded wait) → new generation,
+   * persisted → destination AttachedMulti → origin Secondary {warm} → destination
+   * AttachedSingle. A step failing after its retries rolls the shard back to the origin
+   * (re-attached AttachedSingle with a new generation) or, if the origin cannot take it,
+   * forward to the destination; the rejection says which.
+   */
+  async cutOverShard(id: string, options: { fromNodeId: string; toNodeId: string }): Promise<void> {
+    this.assertOpen();
+    const { fromNodeId, toNodeId } = options;
+    const shard = this.shards.get(id);
+    if (!shard) throw notFound('shard', id);
+    const running = this.migrations.get(id);
+    if (running) {
+      if (running.from === fromNodeId && running.to === toNodeId) return running.promise;
+      throw new BackendError('Conflict', `shard ${id} is being cut over from node ${running.from} to node ${running.to}`, { kind: 'shard', id });
+    }
+    if (shard.attachedNodeId === toNodeId) return;
+    if (shard.attachedNodeId !== fromNodeId) {
+      throw new BackendError('Conflict', `shard ${id} is attached to node ${shard.attachedNodeId}, not ${fromNodeId}`, { kind: 'shard', id });
+    }
+    if (!shard.secondaryNodeIds.includes(toNodeId)) {
+      throw new BackendError('Conflict', `shard ${id} has no secondary on node ${toNodeId}`, { kind: 'shard', id });
+    }
+    const from = this.nodes.get(fromNodeId);
+    const to = this.nodes.get(toNodeId);
+    if (!from) throw notFound('node', fromNodeId);
+    if (!to) throw notFound('node', toNodeId);
+    for (const n of [to, from]) {
+      if (n.availability === 'OFFLINE') throw new BackendError('Unavailable', `pageserver ${n.nodeId} is OFFLINE`, { kind: 'node', id: n.nodeId });
+    }
+    const migration: Migration = { from: fromNodeId, to: toNodeId, phase: 'prepare', superseded: false, promise: Promise.resolve() };
+    this.migrations.set(id, migration);
+    migration.promise = this.migrate(shard, from, to, migration).finally(() => this.migrations.delete(id));
+    return migration.promise;
+  }
+
+  private async migrate(shard: ShardIntent, from: NodeRuntime, to: NodeRuntime, m: Migration): Promise<void> {
+    const id = shard.id;
+    let retries = 0;
+    let destMayBeAttached = false;
+    const put = async (node: NodeRuntime, mode: LocationConfigMode, generation: number | null) => {
+      retries += (await this.putLocation(node, shard, mode, generation)) - 1;
+    };
+    try {
+      await put(from, 'AttachedStale', shard.generation);
+      await this.waitForDownload(to, id);
+      if (m.superseded) throw new Superseded();
+      shard.generation += 1;
+      this.persist();
+      m.phase = 'committed';
+      const generation = shard.generation;
+      destMayBeAttached = true;
+      await put(to, 'AttachedMulti', generation);
+      await put(from, 'Secondary', null);
+      await put(to, 'AttachedSingle', generation);
+      this.setRoles(shard, to.nodeId, from.nodeId);
+      const retried = retries ? ` after ${retries} retried request(s)` : '';
+      this.config.log.info({ shard: id, node: to.nodeId, from: from.nodeId, generation, retries }, `shard ${id} cut over from node ${from.nodeId} to node ${to.nodeId} (generation ${generation})${retried}`);
+    } catch (e) {
+      if (e instanceof Superseded || m.superseded) {
+        throw new BackendError('Conflict', `cut-over of shard ${id} abandoned: node ${from.nodeId} re-attached during it and keeps the shard (generation ${shard.generation})`, { kind: 'shard', id });
+      }
+      if (this.closed) throw new BackendError('Unavailable', `cut-over of shard ${id} interrupted: the backend is closed`, { kind: 'shard', id });
+      await this.rollback(shard, from, to, destMayBeAttached, e);
+    }
+  }
+
+  private async rollback(shard: ShardIntent, from: NodeRuntime, to: NodeRuntime, destMayBeAttached: boolean, cause: unknown): Promise<never> {
+    const id = shard.id;
+    const why = `cut-over of shard ${id} from node ${from.nodeId} to node ${to.nodeId} failed: ${describe(cause)}`;
+    const code = isBackendError(cause) ? cause.code : 'Transient';
+    if (destMayBeAttached) {
+      await this.putLocation(to, shard, 'Secondary', null).catch((e: unknown) =>
+        this.config.log.warn({ shard: id, node: to.nodeId, err: e }, `could not set node ${to.nodeId} back to Secondary for shard ${id}`),
+      );
+    }
+    shard.generation += 1;
+    this.persist();
+    const back = shard.generation;
+    try {
+      await this.putLocation(from, shard, 'AttachedSingle', back);
+    } catch (originError) {
+      // The origin cannot take the shard back: attach the destination instead (roll forward).
+      shard.generation += 1;
+      this.persist();
+      const forward = shard.generation;
+      try {
+        await this.putLocation(to, shard, 'AttachedSingle', forward);
+      } catch (destError) {
+        this.dirty.add(id);
+        this.config.log.warn({ shard: id, err: destError }, `shard ${id}: neither node ${from.nodeId} nor node ${to.nodeId} took the attachment`);
+        throw new BackendError(
+          'Unavailable',
+          `${why}; rollback to node ${from.nodeId} failed (${describe(originError)}) and so did rolling forward to node ${to.nodeId} (${describe(destError)}); the shard stays assigned to node ${from.nodeId} (generation ${shard.generation}) and is re-attached when it answers`,
+          { kind: 'shard', id },
+        );
+      }
+      this.setRoles(shard, to.nodeId, from.nodeId);
+      this.config.log.warn({ shard: id, node: to.nodeId }, `shard ${id} rolled forward to node ${to.nodeId}`);
+      throw new BackendError('Transient', `${why}; rollback to node ${from.nodeId} failed (${describe(originError)}); rolled forward: attached to node ${to.nodeId} with generation ${forward}`, { kind: 'shard', id });
+    }
+    this.config.log.warn({ shard: id, node: from.nodeId, generation: back }, `shard ${id} rolled back to node ${from.nodeId}`);
+    throw new BackendError(code === 'NotFound' ? 'Conflict' : code, `${why}; rolled back: re-attached to node ${from.nodeId} with generation ${back}`, { kind: 'shard', id });
+  }
+
+  private setRoles(shard: ShardIntent, attached: string, secondary: string): void {
+    shard.attachedNodeId = attached;
+    shard.secondaryNodeIds = [...shard.secondaryNodeIds.filter((n) => n !== attached && n !== secondary), secondary].sort(byNodeId);
+    this.persist();
+    this.emit({ type: 'shardChanged', shard: this.toShard(shard) });
+  }
+
+  /** One location change; resolves with the number of attempts it took. */
+  private async putLocation(node: NodeRuntime, shard: ShardIntent, mode: LocationConfigMode, generation: number | null): Promise<number> {
+    const body: LocationConfig = {
+      mode,
+      generation,
+      secondary_conf: mode === 'Secondary' ? { warm: true } : null,
+      shard_number: shard.shardNumber,
+      shard_count: shard.shardCount,
+      shard_stripe_size: shard.stripeSize,
+      tenant_conf: {},
+    };
+    const { attempts } = await this.http.request(node, 'PUT', `/v1/tenant/${shard.id}/location_config`, { body, check: checkLocationConfigResponse });
+    return attempts;
+  }
+
+  /** `POST …/secondary/download?wait_ms=`: 200 = done, 202 = not yet; bounded by `downloadWaitMs`. */
+  private async waitForDownload(node: NodeRuntime, shardId: string): Promise<void> {
+    const { clock, downloadWaitMs, requestTimeoutMs } = this.config;
+    const deadline = clock.now() + downloadWaitMs;
+    for (;;) {
+      const left = Math.max(0, deadline - clock.now());
+      const { status, json } = await this.http.request<SecondaryProgress>(node, 'POST', `/v1/tenant/${shardId}/secondary/download?wait_ms=${left}`, {
+        okStatuses: [200, 202],
+        check: checkSecondaryProgress,
+        timeoutMs: requestTimeoutMs + left,
+      });
+      if (status === 200) return;
+      if (clock.now() >= deadline) {
+        throw new BackendError(
+          'Transient',
+          `the secondary on node ${node.nodeId} had not finished downloading after ${downloadWaitMs} ms (${json.bytes_downloaded} of ${json.bytes_total} bytes)`,
+          { kind: 'shard', id: shardId },
+        );
+      }
+      await clock.sleep(Math.min(50, left));
+    }
+  }
+
+  // ---------------------------------------------------------------- upcalls
+
+  /** `POST /upcall/v1/re-attach`: null for an unknown node (the listener answers 404). */
+  reAttach(request: ReAttachRequest): ReAttachResponse | null {
+    const nodeId = String(request.node_id);
+    const node = this.nodes.get(nodeId);
+    if (!node) return null;
+    this.http.abortNode(nodeId);
+    const tenants: ReAttachResponse['tenants'] = [];
+    for (const shard of [...this.shards.values()].sort((a, b) => byId(a.id, b.id))) {
+      const m = this.migrations.get(shard.id);
+      if (shard.attachedNodeId === nodeId) {
+        if (m?.phase === 'committed') {
+          // The new generation is already the destination's: the migration decides where the shard ends.
+          tenants.push({ id: shard.id, gen: null, mode: 'Secondary' });
+        } else {
+          shard.generation += 1;
+          if (m) m.superseded = true;
+          tenants.push({ id: shard.id, gen: shard.generation, mode: 'AttachedSingle' });
+        }
+      } else if (shard.secondaryNodeIds.includes(nodeId)) {
+        tenants.push({ id: shard.id, gen: null, mode: 'Secondary' });
+      }
+    }
+    this.persist();
+    const now = this.config.clock.now();
+    node.lastOkAt = now;
+    node.reattachedAt = now;
+    this.config.log.info({ node: nodeId, shards: tenants.length }, `pageserver ${nodeId} re-attached with ${tenants.length} shard location(s)`);
+    if (node.availability !== 'WARMING_UP') {
+      node.availability = 'WARMING_UP';
+      this.emit({ type: 'nodeChanged', node: this.toNode(node) });
+    }
+    this.emit({ type: 'nodeReattached', nodeId });
+    return { tenants };
+  }
+
+  /**
+   * `POST /upcall/v1/validate`: a generation is valid only if it is the one last issued for
+   * the shard. Older ones are stale; newer ones were never issued by this state (it was
+   * lost or rolled back), so they are refused as well. Unknown shards are invalid.
+   */
+  validate(request: ValidateRequest): ValidateResponse {
+    return {
+      tenants: request.tenants.map((t) => ({ id: t.id, valid: this.shards.get(t.id)?.generation === t.gen })),
+    };
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  private assertOpen(): void {
+    if (this.closed) throw new BackendError('Unavailable', 'the pageserver backend is closed');
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.cancelHeartbeat?.();
+    this.http.close();
+    await Promise.allSettled([...this.migrations.values()].map((m) => m.promise));
+    this.listeners.clear();
+  }
+}

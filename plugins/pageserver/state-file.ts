@@ -1,0 +1,75 @@
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { z } from 'zod';
+import { SHARD_POLICIES } from '../../src/cluster/types.ts';
+
+/**
+ * The controller's durable intent: where each shard is attached, its secondaries, and the
+ * generation last issued for it. Written atomically (tmp + rename) before the pageservers
+ * are told anything that depends on it.
+ */
+export const STATE_FORMAT = 'lockkeeper-pageserver-controller';
+export const STATE_VERSION = 1;
+
+const shardSchema = z
+  .object({
+    id: z.string().min(1),
+    tenantId: z.string(),
+    shardNumber: z.number().int().nonnegative(),
+    shardCount: z.number().int().nonnegative(),
+    stripeSize: z.number().int().nonnegative(),
+    attachedNodeId: z.string(),
+    secondaryNodeIds: z.array(z.string()),
+    /** The highest generation issued for this shard. */
+    generation: z.number().int().nonnegative(),
+    preferredZone: z.string().nullable(),
+    policy: z.enum(SHARD_POLICIES),
+  })
+  .strict();
+
+export const stateSchema = z
+  .object({
+    format: z.literal(STATE_FORMAT),
+    version: z.literal(STATE_VERSION),
+    shards: z.array(shardSchema),
+    /** Cordoned nodes (Lockkeeper's own flag; pageservers know nothing of it). */
+    cordoned: z.array(z.string()),
+  })
+  .strict();
+
+export type ControllerState = z.output<typeof stateSchema>;
+export type ShardIntent = ControllerState['shards'][number];
+
+export class PageserverStateFileError extends Error {
+  constructor(
+    readonly path: string,
+    reason: string,
+  ) {
+    super(`pageserver controller state file ${path}: ${reason}`);
+    this.name = 'PageserverStateFileError';
+  }
+}
+
+export function readControllerState(path: string): ControllerState | null {
+  if (!existsSync(path)) return null;
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw new PageserverStateFileError(path, `cannot be read as JSON (${(e as Error).message}); fix or delete it`);
+  }
+  const parsed = stateSchema.safeParse(json);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+    throw new PageserverStateFileError(path, `is not a valid ${STATE_FORMAT} file (${issues.join('; ')}); refusing to overwrite it`);
+  }
+  return parsed.data;
+}
+
+/** Atomic replace: `<path>.tmp` then rename. Synchronous, so nothing runs between the decision and the write. */
+export function writeControllerState(path: string, state: ControllerState): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = `${path}.tmp`;
+  writeFileSync(tmp, JSON.stringify(state, null, 1));
+  renameSync(tmp, path);
+}

@@ -1,0 +1,88 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { isObject } from './http-client.ts';
+import type { ReAttachRequest, ReAttachResponse, ValidateRequest, ValidateResponse } from './wire.ts';
+
+export interface UpcallHandlers {
+  reAttach(request: ReAttachRequest): ReAttachResponse | null;
+  validate(request: ValidateRequest): ValidateResponse;
+}
+
+const MAX_BODY = 1024 * 1024;
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  let size = 0;
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY) throw new Error('request body too large');
+    chunks.push(chunk as Buffer);
+  }
+  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+}
+
+/**
+ * The controller side of Neon's pageserver upcalls (`control_plane_api`): a pageserver
+ * pointed at `http://host:port/upcall/v1/` re-attaches and validates generations here.
+ * Errors use Neon's `{"msg": …}` body.
+ */
+export class UpcallServer {
+  private readonly server: Server;
+  url = '';
+
+  constructor(private readonly handlers: UpcallHandlers) {
+    this.server = createServer((req, res) => void this.handle(req, res));
+  }
+
+  async listen(port: number, host: string): Promise<string> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    const address = this.server.address() as AddressInfo;
+    const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    this.url = `http://${shown}:${address.port}`;
+    return this.url;
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0];
+    const route = path === '/upcall/v1/re-attach' ? 'reAttach' : path === '/upcall/v1/validate' ? 'validate' : null;
+    if (!route) return send(res, 404, { msg: `no upcall at ${path}` });
+    if (req.method !== 'POST') return send(res, 405, { msg: `${path} takes POST` });
+    let body: unknown;
+    try {
+      body = await readJson(req);
+    } catch (e) {
+      return send(res, 400, { msg: `${path}: request body is not JSON (${(e as Error).message})` });
+    }
+    if (route === 'reAttach') {
+      if (!isObject(body) || typeof body.node_id !== 'number' || !Number.isInteger(body.node_id)) {
+        return send(res, 400, { msg: 're-attach: expected {"node_id": <integer>}' });
+      }
+      const answer = this.handlers.reAttach(body as unknown as ReAttachRequest);
+      if (!answer) return send(res, 404, { msg: `re-attach: node ${body.node_id} is not one of this controller's pageservers` });
+      return send(res, 200, answer);
+    }
+    const tenants = isObject(body) ? body.tenants : undefined;
+    if (!Array.isArray(tenants) || !tenants.every((t) => isObject(t) && typeof t.id === 'string' && typeof t.gen === 'number')) {
+      return send(res, 400, { msg: 'validate: expected {"tenants": [{"id": …, "gen": <integer>}]}' });
+    }
+    send(res, 200, this.handlers.validate(body as unknown as ValidateRequest));
+  }
+}

@@ -1,0 +1,31 @@
+import { afterEach } from 'vitest';
+import { startSimCluster, shardIdOf, waitFor, type SimCluster, type SimShardSpec } from '../support/pageserver-sim/cluster.ts';
+import { describeClusterBackendContract } from './cluster-backend-contract.ts';
+
+let cluster: SimCluster | undefined;
+afterEach(() => cluster?.safety.assertSafe());
+
+describeClusterBackendContract('pageserver (three simulated pageservers over HTTP)', async () => {
+  const withSecondary: SimShardSpec = { tenant: 1, shardNumber: 0, shardCount: 2, attached: 1, secondaries: [2] };
+  cluster = await startSimCluster({
+    nodes: [{ id: 1 }, { id: 2 }, { id: 3 }],
+    shards: [withSecondary, { tenant: 1, shardNumber: 1, shardCount: 2, attached: 2, secondaries: [3] }, { tenant: 2, attached: 3, secondaries: [1] }],
+  });
+  const c = cluster;
+  const backend = await c.startController();
+  return {
+    backend,
+    advance: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    fixtures: {
+      nodes: { source: '1', target: '2' },
+      shards: { withSecondary: shardIdOf(withSecondary) },
+      unknownIds: { node: '99' },
+    },
+    async takeNodeOffline(nodeId) {
+      c.sim(nodeId).stopAnswering();
+      await waitFor(async () => (await backend.getNode(nodeId))?.availability === 'OFFLINE', { what: `node ${nodeId} OFFLINE` });
+    },
+    actionTimeoutMs: 10_000,
+    cleanup: () => c.close(),
+  };
+});

@@ -1,0 +1,101 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ClusterEvent } from '../../../src/cluster/types.ts';
+import { pageserverOptionsSchema } from '../../../plugins/pageserver/index.ts';
+import { closeAfterEach, shardIdOf, startSimCluster, waitFor, type SimCluster, type SimShardSpec } from '../../support/pageserver-sim/cluster.ts';
+
+let c: SimCluster | undefined;
+const clusters = closeAfterEach(afterEach);
+
+const A: SimShardSpec = { tenant: 1, attached: 1, secondaries: [2], generation: 3 };
+const B: SimShardSpec = { tenant: 2, attached: 2, secondaries: [1] };
+
+async function setUp(shards: SimShardSpec[] = [A, B]) {
+  c = clusters.use(await startSimCluster({ nodes: [{ id: 1 }, { id: 2 }, { id: 3 }], shards }));
+  return c.startController();
+}
+
+const post = async (url: string, body: unknown) => {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, json: (await res.json()) as any };
+};
+
+describe('options', () => {
+  it('rejects unknown keys and fills defaults', () => {
+    expect(pageserverOptionsSchema.safeParse({ pageservers: [{ id: 1, url: 'http://a:9898', availabilityZone: 'z' }], bogus: 1 }).success).toBe(false);
+    const o = pageserverOptionsSchema.parse({ pageservers: [{ id: 1, url: 'http://a:9898', availabilityZone: 'z' }] });
+    expect(o).toMatchObject({ heartbeatIntervalMs: 5000, offlineAfterMs: 30_000, stateFile: 'pageserver-state.json', upcall: { host: '127.0.0.1', port: 0 } });
+    expect(pageserverOptionsSchema.safeParse({ pageservers: [{ id: 1, url: 'http://a', availabilityZone: 'z' }, { id: 1, url: 'http://b', availabilityZone: 'z' }] }).success).toBe(false);
+  });
+});
+
+describe('upcalls', () => {
+  it('re-attach of an unknown node is a 404 with a message; bad bodies are 400', async () => {
+    const backend = await setUp();
+    const res = await post(`${backend.upcallUrl}/upcall/v1/re-attach`, { node_id: 42 });
+    expect(res).toEqual({ status: 404, json: { msg: "re-attach: node 42 is not one of this controller's pageservers" } });
+    expect((await post(`${backend.upcallUrl}/upcall/v1/re-attach`, { node: 'x' })).status).toBe(400);
+    expect((await post(`${backend.upcallUrl}/upcall/v1/validate`, { tenants: 'x' })).status).toBe(400);
+  });
+
+  it('a restart re-attaches: new generations for attached shards (persisted), WARMING_UP then ACTIVE, nodeReattached', async () => {
+    const backend = await setUp();
+    const events: ClusterEvent[] = [];
+    backend.watch((e) => events.push(e));
+    await c!.sim(1).restart();
+    expect(c!.view()[shardIdOf(A)]).toEqual({ '1': 'AttachedSingle@4', '2': 'Secondary@-' });
+    expect(c!.view()[shardIdOf(B)]).toEqual({ '1': 'Secondary@-', '2': 'AttachedSingle@1' });
+    expect(backend.generationOf(shardIdOf(A))).toBe(4);
+    await waitFor(() => events.some((e) => e.type === 'nodeReattached' && e.nodeId === '1'));
+    expect(events.find((e) => e.type === 'nodeChanged')).toMatchObject({ node: { id: '1', availability: 'WARMING_UP' } });
+    await waitFor(async () => (await backend.getNode('1'))?.availability === 'ACTIVE', { what: 'ACTIVE after a heartbeat' });
+    const valid = await post(`${backend.upcallUrl}/upcall/v1/validate`, { tenants: [{ id: shardIdOf(A), gen: 3 }, { id: shardIdOf(A), gen: 4 }, { id: 'ffffffffffffffffffffffffffffffff', gen: 1 }] });
+    expect(valid.json.tenants.map((t: { valid: boolean }) => t.valid)).toEqual([false, true, false]);
+  });
+});
+
+describe('heartbeats', () => {
+  it('a pageserver that stops answering goes OFFLINE, and ACTIVE again when it answers', async () => {
+    const backend = await setUp();
+    const events: ClusterEvent[] = [];
+    backend.watch((e) => events.push(e));
+    c!.sim(3).stopAnswering();
+    await waitFor(async () => (await backend.getNode('3'))?.availability === 'OFFLINE', { what: 'OFFLINE' });
+    c!.sim(3).resume();
+    await waitFor(async () => (await backend.getNode('3'))?.availability === 'ACTIVE', { what: 'ACTIVE' });
+    expect(events.filter((e) => e.type === 'nodeChanged').map((e) => e.type === 'nodeChanged' && e.node.availability)).toEqual(['OFFLINE', 'ACTIVE']);
+  });
+});
+
+describe('discovery', () => {
+  it('adopts what the pageservers hold on a first start; on a restart the persisted placement wins and differences are reported', async () => {
+    const backend = await setUp();
+    expect(backend.discoveryReport.adopted).toEqual([shardIdOf(A), shardIdOf(B)].sort());
+    expect(await backend.getShard(shardIdOf(A))).toMatchObject({ attachedNodeId: '1', secondaryNodeIds: ['2'], preferredZone: 'az-a' });
+    await backend.cutOverShard(shardIdOf(A), { fromNodeId: '1', toNodeId: '2' });
+    await backend.close();
+    // Behind the controller's back: node 3 gets a stale attachment of A, node 1 loses its secondary of A.
+    c!.sim(3).seed(shardIdOf(A), { mode: 'AttachedStale', generation: 2 });
+    await fetch(`${c!.sim(1).url}/v1/tenant/${shardIdOf(A)}/location_config`, {
+      method: 'PUT',
+      body: JSON.stringify({ mode: 'Detached', generation: null, secondary_conf: null, shard_number: 0, shard_count: 0, shard_stripe_size: 0, tenant_conf: {} }),
+    });
+    const again = await c!.startController();
+    expect(await again.getShard(shardIdOf(A))).toMatchObject({ attachedNodeId: '2', secondaryNodeIds: ['1'] });
+    expect(again.generationOf(shardIdOf(A))).toBe(4);
+    expect(again.discoveryReport).toMatchObject({
+      adopted: [],
+      extraAttachments: [{ shardId: shardIdOf(A), nodeId: '3', mode: 'AttachedStale', generation: 2 }],
+      missing: [{ shardId: shardIdOf(A), nodeId: '1', role: 'secondary' }],
+      unreachable: [],
+    });
+  });
+
+  it('a pageserver that does not answer at start is OFFLINE and reported', async () => {
+    c = clusters.use(await startSimCluster({ nodes: [{ id: 1 }, { id: 2 }, { id: 3 }], shards: [A] }));
+    c.sim(3).stopAnswering();
+    const backend = await c.startController({ requestTimeoutMs: 200, retry: { attempts: 1, backoffMs: 0 } });
+    expect(backend.discoveryReport.unreachable).toEqual(['3']);
+    expect((await backend.getNode('3'))?.availability).toBe('OFFLINE');
+    c.sim(3).resume();
+  });
+});

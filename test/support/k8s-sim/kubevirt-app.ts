@@ -1,0 +1,69 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { systemClock } from '../../../src/cluster/clock.ts';
+import { createLogger } from '../../../src/logger.ts';
+import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from '../../../src/operations/settings.ts';
+import { buildApp, type App } from '../../../src/server.ts';
+import { openDatabase, type Database } from '../../../src/store/index.ts';
+import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
+import { K8sSim } from './index.ts';
+
+export interface KubevirtTestApp {
+  sim: K8sSim;
+  backend: KubevirtBackend;
+  app: App;
+  db: Database;
+  gql<T = any>(query: string, variables?: Record<string, unknown>): Promise<{ data?: T; errors?: { message: string }[] }>;
+  stop(): Promise<void>;
+}
+
+/** Polls (real time) until `until()` holds; fails loudly instead of hanging. */
+export async function eventually(until: () => boolean | Promise<boolean>, { timeoutMs = 15_000, stepMs = 20 } = {}): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (await until()) return;
+    if (Date.now() > end) throw new Error(`condition not reached within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, stepMs));
+  }
+}
+
+/**
+ * The whole app (GraphQL, maintenance engine, SQLite) over the kubevirt plugin, which
+ * talks to a simulated Kubernetes API server through the real client. `seed` fills the
+ * cluster before the plugin connects.
+ */
+export async function kubevirtApp(seed: (sim: K8sSim) => void, settings: Partial<OperationSettings> = {}): Promise<KubevirtTestApp> {
+  const sim = await K8sSim.start();
+  seed(sim);
+  const backend = await createKubevirtBackend({ kubeconfigPath: sim.kubeconfigFile(), watchBackoffMs: 50, watchBackoffMaxMs: 200, vmActionTimeoutMs: 10_000, migrationTimeoutMs: 10_000 });
+  const db = await openDatabase({ url: `file:${join(mkdtempSync(join(tmpdir(), 'lk-kv-')), 'lockkeeper.db')}` });
+  const app = buildApp({
+    backend,
+    log: createLogger('silent'),
+    prisma: db.prisma,
+    clock: systemClock,
+    settings: { ...DEFAULT_OPERATION_SETTINGS, migrationRetryDelayMs: 100, ...settings },
+    onClose: () => db.close(),
+  });
+  await app.ready();
+  return {
+    sim,
+    backend,
+    app,
+    db,
+    async gql(query, variables) {
+      const res = await app.yoga.fetch('http://lockkeeper.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query, variables }),
+      });
+      return res.json();
+    },
+    async stop() {
+      await app.stop();
+      await backend.close();
+      await sim.close();
+    },
+  };
+}
