@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { runTokenCommand, TOKEN_USAGE } from './auth/cli-tokens.ts';
 import { ConfigError } from './cluster/config.ts';
 import { createLogger } from './logger.ts';
 import { startLockkeeper } from './start.ts';
@@ -7,13 +8,18 @@ const USAGE = `usage: lockkeeper <command>
 
 commands:
   serve     run the gateway (GraphQL, GraphiQL, WebSocket subscriptions) on LOCKKEEPER_PORT (default 4000)
+  token     create, revoke and list API tokens in the database (no server needed):
+
+${TOKEN_USAGE.replace(/^usage:\n/, '').replace(/^/gm, '  ')}
 
 environment:
   LOCKKEEPER_CONFIG        config file (default ./lockkeeper.config.json, else the simulated demo cluster)
   LOCKKEEPER_DATABASE_URL  SQLite database (default file:./data/lockkeeper.db)
   LOCKKEEPER_PORT          HTTP port (default 4000)
   LOCKKEEPER_HOST          address to bind (default 127.0.0.1)
-  LOCKKEEPER_LOG_LEVEL     pino level (default info)`;
+  LOCKKEEPER_LOG_LEVEL     pino level (default info)
+  LOCKKEEPER_ADMIN_TOKEN   a bootstrap admin token (24+ characters); turns authentication on
+  LOCKKEEPER_INSECURE      1: allow a non-loopback address without authentication`;
 
 async function serve(): Promise<void> {
   const log = createLogger();
@@ -41,6 +47,22 @@ async function serve(): Promise<void> {
   process.once('SIGINT', () => shutdown('SIGINT'));
 }
 
+async function token(args: string[]): Promise<void> {
+  let code: number;
+  try {
+    code = await runTokenCommand(args, {
+      env: process.env,
+      cwd: process.cwd(),
+      out: (text) => process.stdout.write(text),
+      err: (text) => process.stderr.write(text),
+    });
+  } catch (e) {
+    process.stderr.write(`lockkeeper token: ${e instanceof Error ? e.message : String(e)}\n`);
+    code = 1;
+  }
+  process.exitCode = code;
+}
+
 async function main(argv: string[]): Promise<void> {
   const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, strict: false, options: { help: { type: 'boolean', short: 'h' } } });
   const command = positionals[0];
@@ -51,6 +73,8 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case 'serve':
       return serve();
+    case 'token':
+      return token(argv.slice(argv.indexOf('token') + 1));
     default:
       process.stderr.write(`lockkeeper: unknown command "${command}"\n${USAGE}\n`);
       process.exit(2);

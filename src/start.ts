@@ -21,6 +21,8 @@ export interface Started {
   databaseFile: string;
 }
 
+const isTrue = (value: string | undefined) => value !== undefined && ['1', 'true', 'yes'].includes(value.toLowerCase());
+
 /**
  * The composition root: config → database (migrated) → backend plugins → server.
  * Anything that fails here fails start-up with a message that names its cause; whatever
@@ -48,6 +50,14 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       settings: config.operations,
       onClose: () => db.close(),
       health: () => ({ database: db.file }),
+      security: {
+        bootstrapToken: env.LOCKKEEPER_ADMIN_TOKEN || undefined,
+        insecure: isTrue(env.LOCKKEEPER_INSECURE) || (config.server.insecure ?? false),
+        allowedOrigins: config.server.allowedOrigins ?? [],
+        metrics: config.auth.metrics,
+        recheckIntervalMs: config.auth.recheckIntervalMs,
+        limits: config.limits,
+      },
     });
     const port = options.port ?? (env.LOCKKEEPER_PORT ? Number(env.LOCKKEEPER_PORT) : (config.server.port ?? 4000));
     const host = env.LOCKKEEPER_HOST ?? config.server.host ?? '127.0.0.1';

@@ -16,18 +16,51 @@ const pluginEntrySchema = z
   })
   .strict();
 
+/** Access control (src/auth); tokens themselves live in the database. */
+export const authSettingsSchema = z
+  .object({
+    /** Scope /metrics needs when authentication is on; "public" serves it to anyone. */
+    metrics: z.enum(['public', 'viewer', 'operator', 'admin']).default('viewer'),
+    /** How often open WebSockets and event streams re-check their token (revoked by the CLI, expired). */
+    recheckIntervalMs: z.number().int().min(100).max(3_600_000).default(5000),
+  })
+  .strict();
+
+/** Abuse limits (issue 7). */
+export const limitSettingsSchema = z
+  .object({
+    /** Deepest nesting of a GraphQL operation (fragments flattened, introspection exempt). */
+    maxDepth: z.number().int().min(1).max(100).default(15),
+    /** Static cost of a GraphQL operation: about the values its answer can hold (src/graphql/yoga.ts). */
+    maxCost: z.number().int().min(1).default(50_000),
+    /** Largest request body (GraphQL over HTTP, REST) and WebSocket message, in bytes. */
+    maxBodyBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+    /** Mutations (GraphQL root fields, REST PUT/DELETE) per token per minute; 0 = unlimited. */
+    mutationsPerMinute: z.number().int().min(0).default(120),
+  })
+  .strict();
+
+export type AuthSettings = z.infer<typeof authSettingsSchema>;
+export type LimitSettings = z.infer<typeof limitSettingsSchema>;
+
 export const configSchema = z
   .object({
     server: z
       .object({
         port: z.number().int().min(0).max(65535).optional(),
         host: z.string().min(1).optional(),
+        /** Listen on a non-loopback address without authentication (no token). Also LOCKKEEPER_INSECURE=1. */
+        insecure: z.boolean().optional(),
+        /** Browser origins (e.g. "https://ops.example.com") allowed to call the API: CORS and CSRF checks. */
+        allowedOrigins: z.array(z.string().min(1)).optional(),
       })
       .strict()
       .default({}),
     database: z.object({ url: z.string().min(1).optional() }).strict().default({}),
     plugins: z.array(pluginEntrySchema).min(1).default([{ name: 'fake', options: {} }]),
     operations: operationSettingsSchema.default(operationSettingsSchema.parse({})),
+    auth: authSettingsSchema.default(authSettingsSchema.parse({})),
+    limits: limitSettingsSchema.default(limitSettingsSchema.parse({})),
   })
   .strict();
 

@@ -1,6 +1,10 @@
 import SchemaBuilder from '@pothos/core';
 import ErrorsPlugin from '@pothos/plugin-errors';
 import RelayPlugin from '@pothos/plugin-relay';
+import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
+import LockkeeperAuthPlugin from '../auth/pothos-plugin.ts';
+import { scopeAllows } from '../auth/scopes.ts';
+import { unauthorizedError } from '../auth/graphql-errors.ts';
 import type { GraphQLContext } from './context.ts';
 
 /** Holds no types: each module under `types/` registers its own (Pothos complex-app layout). */
@@ -8,12 +12,25 @@ export const builder = new SchemaBuilder<{
   Context: GraphQLContext;
   DefaultFieldNullability: false;
   Connection: { totalCount: number };
+  AuthScopes: { viewer: boolean; operator: boolean; admin: boolean };
   Scalars: {
     DateTime: { Input: Date; Output: Date | string | number };
   };
 }>({
-  plugins: [ErrorsPlugin, RelayPlugin],
+  // Order matters: our plugin gives every root field its scope before scope-auth reads it;
+  // scope-auth runs outside the errors plugin, so a refusal is a GraphQL error, not a typed result.
+  plugins: [LockkeeperAuthPlugin, ScopeAuthPlugin, ErrorsPlugin, RelayPlugin],
   defaultFieldNullability: false,
+  scopeAuth: {
+    // Subscriptions are checked once, when they start (a revoked token ends them: see src/auth).
+    authorizeOnSubscribe: true,
+    authScopes: (ctx) => ({
+      viewer: scopeAllows(ctx.identity.scope, 'viewer'),
+      operator: scopeAllows(ctx.identity.scope, 'operator'),
+      admin: scopeAllows(ctx.identity.scope, 'admin'),
+    }),
+    unauthorizedError: (_parent, ctx, info, result) => unauthorizedError(ctx.identity, info, result),
+  },
   relay: {
     clientMutationId: 'omit',
     cursorType: 'String',

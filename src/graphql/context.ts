@@ -1,4 +1,5 @@
 import type { ClusterBackend } from '../cluster/backend.ts';
+import { ANONYMOUS_ADMIN, type AuthService, type Identity } from '../auth/service.ts';
 import type { Clock } from '../cluster/clock.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { OperationEngine } from '../operations/engine.ts';
@@ -14,16 +15,19 @@ export interface AppServices {
   maintenance: MaintenanceEngine;
   audit: AuditLog;
   clock: Clock;
+  auth: AuthService;
 }
 
 export interface GraphQLContext extends AppServices {
   loaders: Loaders;
-  /** Who is calling; recorded in the audit log. Until tokens exist every caller is anonymous. */
+  /** Who is calling and with which scope (src/auth); scope-auth checks fields against it. */
+  identity: Identity;
+  /** Recorded in the audit log: the token's name (`anonymous` when auth is off). */
   actor: string;
 }
 
-export function createContext(services: AppServices): GraphQLContext {
-  return { ...services, loaders: createLoaders(services.backend), actor: 'anonymous' };
+export function createContext(services: AppServices, identity: Identity = ANONYMOUS_ADMIN): GraphQLContext {
+  return { ...services, loaders: createLoaders(services.backend), identity, actor: identity.name };
 }
 
 /** Subscriptions live long: give each event fresh loaders so no field shows a stale read. */

@@ -9,6 +9,8 @@ import './types/workload-change.ts';
 import './types/operation.ts';
 import './types/storage-mutations.ts';
 import './types/maintenance.ts';
+import './types/tokens.ts';
+import './types/audit.ts';
 import { SIMULATION_TYPE_PREFIX } from './types/simulation.ts';
 
 export interface SchemaOptions {

@@ -21,7 +21,7 @@ import { countsOf } from './counts.ts';
 import { Journal, writeSteps } from './journal.ts';
 import { Mutex } from './mutex.ts';
 import { PolicyStore } from './policy-store.ts';
-import { createOperationWrite, newOperation, snapshotOf, stepOf } from './records.ts';
+import { compactPlan, createOperationWrite, mergeSteps, newOperation, snapshotOf, stepOf, stepsOfPlan } from './records.ts';
 import type { OperationSettings } from './settings.ts';
 import { StorageRun, type JournalWriter, type RunHost } from './storage-run.ts';
 import { policyTransitionWrites } from './policy-statements.ts';
@@ -216,11 +216,12 @@ export class OperationEngine {
 
   async getSteps(operationId: string, states?: StepRecord['state'][]): Promise<StepRecord[]> {
     await this.journal.flush();
-    const rows = await this.deps.prisma.operationStep.findMany({
-      where: { operationId, ...(states?.length && { state: { in: states } }) },
-      orderBy: { seq: 'asc' },
-    });
-    return rows.map(stepOf);
+    const [op, rows] = await Promise.all([
+      this.deps.prisma.operation.findUnique({ where: { id: operationId }, select: { params: true, createdAt: true } }),
+      this.deps.prisma.operationStep.findMany({ where: { operationId } }),
+    ]);
+    const steps = mergeSteps(op ? stepsOfPlan(op.params, op.createdAt.getTime()) : [], rows.map(stepOf));
+    return states?.length ? steps.filter((s) => states.includes(s.state)) : steps;
   }
 
   /** Resolves when the node's current operation has ended (tests and scripts). */
@@ -333,8 +334,7 @@ export class OperationEngine {
     const snapshot = newOperation({ id, kind: kind, nodeId, meta, steps, now });
     const { prisma } = this.deps;
     await this.policies.transition(nodeId, { type: kind === 'DRAIN' ? 'drainAccepted' : 'fillAccepted' }, id, now, [
-      createOperationWrite(prisma, snapshot, { settings: this.deps.settings }),
-      ...writeSteps(prisma, steps.map((step) => ({ operationId: id, step }))),
+      createOperationWrite(prisma, snapshot, { settings: this.deps.settings, plan: compactPlan(steps) }),
       prisma.event.create({
         data: { at: new Date(now), type: 'OPERATION_STARTED', nodeId, operationId: id, payload: JSON.stringify({ kind, actor: meta.actor, reason: meta.reason, counts: snapshot.counts }) },
       }),
@@ -456,7 +456,8 @@ export class OperationEngine {
     });
     for (const row of rows) {
       // A move that was in flight when the process died runs again: cut-overs are idempotent.
-      const steps = row.steps.map(stepOf).map((s) => (s.state === 'MOVING' ? { ...s, state: 'PLANNED' as const, startedAt: null } : s));
+      const recorded = mergeSteps(stepsOfPlan(row.params, row.createdAt.getTime()), row.steps.map(stepOf));
+      const steps = recorded.map((s) => (s.state === 'MOVING' ? { ...s, state: 'PLANNED' as const, startedAt: null } : s));
       const snapshot = { ...snapshotOf(row), counts: countsOf(steps), waitingOn: null };
       this.deps.log.info({ operation: row.id, node: row.nodeId, state: row.state, left: snapshot.counts.planned }, `resuming ${row.kind.toLowerCase()} of node ${row.nodeId}`);
       this.launch(snapshot, steps);

@@ -78,3 +78,39 @@ export function createOperationWrite(prisma: PrismaClient, op: OperationSnapshot
     },
   });
 }
+
+type PlannedRow = [workloadKind: StepRecord['workloadKind'], workloadId: string, action: string, state: StepRecord['state'], reason: string | null, fromNodeId: string | null, toNodeId: string | null];
+
+/**
+ * A plan as stored in its operation's row (`params.plan`): one compact entry per step,
+ * in order. Step rows are written only when a step changes, so starting a drain of
+ * 10 000 shards writes one row, not 10 000; a step without a row is as planned.
+ */
+export function compactPlan(steps: StepRecord[]): PlannedRow[] {
+  return steps.map((s) => [s.workloadKind, s.workloadId, s.action, s.state, s.reason, s.fromNodeId, s.toNodeId]);
+}
+
+/** The steps of a plan stored by compactPlan, as they were when planned at `plannedAt`. */
+export function stepsOfPlan(params: string, plannedAt: number): StepRecord[] {
+  const plan = (JSON.parse(params) as { plan?: PlannedRow[] }).plan ?? [];
+  return plan.map(([workloadKind, workloadId, action, state, reason, fromNodeId, toNodeId], seq) => ({
+    workloadKind,
+    workloadId,
+    action,
+    state,
+    reason,
+    error: null,
+    fromNodeId,
+    toNodeId,
+    seq,
+    startedAt: null,
+    finishedAt: state === 'PLANNED' ? null : plannedAt,
+  }));
+}
+
+/** Planned steps overlaid with the recorded ones (a recorded step is newer), in plan order. */
+export function mergeSteps(planned: StepRecord[], recorded: StepRecord[]): StepRecord[] {
+  const byKey = new Map(planned.map((s) => [`${s.workloadKind}\u0000${s.workloadId}`, s]));
+  for (const s of recorded) byKey.set(`${s.workloadKind}\u0000${s.workloadId}`, s);
+  return [...byKey.values()].sort((a, b) => a.seq - b.seq);
+}

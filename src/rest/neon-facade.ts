@@ -16,9 +16,14 @@
  * are masked as 500 `{"msg": "internal error"}` (and logged when a logger is given).
  *
  * Every PUT / DELETE on a known route is recorded through `audited`, including the ones
- * refused (bad body, conflict...), with the actor (option `actor`, default `rest`, until
- * authentication exists) and the reason from `?reason=` or the `X-Lockkeeper-Reason`
- * header (the query parameter wins when both are given).
+ * refused (bad body, conflict...), with the actor (the token's name from `authorize`, else
+ * the option `actor`, default `rest`) and the reason from `?reason=` or the
+ * `X-Lockkeeper-Reason` header (the query parameter wins when both are given).
+ *
+ * Access (option `authorize`, the server's token check): GETs need viewer, drain / fill
+ * PUT and DELETE need operator, `PUT …/config` needs admin (as GraphQL's configureNode).
+ * Without a token 401, with a too-weak one 403 (Neon's controller answers the same for its
+ * JWT scopes); refusals at the door are not audited.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ClusterBackend } from '../cluster/backend.ts';
@@ -37,6 +42,7 @@ import type { Logger } from '../logger.ts';
 import { audited } from '../operations/audited.ts';
 import type { OperationEngine } from '../operations/engine.ts';
 import type { RequestMeta } from '../operations/types.ts';
+import type { Scope } from '../auth/scopes.ts';
 import type { AuditLog } from '../store/audit-log.ts';
 import { HttpError, MAX_BODY_BYTES, PayloadTooLargeError, readBody, sendJson } from './http-io.ts';
 import {
@@ -63,6 +69,11 @@ export interface NeonFacadeDeps {
   log?: Logger;
   /** Largest accepted request body; default 1 MiB. */
   maxBodyBytes?: number;
+  /**
+   * Authenticates and authorizes a call before it runs: resolves with the actor, or throws
+   * an HttpError (401, 403, 429). Absent: every caller is `actor`.
+   */
+  authorize?: (req: IncomingMessage, needed: Scope, changesState: boolean) => Promise<{ actor: string }>;
 }
 
 /** Handles requests under `/control/v1/`; resolves false (leaving `res` untouched) for any other path. Never rejects. */
@@ -101,6 +112,8 @@ interface Route {
   /** The path's segments after the prefix → null when they do not match, else the raw `:node_id` segment (null for `/node`). */
   match(segments: string[]): { nodeSegment: string | null } | null;
   methods: Record<string, (call: Call) => Promise<Reply>>;
+  /** Scope per method; default: GET viewer, others operator. */
+  scopes?: Record<string, Scope>;
 }
 
 const ACCEPTED: Reply = { status: 202, body: null };
@@ -128,10 +141,11 @@ export function createNeonFacade(deps: NeonFacadeDeps): NeonFacadeHandler {
     },
   });
 
-  const nodeRoute = (suffix: string | null, methods: Route['methods']): Route => ({
+  const nodeRoute = (suffix: string | null, methods: Route['methods'], scopes?: Route['scopes']): Route => ({
     pattern: `/node/:node_id${suffix ? `/${suffix}` : ''}`,
     match: (s) => (s[0] === 'node' && s.length === (suffix ? 3 : 2) && s[1] !== '' && (!suffix || s[2] === suffix) ? { nodeSegment: s[1]! } : null),
     methods,
+    ...(scopes && { scopes }),
   });
 
   const routes: Route[] = [
@@ -150,7 +164,8 @@ export function createNeonFacade(deps: NeonFacadeDeps): NeonFacadeHandler {
     }),
     nodeRoute('drain', operation('drain')),
     nodeRoute('fill', operation('fill')),
-    nodeRoute('config', { PUT: (r) => configure(r) }),
+    // Sets the policy by hand: admin, like GraphQL's configureNode.
+    nodeRoute('config', { PUT: (r) => configure(r) }, { PUT: 'admin' }),
     nodeRoute('shards', {
       GET: async ({ nodeId }) => {
         await requireNode(nodeId);
@@ -170,7 +185,7 @@ export function createNeonFacade(deps: NeonFacadeDeps): NeonFacadeHandler {
    * states the node's current availability (Neon's clients send it back unchanged), and
    * refused with 400 otherwise.
    */
-  async function configure({ nodeId, body }: Call): Promise<Reply> {
+  async function configure({ nodeId, body, meta }: Call): Promise<Reply> {
     const request = parseConfigureBody(body);
     if (String(request.node_id) !== nodeId) {
       throw new InvalidInputError('node_id', String(request.node_id), `node_id ${request.node_id} in the body differs from node ${nodeId} in the path`);
@@ -185,7 +200,7 @@ export function createNeonFacade(deps: NeonFacadeDeps): NeonFacadeHandler {
       );
     }
     if (request.scheduling != null) {
-      await engine.configureNode(nodeId, request.scheduling, { actor, reason: null });
+      await engine.configureNode(nodeId, request.scheduling, { actor: meta.actor, reason: null });
       return OK;
     }
     // Nothing to change; still refused while an operation runs, as configureNode would be.
@@ -223,13 +238,23 @@ export function createNeonFacade(deps: NeonFacadeDeps): NeonFacadeHandler {
       await discardBody(req);
       throw new HttpError(405, `method ${method} not allowed on ${NEON_API_PREFIX}${route.pattern}`, { allow: Object.keys(route.methods).join(', ') });
     }
+    let caller = actor;
+    if (deps.authorize) {
+      const needed = route.scopes?.[method] ?? (method === 'GET' ? 'viewer' : 'operator');
+      try {
+        caller = (await deps.authorize(req, needed, method !== 'GET')).actor;
+      } catch (e) {
+        await discardBody(req);
+        throw e;
+      }
+    }
     const { nodeSegment } = matched;
     const nodeId = nodeSegment === null ? '' : parseNodeIdSegment(nodeSegment);
     if (nodeId === null) {
       await discardBody(req);
       throw new HttpError(400, `node_id ${JSON.stringify(decodeSegment(nodeSegment!))} is not a non-negative integer`);
     }
-    const meta: RequestMeta = { actor, reason: reasonOf(req, url) };
+    const meta: RequestMeta = { actor: caller, reason: reasonOf(req, url) };
     if (method === 'GET') return run({ nodeId, body: await readBody(req, maxBodyBytes), meta });
 
     // State-changing: audited, refusals included. The body is read inside so that a 413 is

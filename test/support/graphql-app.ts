@@ -5,7 +5,7 @@ import { VirtualClock } from '../../src/cluster/clock.ts';
 import type { ClusterBackend } from '../../src/cluster/backend.ts';
 import { createLogger } from '../../src/logger.ts';
 import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from '../../src/operations/settings.ts';
-import { buildApp, type App } from '../../src/server.ts';
+import { buildApp, type App, type SecurityOptions } from '../../src/server.ts';
 import { openDatabase, type Database } from '../../src/store/index.ts';
 import { createSimulatedCluster, type CreateSimulatedClusterOptions, type SimulatedCluster } from '../../plugins/fake/index.ts';
 
@@ -25,12 +25,14 @@ export interface TestAppOptions extends CreateSimulatedClusterOptions {
   settings?: Partial<OperationSettings>;
   /** Reuse a database file (restart tests). */
   databaseFile?: string;
+  /** Access control and limits; default: none configured (auth off while the database has no token). */
+  security?: SecurityOptions;
 }
 
 /** An app over a simulated cluster on a virtual clock and a fresh SQLite file, not listening. */
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const clock = options.clock instanceof VirtualClock ? options.clock : new VirtualClock();
-  const { backend: wrap, settings, databaseFile, ...clusterOptions } = options;
+  const { backend: wrap, settings, databaseFile, security, ...clusterOptions } = options;
   const cluster = createSimulatedCluster({ ...clusterOptions, clock });
   const file = databaseFile ?? join(mkdtempSync(join(tmpdir(), 'lk-test-')), 'lockkeeper.db');
   const db = await openDatabase({ url: `file:${file}` });
@@ -41,6 +43,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     clock,
     settings: { ...DEFAULT_OPERATION_SETTINGS, ...settings },
     onClose: () => db.close(),
+    ...(security && { security }),
   });
   await app.ready();
   return {

@@ -1,0 +1,61 @@
+/**
+ * The scope every mutation and subscription needs, and every query that needs more than
+ * viewer, with a call that exercises it. Arguments name things that do not exist, so an
+ * allowed call answers a typed error and changes nothing.
+ *
+ * scopes.test.ts fails when the schema has a Mutation or Subscription field (or a
+ * SimulationMutation field) that is not listed here: a new one needs a decision.
+ */
+import type { Scope } from '../../src/auth/scopes.ts';
+
+let seq = 0;
+const unique = () => `t${process.pid}-${++seq}`;
+
+export interface Entry {
+  scope: Scope;
+  /** The document; a function when each call needs fresh values. */
+  query: string | (() => string);
+}
+
+export const MUTATIONS: Record<string, Entry> = {
+  startNodeDrain: { scope: 'operator', query: 'mutation { startNodeDrain(nodeId: "404", reason: "scope test") { __typename } }' },
+  cancelNodeDrain: { scope: 'operator', query: 'mutation { cancelNodeDrain(nodeId: "404") { __typename } }' },
+  startNodeFill: { scope: 'operator', query: 'mutation { startNodeFill(nodeId: "404") { __typename } }' },
+  cancelNodeFill: { scope: 'operator', query: 'mutation { cancelNodeFill(nodeId: "404") { __typename } }' },
+  enableMaintenanceMode: { scope: 'operator', query: 'mutation { enableMaintenanceMode(nodeId: "404", reason: "scope test") { __typename } }' },
+  disableMaintenanceMode: { scope: 'operator', query: 'mutation { disableMaintenanceMode(nodeId: "404") { __typename } }' },
+  clearMaintenanceError: { scope: 'operator', query: 'mutation { clearMaintenanceError(nodeId: "404") { __typename } }' },
+  setVmMaintenanceStrategy: { scope: 'operator', query: 'mutation { setVmMaintenanceStrategy(vmId: "404", strategy: "Migrate") { __typename } }' },
+  configureNode: { scope: 'admin', query: 'mutation { configureNode(nodeId: "404", policy: PAUSE) { __typename } }' },
+  createToken: { scope: 'admin', query: () => `mutation { createToken(name: "${unique()}", scope: VIEWER) { __typename } }` },
+  revokeToken: { scope: 'admin', query: 'mutation { revokeToken(token: "no-such-token") { __typename } }' },
+  simulation: { scope: 'admin', query: 'mutation { simulation { restartNode(nodeId: "404") { __typename } } }' },
+};
+
+export const SUBSCRIPTIONS: Record<string, Entry> = {
+  nodeChanged: { scope: 'viewer', query: 'subscription { nodeChanged { id } }' },
+  workloadChanged: { scope: 'viewer', query: 'subscription { workloadChanged { id } }' },
+  operationProgress: { scope: 'viewer', query: 'subscription { operationProgress(id: "404") { operation { id } } }' },
+};
+
+/** Queries needing more than viewer; every other query field must need exactly viewer. */
+export const QUERIES_ABOVE_VIEWER: Record<string, Entry> = {
+  tokens: { scope: 'admin', query: '{ tokens { name } }' },
+};
+
+/**
+ * Every control of the simulated cluster (behind Mutation.simulation, admin), with a call
+ * that the audit test makes; each must leave an audit row `simulation.<field>`.
+ */
+export const SIMULATION_MUTATIONS: Record<string, string> = {
+  restartNode: 'mutation { simulation { restartNode(nodeId: "404") { __typename } } }',
+  setNodeOnline: 'mutation { simulation { setNodeOnline(nodeId: "404", online: true) { __typename } } }',
+  removeNode: 'mutation { simulation { removeNode(nodeId: "404") { __typename } } }',
+  setLatencies: 'mutation { simulation { setLatencies(input: { migrate: 5 }) { migrate } } }',
+  injectFaults: 'mutation { simulation { injectFaults(input: { stuck: [] }) { stuck } } }',
+  clearFaults: 'mutation { simulation { clearFaults { stuck } } }',
+  setSecondaryLag: 'mutation { simulation { setSecondaryLag(shardId: "404", nodeId: "404", lagBytes: 1) { __typename } } }',
+  setSecondaryHeatmapKnown: 'mutation { simulation { setSecondaryHeatmapKnown(shardId: "404", nodeId: "404", known: true) { __typename } } }',
+};
+
+export const queryOf = (entry: Entry) => (typeof entry.query === 'function' ? entry.query() : entry.query);
