@@ -115,7 +115,7 @@ describe('kill -9 during EVACUATING', () => {
     const before = await snapshot(server.url);
     expect([...before.vms.keys()].sort()).toEqual([...ON_NODE_1, BYSTANDER].sort());
 
-    await gql(server.url, `mutation { simulation { injectFaults(input: { stuck: ["${LAST_MIGRATION}"] }) { stuck } } }`);
+    await gql(server.url, `mutation { simulation { injectFaults(input: { stuck: ["${LAST_MIGRATION}"] }) { __typename } } }`);
     const enabled = await gql(
       server.url,
       'mutation { r: enableMaintenanceMode(nodeId: "1", reason: "kill test") { __typename ... on Operation { id } ... on Error { code message } } }',

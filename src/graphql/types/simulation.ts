@@ -1,5 +1,5 @@
 import type { FaultSettings, LatencySettings, SimulationControls } from '../../cluster/backend.ts';
-import { ConflictError, NotFoundError, PreconditionFailedError, UnavailableError } from '../../domain/errors.ts';
+import { ConflictError, InvalidInputError, NotFoundError, PreconditionFailedError, UnavailableError } from '../../domain/errors.ts';
 import { builder } from '../builder.ts';
 import type { GraphQLContext } from '../context.ts';
 import { typedBackendCall } from '../map-backend-error.ts';
@@ -84,6 +84,16 @@ const FaultsInput = builder.inputType('SimulationFaultsInput', {
   }),
 });
 
+/** A day: longer simulated actions are a typo, not a scenario. */
+const MAX_LATENCY_MS = 86_400_000;
+
+/** Throws InvalidInputError naming the first field whose value fails `ok`. */
+function requireEach(values: Record<string, number | undefined>, prefix: string, ok: (v: number) => boolean, rule: string): void {
+  for (const [key, value] of Object.entries(values)) {
+    if (value !== undefined && !ok(value)) throw new InvalidInputError(`${prefix}.${key}`, String(value), `${prefix}.${key} ${rule}, got ${value}`);
+  }
+}
+
 const withoutNulls = <T extends object>(o: T) =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v != null)) as { [K in keyof T]?: NonNullable<T[K]> };
 
@@ -123,16 +133,22 @@ const SimulationMutation = builder.objectRef<Record<string, never>>('SimulationM
     setLatencies: t.field({
       type: LatenciesType,
       args: { input: t.arg({ type: LatenciesInput, required: true }) },
-      resolve: (_, { input }, ctx) => controls(ctx).setLatencies(withoutNulls(input)),
+      errors: { types: [InvalidInputError] },
+      resolve: (_, { input }, ctx) => {
+        const latencies = withoutNulls(input);
+        requireEach(latencies, 'input', (ms) => ms >= 0 && ms <= MAX_LATENCY_MS, `must be between 0 and ${MAX_LATENCY_MS} ms`);
+        return controls(ctx).setLatencies(latencies);
+      },
     }),
     injectFaults: t.field({
       type: FaultsType,
       args: { input: t.arg({ type: FaultsInput, required: true }) },
-      resolve: (_, { input }, ctx) =>
-        controls(ctx).injectFaults({
-          ...(input.failureRate && { failureRate: withoutNulls(input.failureRate) }),
-          ...(input.stuck && { stuck: input.stuck }),
-        }),
+      errors: { types: [InvalidInputError] },
+      resolve: (_, { input }, ctx) => {
+        const failureRate = input.failureRate ? withoutNulls(input.failureRate) : undefined;
+        if (failureRate) requireEach(failureRate, 'input.failureRate', (rate) => rate >= 0 && rate <= 1, 'must be a probability in [0, 1]');
+        return controls(ctx).injectFaults({ ...(failureRate && { failureRate }), ...(input.stuck && { stuck: input.stuck }) });
+      },
     }),
     clearFaults: t.field({ type: FaultsType, resolve: (_, __, ctx) => controls(ctx).clearFaults() }),
     setSecondaryLag: t.field({
