@@ -93,7 +93,7 @@ export interface ClusterBackend {
    * secondary. Resolves at once when `toNodeId` is already attached. Rejects with
    * Conflict when `toNodeId` holds no secondary or `fromNodeId` is not attached.
    */
-  cutOverShard(id: string, options: { fromNodeId: string; toNodeId: string }): Promise<void>;
+  cutOverShard(id: string, options: { fromNodeId: string; toNodeId: string }): Promise<CutOverResult | void>;
 
   // --- changes
   /** Subscribes to backend events; returns the unsubscribe function. */
@@ -103,6 +103,12 @@ export interface ClusterBackend {
   readonly simulation?: SimulationControls;
 
   close(): Promise<void>;
+}
+
+/** What a backend may say about a cut-over that succeeded, e.g. that requests had to be retried. */
+export interface CutOverResult {
+  /** Shown on the step, e.g. "location_config on node 2 answered 503 twice; retried". */
+  note?: string;
 }
 
 export const ACTION_KINDS = ['cordon', 'migrate', 'stop', 'start', 'cutOver'] as const;

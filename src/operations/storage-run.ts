@@ -229,8 +229,9 @@ export class StorageRun {
     this.update(step, { state: 'MOVING', fromNodeId, toNodeId, startedAt });
     observer.movesInFlight(this.kind, 1);
     try {
-      await backend.cutOverShard(shard.id, { fromNodeId, toNodeId });
-      this.finish(step, 'MOVED', null, null);
+      const result = await backend.cutOverShard(shard.id, { fromNodeId, toNodeId });
+      // A note on a moved step says what happened on the way (retries); on a failed one, why.
+      this.finish(step, 'MOVED', null, result?.note ?? null);
     } catch (e) {
       const code = isBackendError(e) ? e.code.toUpperCase() : 'ERROR';
       this.finish(step, 'FAILED', code, e instanceof Error ? e.message : String(e));

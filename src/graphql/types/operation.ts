@@ -70,7 +70,7 @@ export const StepType = builder.objectRef<StepRecord>('OperationStep').implement
     action: t.exposeString('action'),
     state: t.field({ type: StepStateEnum, resolve: (s) => s.state }),
     reason: t.exposeString('reason', { nullable: true, description: 'Why it was skipped or failed (or, for fills, why it was planned).' }),
-    error: t.exposeString('error', { nullable: true }),
+    error: t.exposeString('error', { nullable: true, description: 'Why it failed or was skipped; on a moved step, what happened on the way (e.g. retried requests).' }),
     fromNodeId: t.exposeID('fromNodeId', { nullable: true }),
     toNodeId: t.exposeID('toNodeId', { nullable: true }),
     seq: t.exposeInt('seq'),
