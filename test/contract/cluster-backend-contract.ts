@@ -464,9 +464,9 @@ export function describeClusterBackendContract(name: string, factory: () => Prom
         expect(shard.secondaryNodeIds).not.toContain(target);
         await waitForEvent(h, rec, (e) => e.type === 'shardChanged' && e.shard.id === withSecondary && e.shard.attachedNodeId === target);
         rec.stop();
-        await expectIdempotent(h, { kind: 'shard', id: withSecondary }, () =>
-          h.backend.cutOverShard(withSecondary, { fromNodeId: source, toNodeId: target }),
-        );
+        await expectIdempotent(h, { kind: 'shard', id: withSecondary }, async () => {
+          await h.backend.cutOverShard(withSecondary, { fromNodeId: source, toNodeId: target });
+        });
       });
 
       it('cutOverShard rejects Conflict when fromNodeId is not attached or toNodeId holds no secondary', async (ctx) => {
