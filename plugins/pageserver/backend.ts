@@ -1,4 +1,4 @@
-import type { ClusterBackend, ShardFilter, VmFilter } from '../../src/cluster/backend.ts';
+import type { ClusterBackend, CutOverResult, ShardFilter, VmFilter } from '../../src/cluster/backend.ts';
 import type { Clock } from '../../src/cluster/clock.ts';
 import { BackendError, isBackendError, notFound } from '../../src/cluster/errors.ts';
 import type {
@@ -16,7 +16,7 @@ import {
   checkSecondaryProgress,
   checkUtilization,
 } from './checks.ts';
-import { PageserverHttp, type HttpTarget } from './http-client.ts';
+import { PageserverHttp, PageserverRequestError, type HttpTarget } from './http-client.ts';
 import type { PageserverOptions } from './options.ts';
 import { parseTenantShardId } from './shard-id.ts';
 import { readControllerState, STATE_FORMAT, STATE_VERSION, writeControllerState, type ShardIntent } from './state-file.ts';
@@ -59,7 +59,30 @@ interface Migration {
   phase: 'prepare' | 'committed';
   /** The origin re-attached before the commit: the migration is abandoned, the re-attach's generation stands. */
   superseded: boolean;
-  promise: Promise<void>;
+  promise: Promise<CutOverResult>;
+}
+
+/** How far a cut-over got, for `recover`. */
+interface CutOverProgress {
+  /** Whether the destination may hold the new generation attached: `maybe` = a request for it failed without an answer. */
+  dest: 'no' | 'maybe' | 'yes';
+  /** The origin confirmed `Secondary` (step 5). */
+  originSecondary: boolean;
+}
+
+/**
+ * A shard whose locations a failed cut-over (or discovery) left unconfirmed. `pending`
+ * holds the attached node until it holds `AttachedSingle` with a generation no other
+ * node may hold, and other nodes until they confirm `Secondary`. `resync` works it off
+ * when those nodes answer heartbeats.
+ */
+interface Unsettled {
+  pending: Set<string>;
+  /** What the attached node was last confirmed to hold. */
+  attachedAs: LocationConfigMode | null;
+  /** A node other than the attached one that may hold the shard's current generation (then a new one is issued). */
+  generationMayBeOn: string | null;
+  running: boolean;
 }
 
 /** What start-up discovery found that does not match the persisted intent (see README). */
@@ -82,6 +105,10 @@ const ATTACHED: readonly LocationConfigMode[] = ['AttachedSingle', 'AttachedMult
 const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 const byNodeId = (a: string, b: string) => Number(a) - Number(b) || byId(a, b);
 const describe = (e: unknown) => (e instanceof Error ? e.message : String(e));
+/** The error's message, with how many attempts were made when more than one. */
+const describeFailure = (e: unknown) => (e instanceof PageserverRequestError && e.attempts > 1 ? `${e.message} (${e.attempts} attempts)` : describe(e));
+/** The pageserver answered with an error status: it refused the request and changed nothing. */
+const refused = (e: unknown) => e instanceof PageserverRequestError && e.answered;
 
 /**
  * Lockkeeper as the storage controller of a set of Neon pageservers, through their HTTP API
@@ -96,8 +123,8 @@ export class PageserverBackend implements ClusterBackend {
   private readonly nodes = new Map<string, NodeRuntime>();
   private readonly shards = new Map<string, ShardIntent>();
   private readonly migrations = new Map<string, Migration>();
-  /** Shards whose pageservers may disagree with the intent: re-sent when their nodes answer. */
-  private readonly dirty = new Set<string>();
+  /** Shards whose pageservers may disagree with the intent: re-sent when their nodes answer (`resync`). */
+  private readonly unsettled = new Map<string, Unsettled>();
   private readonly cordoned = new Set<string>();
   private readonly listeners = new Set<ClusterEventListener>();
   private cancelHeartbeat: (() => void) | undefined;
@@ -214,7 +241,7 @@ export class PageserverBackend implements ClusterBackend {
       const here = new Map((observed.get(intent.id) ?? []).map((l) => [l.nodeId, l.config.mode]));
       if (reachable.has(intent.attachedNodeId) && !ATTACHED.includes(here.get(intent.attachedNodeId) as LocationConfigMode)) {
         report.missing.push({ shardId: intent.id, nodeId: intent.attachedNodeId, role: 'attached' });
-        this.dirty.add(intent.id);
+        this.unsettle(intent.id, new Set([intent.attachedNodeId]), { attachedAs: null, generationMayBeOn: null });
       }
       for (const s of intent.secondaryNodeIds) {
         if (reachable.has(s) && here.get(s) !== 'Secondary') report.missing.push({ shardId: intent.id, nodeId: s, role: 'secondary' });
@@ -261,7 +288,7 @@ export class PageserverBackend implements ClusterBackend {
             node.lastOkAt = this.config.clock.now();
             node.failedHeartbeats = 0;
             if (node.availability === 'OFFLINE' || (node.availability === 'WARMING_UP' && sentAt >= node.reattachedAt)) this.setAvailability(node, 'ACTIVE');
-            this.reconcileDirty(node.nodeId);
+            this.resyncFor(node.nodeId);
           },
           (e: unknown) => {
             if (this.closed) return;
@@ -284,21 +311,70 @@ export class PageserverBackend implements ClusterBackend {
     this.emit({ type: 'nodeChanged', node: this.toNode(node) });
   }
 
-  /** Re-sends the intended locations of shards a failed cut-over left uncertain, once their node answers. */
-  private reconcileDirty(nodeId: string): void {
-    for (const shardId of [...this.dirty]) {
-      const shard = this.shards.get(shardId);
-      if (!shard) {
-        this.dirty.delete(shardId);
-        continue;
+  private unsettle(shardId: string, pending: Set<string>, state: Pick<Unsettled, 'attachedAs' | 'generationMayBeOn'>): void {
+    this.unsettled.set(shardId, { pending, ...state, running: false });
+  }
+
+  /** Shards not yet re-synchronised after a failed cut-over, with the nodes they wait for (tests and operators). */
+  unsettledShards(): Record<string, string[]> {
+    return Object.fromEntries([...this.unsettled].sort(([a], [b]) => byId(a, b)).map(([id, u]) => [id, [...u.pending].sort(byNodeId)]));
+  }
+
+  /** A node answered a heartbeat: re-synchronise the shards waiting for it. */
+  private resyncFor(nodeId: string): void {
+    for (const [shardId, u] of this.unsettled) {
+      if (u.pending.has(nodeId)) void this.resync(shardId);
+    }
+  }
+
+  /**
+   * Re-sends the intended locations of an unsettled shard: `Secondary` to the pending
+   * secondaries that answer, then the attached node `AttachedSingle` — or `AttachedMulti`
+   * while another node is still unconfirmed — with a generation no other node may hold
+   * (a new one, persisted first, when the current one may have reached another node).
+   */
+  private async resync(shardId: string): Promise<void> {
+    const u = this.unsettled.get(shardId);
+    const shard = this.shards.get(shardId);
+    if (!u || !shard || u.running || this.closed || this.migrations.has(shardId)) return;
+    u.running = true;
+    try {
+      const attachedId = shard.attachedNodeId;
+      for (const nodeId of [...u.pending].filter((n) => n !== attachedId).sort(byNodeId)) {
+        const node = this.nodes.get(nodeId);
+        if (!node || node.availability === 'OFFLINE') continue;
+        try {
+          await this.putLocation(node, shard, 'Secondary', null);
+          u.pending.delete(nodeId);
+          if (u.generationMayBeOn === nodeId) u.generationMayBeOn = null;
+        } catch {
+          // still pending: tried again after its next good heartbeat
+        }
       }
-      if (shard.attachedNodeId !== nodeId || this.migrations.has(shardId)) continue;
-      this.dirty.delete(shardId);
-      const node = this.nodes.get(nodeId)!;
-      this.putLocation(node, shard, 'AttachedSingle', shard.generation).then(
-        () => this.config.log.info({ shard: shardId, node: nodeId }, `shard ${shardId} re-attached to node ${nodeId} (generation ${shard.generation}) by reconciliation`),
-        () => this.dirty.add(shardId),
-      );
+      const attached = this.nodes.get(attachedId);
+      const others = [...u.pending].some((n) => n !== attachedId);
+      const mode: LocationConfigMode = others ? 'AttachedMulti' : 'AttachedSingle';
+      if (attached && attached.availability !== 'OFFLINE' && u.pending.has(attachedId) && !(others && u.attachedAs === 'AttachedMulti') && !this.closed) {
+        if (u.generationMayBeOn !== null && u.generationMayBeOn !== attachedId) {
+          shard.generation += 1;
+          this.persist();
+        }
+        u.generationMayBeOn = attachedId;
+        try {
+          await this.putLocation(attached, shard, mode, shard.generation);
+          u.attachedAs = mode;
+          if (mode === 'AttachedSingle') u.pending.delete(attachedId);
+          this.config.log.info({ shard: shardId, node: attachedId }, `shard ${shardId} re-attached to node ${attachedId} (${mode}, generation ${shard.generation}) by re-synchronisation`);
+        } catch {
+          // still pending
+        }
+      }
+      if (!u.pending.size && this.unsettled.get(shardId) === u) {
+        this.unsettled.delete(shardId);
+        this.config.log.info({ shard: shardId }, `shard ${shardId} re-synchronised: node ${attachedId} AttachedSingle (generation ${shard.generation})`);
+      }
+    } finally {
+      u.running = false;
     }
   }
 
@@ -473,11 +549,12 @@ export class PageserverBackend implements ClusterBackend {
    * Neon's live migration (storage controller `Reconciler::live_migrate`): origin
    * AttachedStale → destination secondary downloads (bounded wait) → new generation,
    * persisted → destination AttachedMulti → origin Secondary {warm} → destination
-   * AttachedSingle. A step failing after its retries rolls the shard back to the origin
-   * (re-attached AttachedSingle with a new generation) or, if the origin cannot take it,
-   * forward to the destination; the rejection says which.
+   * AttachedSingle. Requests answered 5xx or timing out are retried; the result's note
+   * names those that needed it. A step failing after its retries rolls the shard back to
+   * the origin (rejected: "rolled back to node N") or, if the origin cannot take it,
+   * forward to the destination (resolved: the note says "rolled forward"); see `recover`.
    */
-  async cutOverShard(id: string, options: { fromNodeId: string; toNodeId: string }): Promise<void> {
+  async cutOverShard(id: string, options: { fromNodeId: string; toNodeId: string }): Promise<CutOverResult | void> {
     this.assertOpen();
     const { fromNodeId, toNodeId } = options;
     const shard = this.shards.get(id);
@@ -494,6 +571,14 @@ export class PageserverBackend implements ClusterBackend {
     if (!shard.secondaryNodeIds.includes(toNodeId)) {
       throw new BackendError('Conflict', `shard ${id} has no secondary on node ${toNodeId}`, { kind: 'shard', id });
     }
+    const unsettled = this.unsettled.get(id);
+    if (unsettled) {
+      throw new BackendError(
+        'Conflict',
+        `shard ${id} is being re-synchronised after a failed cut-over: waiting for node(s) ${[...unsettled.pending].sort(byNodeId).join(', ')} to take their locations`,
+        { kind: 'shard', id },
+      );
+    }
     const from = this.nodes.get(fromNodeId);
     const to = this.nodes.get(toNodeId);
     if (!from) throw notFound('node', fromNodeId);
@@ -501,79 +586,149 @@ export class PageserverBackend implements ClusterBackend {
     for (const n of [to, from]) {
       if (n.availability === 'OFFLINE') throw new BackendError('Unavailable', `pageserver ${n.nodeId} is OFFLINE`, { kind: 'node', id: n.nodeId });
     }
-    const migration: Migration = { from: fromNodeId, to: toNodeId, phase: 'prepare', superseded: false, promise: Promise.resolve() };
+    const migration: Migration = { from: fromNodeId, to: toNodeId, phase: 'prepare', superseded: false, promise: Promise.resolve({}) };
     this.migrations.set(id, migration);
     migration.promise = this.migrate(shard, from, to, migration).finally(() => this.migrations.delete(id));
     return migration.promise;
   }
 
-  private async migrate(shard: ShardIntent, from: NodeRuntime, to: NodeRuntime, m: Migration): Promise<void> {
+  private async migrate(shard: ShardIntent, from: NodeRuntime, to: NodeRuntime, m: Migration): Promise<CutOverResult> {
     const id = shard.id;
-    let retries = 0;
-    let destMayBeAttached = false;
+    const retried: string[] = [];
+    const progress: CutOverProgress = { dest: 'no', originSecondary: false };
     const put = async (node: NodeRuntime, mode: LocationConfigMode, generation: number | null) => {
-      retries += (await this.putLocation(node, shard, mode, generation)) - 1;
+      const r = await this.putLocation(node, shard, mode, generation);
+      if (r.attempts > 1) retried.push(`PUT location_config ${mode} on node ${node.nodeId} took ${r.attempts} attempts (${r.failures.join(', ')})`);
     };
     try {
       await put(from, 'AttachedStale', shard.generation);
-      await this.waitForDownload(to, id);
+      await this.waitForDownload(to, id, (r) => retried.push(`POST secondary/download on node ${to.nodeId} took ${r.attempts} attempts (${r.failures.join(', ')})`));
       if (m.superseded) throw new Superseded();
       shard.generation += 1;
       this.persist();
       m.phase = 'committed';
       const generation = shard.generation;
-      destMayBeAttached = true;
+      progress.dest = 'maybe';
       await put(to, 'AttachedMulti', generation);
+      progress.dest = 'yes';
       await put(from, 'Secondary', null);
+      progress.originSecondary = true;
       await put(to, 'AttachedSingle', generation);
       this.setRoles(shard, to.nodeId, from.nodeId);
-      const retried = retries ? ` after ${retries} retried request(s)` : '';
-      this.config.log.info({ shard: id, node: to.nodeId, from: from.nodeId, generation, retries }, `shard ${id} cut over from node ${from.nodeId} to node ${to.nodeId} (generation ${generation})${retried}`);
+      const note = retried.length ? `retried: ${retried.join('; ')}` : undefined;
+      this.config.log.info({ shard: id, node: to.nodeId, from: from.nodeId, generation }, `shard ${id} cut over from node ${from.nodeId} to node ${to.nodeId} (generation ${generation})${note ? `; ${note}` : ''}`);
+      return note ? { note } : {};
     } catch (e) {
       if (e instanceof Superseded || m.superseded) {
         throw new BackendError('Conflict', `cut-over of shard ${id} abandoned: node ${from.nodeId} re-attached during it and keeps the shard (generation ${shard.generation})`, { kind: 'shard', id });
       }
       if (this.closed) throw new BackendError('Unavailable', `cut-over of shard ${id} interrupted: the backend is closed`, { kind: 'shard', id });
-      await this.rollback(shard, from, to, destMayBeAttached, e);
+      // A request the destination refused outright (an error status) did not attach it.
+      if (progress.dest === 'maybe' && refused(e)) progress.dest = 'no';
+      return this.recover(shard, from, to, progress, e, retried);
     }
   }
 
-  private async rollback(shard: ShardIntent, from: NodeRuntime, to: NodeRuntime, destMayBeAttached: boolean, cause: unknown): Promise<never> {
+  /**
+   * After a failed cut-over step, leave exactly one node in charge of the shard:
+   *
+   * 1. if the destination may be attached, set it back to `Secondary`;
+   * 2. if it is known not to be attached: **roll back** — a new generation, persisted, and
+   *    the origin `AttachedSingle` (rejects "…; rolled back to node N …");
+   * 3. if it holds the new generation attached and refused to be set back: **roll forward**
+   *    — it keeps the shard (it is the only location with the newest generation);
+   * 4. if the origin refuses too: **roll forward** — a new generation and the destination
+   *    attached (resolves, the note says "rolled forward");
+   * 5. if both refuse: Unavailable; the shard stays assigned to the origin and is re-sent
+   *    when the nodes answer heartbeats again (`resync`).
+   *
+   * A location is attached `AttachedSingle` only while no other node may hold an attached
+   * one we could not confirm gone (a timed-out request may have been applied); otherwise
+   * `AttachedMulti`, and `resync` makes it `AttachedSingle` once the other node answers.
+   */
+  private async recover(shard: ShardIntent, from: NodeRuntime, to: NodeRuntime, progress: CutOverProgress, cause: unknown, retried: string[]): Promise<CutOverResult> {
     const id = shard.id;
-    const why = `cut-over of shard ${id} from node ${from.nodeId} to node ${to.nodeId} failed: ${describe(cause)}`;
+    const why = `cut-over of shard ${id} from node ${from.nodeId} to node ${to.nodeId} failed: ${describeFailure(cause)}`;
     const code = isBackendError(cause) ? cause.code : 'Transient';
-    if (destMayBeAttached) {
-      await this.putLocation(to, shard, 'Secondary', null).catch((e: unknown) =>
-        this.config.log.warn({ shard: id, node: to.nodeId, err: e }, `could not set node ${to.nodeId} back to Secondary for shard ${id}`),
-      );
+    const retriedNote = retried.length ? `; retried: ${retried.join('; ')}` : '';
+    const committed = shard.generation;
+    let dest = progress.dest;
+    let demoteError: unknown = null;
+    if (dest !== 'no') {
+      try {
+        await this.putLocation(to, shard, 'Secondary', null);
+        dest = 'no';
+      } catch (e) {
+        demoteError = e;
+        if (!refused(e)) dest = 'maybe';
+        this.config.log.warn({ shard: id, node: to.nodeId, err: e }, `could not set node ${to.nodeId} back to Secondary for shard ${id}`);
+      }
     }
+
+    if (dest === 'yes') {
+      // The destination holds the newest generation attached and refused to give it up: it keeps the shard.
+      const pending = new Set([to.nodeId]);
+      if (!progress.originSecondary) {
+        await this.putLocation(from, shard, 'Secondary', null).catch(() => pending.add(from.nodeId));
+      }
+      this.setRoles(shard, to.nodeId, from.nodeId);
+      this.unsettle(id, pending, { attachedAs: 'AttachedMulti', generationMayBeOn: to.nodeId });
+      this.config.log.warn({ shard: id, node: to.nodeId }, `shard ${id} rolled forward to node ${to.nodeId}`);
+      return {
+        note: `rolled forward: ${why}; node ${to.nodeId} refused to be set back to Secondary (${describeFailure(demoteError)}) and keeps the shard AttachedMulti with generation ${committed}; it is made AttachedSingle when it answers${retriedNote}`,
+      };
+    }
+
+    // Roll back: the origin, AttachedMulti while the destination may still be attached.
+    const backMode: LocationConfigMode = dest === 'maybe' ? 'AttachedMulti' : 'AttachedSingle';
     shard.generation += 1;
     this.persist();
     const back = shard.generation;
+    let originError: unknown = null;
     try {
-      await this.putLocation(from, shard, 'AttachedSingle', back);
-    } catch (originError) {
-      // The origin cannot take the shard back: attach the destination instead (roll forward).
-      shard.generation += 1;
-      this.persist();
-      const forward = shard.generation;
-      try {
-        await this.putLocation(to, shard, 'AttachedSingle', forward);
-      } catch (destError) {
-        this.dirty.add(id);
-        this.config.log.warn({ shard: id, err: destError }, `shard ${id}: neither node ${from.nodeId} nor node ${to.nodeId} took the attachment`);
-        throw new BackendError(
-          'Unavailable',
-          `${why}; rollback to node ${from.nodeId} failed (${describe(originError)}) and so did rolling forward to node ${to.nodeId} (${describe(destError)}); the shard stays assigned to node ${from.nodeId} (generation ${shard.generation}) and is re-attached when it answers`,
-          { kind: 'shard', id },
-        );
-      }
-      this.setRoles(shard, to.nodeId, from.nodeId);
-      this.config.log.warn({ shard: id, node: to.nodeId }, `shard ${id} rolled forward to node ${to.nodeId}`);
-      throw new BackendError('Transient', `${why}; rollback to node ${from.nodeId} failed (${describe(originError)}); rolled forward: attached to node ${to.nodeId} with generation ${forward}`, { kind: 'shard', id });
+      await this.putLocation(from, shard, backMode, back);
+    } catch (e) {
+      originError = e;
     }
-    this.config.log.warn({ shard: id, node: from.nodeId, generation: back }, `shard ${id} rolled back to node ${from.nodeId}`);
-    throw new BackendError(code === 'NotFound' ? 'Conflict' : code, `${why}; rolled back: re-attached to node ${from.nodeId} with generation ${back}`, { kind: 'shard', id });
+    if (originError === null) {
+      this.config.log.warn({ shard: id, node: from.nodeId, generation: back }, `shard ${id} rolled back to node ${from.nodeId}`);
+      let tail = '';
+      if (backMode === 'AttachedMulti') {
+        this.unsettle(id, new Set([to.nodeId, from.nodeId]), { attachedAs: 'AttachedMulti', generationMayBeOn: from.nodeId });
+        tail = `; node ${to.nodeId} did not confirm it is no longer attached (${describeFailure(demoteError)}): it is set Secondary, and node ${from.nodeId} AttachedSingle, when it answers`;
+      }
+      throw new BackendError(code === 'NotFound' ? 'Conflict' : code, `${why}; rolled back to node ${from.nodeId}: re-attached ${backMode} with generation ${back}${tail}${retriedNote}`, { kind: 'shard', id });
+    }
+
+    // Roll forward: the destination, AttachedMulti while the origin may have taken the shard after all.
+    const originMayBeAttached = !refused(originError);
+    const forwardMode: LocationConfigMode = originMayBeAttached ? 'AttachedMulti' : 'AttachedSingle';
+    shard.generation += 1;
+    this.persist();
+    const forward = shard.generation;
+    try {
+      await this.putLocation(to, shard, forwardMode, forward);
+    } catch (destError) {
+      const pending = new Set([from.nodeId]);
+      if (dest === 'maybe' || !refused(destError)) pending.add(to.nodeId);
+      this.unsettle(id, pending, { attachedAs: null, generationMayBeOn: refused(destError) ? null : to.nodeId });
+      this.config.log.warn({ shard: id, err: destError }, `shard ${id}: neither node ${from.nodeId} nor node ${to.nodeId} took the attachment`);
+      throw new BackendError(
+        'Unavailable',
+        `${why}; not rolled back: node ${from.nodeId} refused the shard (${describeFailure(originError)}); not rolled forward: node ${to.nodeId} refused it too (${describeFailure(destError)}); the shard stays assigned to node ${from.nodeId} (generation ${shard.generation} or newer) and is re-attached when the nodes answer again${retriedNote}`,
+        { kind: 'shard', id },
+      );
+    }
+    this.setRoles(shard, to.nodeId, from.nodeId);
+    const pending = new Set<string>();
+    // The origin is left AttachedStale (or unknown): it is set Secondary when it answers.
+    if (!progress.originSecondary || originMayBeAttached) pending.add(from.nodeId);
+    if (forwardMode === 'AttachedMulti') pending.add(to.nodeId);
+    if (pending.size) this.unsettle(id, pending, { attachedAs: forwardMode, generationMayBeOn: to.nodeId });
+    this.config.log.warn({ shard: id, node: to.nodeId }, `shard ${id} rolled forward to node ${to.nodeId}`);
+    return {
+      note: `rolled forward: ${why}; rollback to node ${from.nodeId} failed (${describeFailure(originError)}); node ${to.nodeId} attached ${forwardMode} with generation ${forward}${retriedNote}`,
+    };
   }
 
   private setRoles(shard: ShardIntent, attached: string, secondary: string): void {
@@ -583,8 +738,8 @@ export class PageserverBackend implements ClusterBackend {
     this.emit({ type: 'shardChanged', shard: this.toShard(shard) });
   }
 
-  /** One location change; resolves with the number of attempts it took. */
-  private async putLocation(node: NodeRuntime, shard: ShardIntent, mode: LocationConfigMode, generation: number | null): Promise<number> {
+  /** One location change; resolves with the attempts it took and why earlier ones failed. */
+  private async putLocation(node: NodeRuntime, shard: ShardIntent, mode: LocationConfigMode, generation: number | null): Promise<{ attempts: number; failures: string[] }> {
     const body: LocationConfig = {
       mode,
       generation,
@@ -594,21 +749,22 @@ export class PageserverBackend implements ClusterBackend {
       shard_stripe_size: shard.stripeSize,
       tenant_conf: {},
     };
-    const { attempts } = await this.http.request(node, 'PUT', `/v1/tenant/${shard.id}/location_config`, { body, check: checkLocationConfigResponse });
-    return attempts;
+    const { attempts, failures } = await this.http.request(node, 'PUT', `/v1/tenant/${shard.id}/location_config`, { body, check: checkLocationConfigResponse });
+    return { attempts, failures };
   }
 
   /** `POST …/secondary/download?wait_ms=`: 200 = done, 202 = not yet; bounded by `downloadWaitMs`. */
-  private async waitForDownload(node: NodeRuntime, shardId: string): Promise<void> {
+  private async waitForDownload(node: NodeRuntime, shardId: string, onRetried: (r: { attempts: number; failures: string[] }) => void): Promise<void> {
     const { clock, downloadWaitMs, requestTimeoutMs } = this.config;
     const deadline = clock.now() + downloadWaitMs;
     for (;;) {
       const left = Math.max(0, deadline - clock.now());
-      const { status, json } = await this.http.request<SecondaryProgress>(node, 'POST', `/v1/tenant/${shardId}/secondary/download?wait_ms=${left}`, {
+      const { status, json, attempts, failures } = await this.http.request<SecondaryProgress>(node, 'POST', `/v1/tenant/${shardId}/secondary/download?wait_ms=${left}`, {
         okStatuses: [200, 202],
         check: checkSecondaryProgress,
         timeoutMs: requestTimeoutMs + left,
       });
+      if (attempts > 1) onRetried({ attempts, failures });
       if (status === 200) return;
       if (clock.now() >= deadline) {
         throw new BackendError(
@@ -632,6 +788,7 @@ export class PageserverBackend implements ClusterBackend {
     const tenants: ReAttachResponse['tenants'] = [];
     for (const shard of [...this.shards.values()].sort((a, b) => byId(a.id, b.id))) {
       const m = this.migrations.get(shard.id);
+      const u = this.unsettled.get(shard.id);
       if (shard.attachedNodeId === nodeId) {
         if (m?.phase === 'committed') {
           // The new generation is already the destination's: the migration decides where the shard ends.
@@ -639,11 +796,24 @@ export class PageserverBackend implements ClusterBackend {
         } else {
           shard.generation += 1;
           if (m) m.superseded = true;
-          tenants.push({ id: shard.id, gen: shard.generation, mode: 'AttachedSingle' });
+          // While another node of an unsettled shard is unconfirmed, AttachedMulti (resync upgrades it).
+          const others = u ? [...u.pending].some((n) => n !== nodeId) : false;
+          const mode: LocationConfigMode = others ? 'AttachedMulti' : 'AttachedSingle';
+          if (u) {
+            u.attachedAs = mode;
+            u.generationMayBeOn = nodeId;
+            if (!others) u.pending.delete(nodeId);
+          }
+          tenants.push({ id: shard.id, gen: shard.generation, mode });
         }
       } else if (shard.secondaryNodeIds.includes(nodeId)) {
         tenants.push({ id: shard.id, gen: null, mode: 'Secondary' });
+        if (u) {
+          u.pending.delete(nodeId);
+          if (u.generationMayBeOn === nodeId) u.generationMayBeOn = null;
+        }
       }
+      if (u && !u.pending.size) this.unsettled.delete(shard.id);
     }
     this.persist();
     const now = this.config.clock.now();

@@ -23,9 +23,20 @@ export class PageserverRequestError extends BackendError {
     readonly endpoint: string,
     /** The HTTP status, or null for a timeout / connection error. */
     readonly status: number | null,
-    detail: string,
+    readonly detail: string,
   ) {
     super(code, `pageserver ${nodeId}: ${endpoint} ${status === null ? 'failed' : `answered ${status}`}: ${detail}`, { kind: 'node', id: nodeId });
+  }
+
+  /** How many attempts were made before giving up (set by `PageserverHttp.request`). */
+  attempts = 1;
+
+  /**
+   * The pageserver answered with an error status: it refused the request and changed
+   * nothing. A timeout or connection error leaves it unknown whether the request was applied.
+   */
+  get answered(): boolean {
+    return this.status !== null;
   }
 
   /** 5xx, timeouts and connection errors may succeed when tried again. */
@@ -55,6 +66,8 @@ export interface HttpResult<T> {
   json: T;
   /** How many attempts it took (1 = first try). */
   attempts: number;
+  /** Why each earlier attempt failed, e.g. `answered 503`, `timed out after 300 ms`. */
+  failures: string[];
 }
 
 export interface PageserverHttpConfig {
@@ -93,14 +106,17 @@ export class PageserverHttp {
   async request<T>(target: HttpTarget, method: string, path: string, options: RequestOptions = {}): Promise<HttpResult<T>> {
     const attempts = options.attempts ?? this.config.attempts;
     const endpoint = `${method} ${path.split('?')[0]}`;
+    const failures: string[] = [];
     for (let attempt = 1; ; attempt++) {
       if (this.closed) throw new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, 'the pageserver backend is closed');
       try {
         const result = await this.once<T>(target, method, path, endpoint, options);
-        return { ...result, attempts: attempt };
+        return { ...result, attempts: attempt, failures };
       } catch (e) {
         const retryable = e instanceof PageserverRequestError && e.retryableRequest;
+        if (e instanceof PageserverRequestError) e.attempts = attempt;
         if (!retryable || attempt >= attempts) throw e;
+        failures.push(e.status === null ? e.detail : `answered ${e.status}`);
         await this.config.clock.sleep(this.config.backoffMs * 2 ** (attempt - 1));
       }
     }

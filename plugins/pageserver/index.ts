@@ -34,7 +34,7 @@ export async function createPageserverBackend(options: PageserverOptions, contex
     log: context.log,
     onListenerError: context.onListenerError ?? ((e) => context.log.warn({ err: e }, 'a cluster event listener threw')),
   });
-  const upcalls = new UpcallServer(backend);
+  const upcalls = new UpcallServer(backend, { token: options.upcall.token });
   try {
     await upcalls.listen(options.upcall.port, options.upcall.host);
     backend.attachUpcalls(upcalls);

@@ -34,9 +34,17 @@ export const pageserverOptionsSchema = z
       .default({ attempts: 3, backoffMs: 200 }),
     /** Where shard placement and generations are persisted; relative to the config file's directory. */
     stateFile: z.string().min(1).default('pageserver-state.json'),
-    /** The controller's own listener for the pageservers' upcalls (`/upcall/v1/re-attach`, `/upcall/v1/validate`). */
+    /**
+     * The controller's own listener for the pageservers' upcalls (`/upcall/v1/re-attach`,
+     * `/upcall/v1/validate`). With `token`, an upcall must carry `Authorization: Bearer <token>`
+     * (the pageservers' `control_plane_api_token`); others get 401.
+     */
     upcall: z
-      .object({ host: z.string().min(1).default('127.0.0.1'), port: z.number().int().min(0).max(65535).default(0) })
+      .object({
+        host: z.string().min(1).default('127.0.0.1'),
+        port: z.number().int().min(0).max(65535).default(0),
+        token: z.string().min(1).optional(),
+      })
       .strict()
       .default({ host: '127.0.0.1', port: 0 }),
   })

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isObject } from './http-client.ts';
@@ -9,6 +10,8 @@ export interface UpcallHandlers {
 }
 
 const MAX_BODY = 1024 * 1024;
+
+const digest = (token: string) => createHash('sha256').update(token, 'utf8').digest();
 
 function send(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' });
@@ -35,8 +38,26 @@ export class UpcallServer {
   private readonly server: Server;
   url = '';
 
-  constructor(private readonly handlers: UpcallHandlers) {
+  private readonly tokenDigest: Buffer | null;
+
+  /** With `token`, every upcall must carry `Authorization: Bearer <token>` (Neon's `control_plane_api_token`). */
+  constructor(
+    private readonly handlers: UpcallHandlers,
+    options: { token?: string } = {},
+  ) {
+    this.tokenDigest = options.token ? digest(options.token) : null;
     this.server = createServer((req, res) => void this.handle(req, res));
+  }
+
+  /** Null when the request may pass, else why not. */
+  private refusal(req: IncomingMessage): string | null {
+    if (!this.tokenDigest) return null;
+    const header = req.headers.authorization;
+    if (!header) return 'missing Authorization header: upcalls need "Authorization: Bearer <control_plane_api_token>"';
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!m) return 'malformed Authorization header: expected "Bearer <token>"';
+    // Digests of equal length: the comparison takes the same time whatever the token's length.
+    return timingSafeEqual(digest(m[1]!), this.tokenDigest) ? null : 'invalid token in the Authorization header';
   }
 
   async listen(port: number, host: string): Promise<string> {
@@ -64,6 +85,11 @@ export class UpcallServer {
     const path = (req.url ?? '/').split('?')[0];
     const route = path === '/upcall/v1/re-attach' ? 'reAttach' : path === '/upcall/v1/validate' ? 'validate' : null;
     if (!route) return send(res, 404, { msg: `no upcall at ${path}` });
+    const refusal = this.refusal(req);
+    if (refusal) {
+      req.resume();
+      return send(res, 401, { msg: `Unauthorized: ${refusal}` });
+    }
     if (req.method !== 'POST') return send(res, 405, { msg: `${path} takes POST` });
     let body: unknown;
     try {

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ClusterEvent } from '../../../src/cluster/types.ts';
 import { pageserverOptionsSchema } from '../../../plugins/pageserver/index.ts';
+import { SafetyChecker } from '../../support/pageserver-sim/safety.ts';
 import { closeAfterEach, shardIdOf, startSimCluster, waitFor, type SimCluster, type SimShardSpec } from '../../support/pageserver-sim/cluster.ts';
 
 let c: SimCluster | undefined;
@@ -53,6 +54,52 @@ describe('upcalls', () => {
   });
 });
 
+describe('upcall auth (upcall.token, Neon\'s control_plane_api_token)', () => {
+  const TOKEN = 'upcall-s3cret';
+  const withAuth = async (url: string, body: unknown, authorization?: string) => {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (authorization !== undefined) headers.authorization = authorization;
+    const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
+    return { status: res.status, json: (await res.json()) as any };
+  };
+
+  it('with a token: upcalls without it, or with another, get 401 with a message and change nothing; the simulators send it', async () => {
+    c = clusters.use(await startSimCluster({ nodes: [{ id: 1 }, { id: 2 }, { id: 3 }], shards: [A, B] }));
+    const backend = await c.startController({ upcall: { host: '127.0.0.1', port: 0, token: TOKEN } });
+    const reAttach = `${backend.upcallUrl}/upcall/v1/re-attach`;
+    expect(await withAuth(reAttach, { node_id: 1 })).toEqual({
+      status: 401,
+      json: { msg: 'Unauthorized: missing Authorization header: upcalls need "Authorization: Bearer <control_plane_api_token>"' },
+    });
+    expect(await withAuth(reAttach, { node_id: 1 }, 'Bearer wrong')).toEqual({ status: 401, json: { msg: 'Unauthorized: invalid token in the Authorization header' } });
+    expect(await withAuth(reAttach, { node_id: 1 }, TOKEN)).toEqual({ status: 401, json: { msg: 'Unauthorized: malformed Authorization header: expected "Bearer <token>"' } });
+    expect((await withAuth(`${backend.upcallUrl}/upcall/v1/validate`, { tenants: [] })).status).toBe(401);
+    expect(backend.generationOf(shardIdOf(A))).toBe(3);
+    // A pageserver configured with the token (the simulators send controllerToken).
+    expect(c.sim(1).controllerToken).toBe(TOKEN);
+    await c.sim(1).restart();
+    expect(c.view()[shardIdOf(A)]).toEqual({ '1': 'AttachedSingle@4', '2': 'Secondary@-' });
+    const valid = await withAuth(`${backend.upcallUrl}/upcall/v1/validate`, { tenants: [{ id: shardIdOf(A), gen: 4 }] }, `Bearer ${TOKEN}`);
+    expect(valid).toEqual({ status: 200, json: { tenants: [{ id: shardIdOf(A), valid: true }] } });
+    // A pageserver without it is refused.
+    c.sim(2).controllerToken = undefined;
+    await expect(c.sim(2).restart()).rejects.toThrow(/re-attach of node 2 answered 401: .*missing Authorization header/);
+  });
+
+  it('without a token: upcalls need no Authorization header', async () => {
+    const backend = await setUp();
+    expect(c!.sim(1).controllerToken).toBeUndefined();
+    expect((await withAuth(`${backend.upcallUrl}/upcall/v1/validate`, { tenants: [] })).status).toBe(200);
+    expect((await withAuth(`${backend.upcallUrl}/upcall/v1/validate`, { tenants: [] }, 'Bearer anything')).status).toBe(200);
+  });
+
+  it('the option is validated', () => {
+    const base = { pageservers: [{ id: 1, url: 'http://a:9898', availabilityZone: 'z' }] };
+    expect(pageserverOptionsSchema.parse({ ...base, upcall: { token: 't' } }).upcall).toEqual({ host: '127.0.0.1', port: 0, token: 't' });
+    expect(pageserverOptionsSchema.safeParse({ ...base, upcall: { token: '' } }).success).toBe(false);
+  });
+});
+
 describe('heartbeats', () => {
   it('a pageserver that stops answering goes OFFLINE, and ACTIVE again when it answers', async () => {
     const backend = await setUp();
@@ -97,5 +144,29 @@ describe('discovery', () => {
     expect(backend.discoveryReport.unreachable).toEqual(['3']);
     expect((await backend.getNode('3'))?.availability).toBe('OFFLINE');
     c.sim(3).resume();
+  });
+});
+
+describe('the simulators\' safety checker', () => {
+  it('flags two AttachedSingle, an attached location below an issued generation, and a shard left with no attached location', () => {
+    const safety = new SafetyChecker();
+    safety.issue('s', 1);
+    safety.record('1', 's', { mode: 'AttachedSingle', generation: 1 });
+    safety.record('2', 's', { mode: 'Secondary', generation: null });
+    expect(safety.violations).toEqual([]);
+    safety.record('1', 's', { mode: 'AttachedStale', generation: 1 });
+    safety.issue('s', 2);
+    safety.record('2', 's', { mode: 'AttachedMulti', generation: 2 });
+    safety.record('1', 's', { mode: 'Secondary', generation: null });
+    expect(safety.violations).toEqual([]);
+    safety.record('2', 's', { mode: 'Secondary', generation: null });
+    safety.record('1', 's', { mode: 'AttachedSingle', generation: 1 });
+    safety.record('2', 's', { mode: 'AttachedSingle', generation: 2 });
+    expect(safety.violations).toEqual([
+      'shard s: no attached location left ({"1":{"mode":"Secondary","generation":null},"2":{"mode":"Secondary","generation":null}})',
+      'shard s: node 1 is AttachedSingle with generation 1 but 2 was issued',
+      'shard s: AttachedSingle on nodes 1 and 2 at once',
+      'shard s: node 1 is AttachedSingle with generation 1 but 2 was issued',
+    ]);
   });
 });

@@ -118,7 +118,10 @@ export async function startSimCluster(spec: SimClusterSpec): Promise<SimCluster>
         ...extra,
       });
       const controller = await createPageserverBackend(options, { configDir: dir, log: createLogger('silent'), clock: systemClock });
-      for (const sim of sims.values()) sim.controllerUrl = controller.upcallUrl;
+      for (const sim of sims.values()) {
+        sim.controllerUrl = controller.upcallUrl;
+        sim.controllerToken = options.upcall.token;
+      }
       cluster.controller = controller;
       return controller;
     },

@@ -5,7 +5,8 @@
  * - two locations of a shard in AttachedSingle at the same instant;
  * - an attached location (AttachedSingle / AttachedMulti) with a generation lower than one
  *   already issued for that shard. AttachedStale is excluded: Neon's live migration sets
- *   the origin AttachedStale precisely because a newer generation is about to be issued.
+ *   the origin AttachedStale precisely because a newer generation is about to be issued;
+ * - a shard that had an attached location (any Attached* mode) left with none.
  */
 export interface LocationView {
   mode: string;
@@ -35,8 +36,13 @@ export class SafetyChecker {
     this.check(shardId);
   }
 
+  private readonly everAttached = new Set<string>();
+
   private check(shardId: string): void {
     const byNode = this.locations.get(shardId)!;
+    const attachedAnywhere = [...byNode.values()].some((v) => v.mode.startsWith('Attached'));
+    if (attachedAnywhere) this.everAttached.add(shardId);
+    else if (this.everAttached.has(shardId)) this.violations.push(`shard ${shardId}: no attached location left (${JSON.stringify(Object.fromEntries(byNode))})`);
     const single = [...byNode].filter(([, v]) => v.mode === 'AttachedSingle').map(([n]) => n);
     if (single.length > 1) this.violations.push(`shard ${shardId}: AttachedSingle on nodes ${single.join(' and ')} at once`);
     const issued = this.highestIssued(shardId);

@@ -17,7 +17,8 @@ import { SafetyChecker } from './safety.ts';
  * with one lower than the highest this pageserver has seen for the shard, is 400
  * ("Generation … is less than existing …", as Neon's `upsert_location` answers). Errors use
  * Neon's `{"msg": …}` body. Secondaries download at `downloadBytesPerSecond` (wall clock).
- * `restart()` calls the controller's re-attach upcall and applies its answer.
+ * `restart()` calls the controller's re-attach upcall (with `controllerToken` as bearer
+ * token, like Neon's `control_plane_api_token`) and applies its answer.
  */
 
 export const MODES = ['AttachedSingle', 'AttachedMulti', 'AttachedStale', 'Secondary', 'Detached'] as const;
@@ -40,7 +41,11 @@ interface Location {
   heatmapMtime: string | null;
 }
 
-export type FaultKind = { status: number } | 'timeout' | 'malformed';
+/**
+ * `timeout`: the request is held unanswered and not applied; `lostAnswer`: it is applied,
+ * then held unanswered (the pageserver did it, the caller cannot know).
+ */
+export type FaultKind = { status: number } | 'timeout' | 'lostAnswer' | 'malformed';
 
 export interface Fault {
   method?: string;
@@ -81,6 +86,8 @@ export class PageserverSim {
   url = '';
   /** The controller's upcall base URL (for `restart`). */
   controllerUrl = '';
+  /** Sent as `Authorization: Bearer …` on upcalls, as Neon's `control_plane_api_token`. */
+  controllerToken: string | undefined;
   /** `METHOD /path` of every request received, in order. */
   readonly requests: string[] = [];
   private readonly server: Server;
@@ -88,6 +95,8 @@ export class PageserverSim {
   private readonly highestSeen = new Map<string, number>();
   private readonly faults: Fault[] = [];
   private readonly held = new Set<ServerResponse>();
+  /** Responses whose answer is lost (`lostAnswer`): the request is applied, nothing is sent. */
+  private readonly muted = new WeakSet<ServerResponse>();
   private answering = true;
   /** Bumped by every restart: requests received before it are never applied. */
   private epoch = 0;
@@ -213,7 +222,7 @@ export class PageserverSim {
     if (downMs) await new Promise((r) => setTimeout(r, downMs));
     const res = await fetch(`${this.controllerUrl}/upcall/v1/re-attach`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...(this.controllerToken ? { authorization: `Bearer ${this.controllerToken}` } : {}) },
       body: JSON.stringify({ node_id: this.nodeId }),
     });
     const body = (await res.json()) as { tenants?: { id: string; gen: number | null; mode: Mode }[]; msg?: string };
@@ -304,6 +313,12 @@ export class PageserverSim {
         this.held.add(res);
         return;
       }
+      if (fault.kind === 'lostAnswer') {
+        this.muted.add(res);
+        this.held.add(res);
+        await this.route(method, url, raw, res).catch(() => {});
+        return;
+      }
       if (fault.kind === 'malformed') {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end('{"tenant_shards": [oops');
@@ -322,7 +337,7 @@ export class PageserverSim {
   }
 
   private reply(res: ServerResponse, status: number, body: unknown): void {
-    if (res.writableEnded || res.destroyed) return;
+    if (res.writableEnded || res.destroyed || this.muted.has(res)) return;
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
   }
