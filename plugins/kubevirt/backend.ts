@@ -4,7 +4,7 @@ import { BackendError, notFound } from '../../src/cluster/errors.ts';
 import type { PluginContext } from '../../src/cluster/plugin.ts';
 import type { ClusterEvent, ClusterEventListener, ClusterNode, ClusterShard, ClusterVm, RunStrategy, SecondaryStatus, VmMaintenanceTracking, VmVolume } from '../../src/cluster/types.ts';
 import { Informer } from './informer.ts';
-import { call, mergePatch, RESOURCES, type KubeClients, type Resource } from './kube.ts';
+import { call, mergePatch, RESOURCES, toBackendError, type KubeClients, type Resource } from './kube.ts';
 import {
   HOSTNAME_LABEL,
   MANAGED_BY,
@@ -27,6 +27,14 @@ type Log = PluginContext['log'];
 interface ListResult {
   items: KObject[];
   resourceVersion: string;
+}
+
+/** An action waiting for the watches to show it complete. */
+interface Waiter {
+  /** Re-checks on every watched change. */
+  check(): void;
+  /** The watch connection failed (API server unreachable or 5xx): absent = keep waiting through it. */
+  watchLost?(error: BackendError): void;
 }
 
 const json = (v: unknown) => JSON.stringify(v);
@@ -65,8 +73,7 @@ export class KubevirtBackend implements ClusterBackend {
   private readonly emittedVms = new Map<string, string>();
   /** Volumes (with replica health) as last read per VM; replicas are not watched. */
   private readonly volumeCache = new Map<string, VmVolume[]>();
-  private readonly waiters = new Set<() => void>();
-  private longhornMissingLogged = false;
+  private readonly waiters = new Set<Waiter>();
   private primed = false;
   private closed = false;
 
@@ -86,6 +93,7 @@ export class KubevirtBackend implements ClusterBackend {
         backoffMaxMs: options.watchBackoffMaxMs,
         timeoutSeconds: options.watchTimeoutSeconds,
         onChange,
+        onError: (e) => this.watchFailed(r, e),
         log,
       });
     const scopes = this.namespaces() ?? [undefined];
@@ -104,6 +112,8 @@ export class KubevirtBackend implements ClusterBackend {
     for (const i of this.informers) i.start();
     try {
       await Promise.all(this.informers.map((i) => i.firstSync));
+      // Whether Longhorn is installed is known before the first plan (and re-checked on every VM read).
+      await this.longhornReplicas();
     } catch (e) {
       await this.close();
       throw e;
@@ -196,6 +206,11 @@ export class KubevirtBackend implements ClusterBackend {
     });
   }
 
+  /**
+   * Emits when the mapped node changed: a Ready transition (NotReady → OFFLINE, Ready again →
+   * ACTIVE), a cordon, labels. Heartbeats change nothing mapped and emit nothing. There is no
+   * `nodeReattached`: Kubernetes has no re-attach step (README.md, "No re-attach").
+   */
   private nodeTouched(key: string): void {
     if (this.primed) {
       const node = this.nodeFromCache(key);
@@ -232,14 +247,27 @@ export class KubevirtBackend implements ClusterBackend {
   }
 
   private runWaiters(): void {
-    for (const w of [...this.waiters]) w();
+    for (const w of [...this.waiters]) w.check();
+  }
+
+  /**
+   * A watch could not be (re)established. Actions waiting for the watches cannot see their
+   * outcome until it is back, so those that may be re-issued (idempotent, the engine retries
+   * Unavailable) reject Unavailable now instead of waiting silently: the operation then says
+   * it is retrying. 403/401 (RBAC) keep waiting (to their timeout); the watch logs them.
+   */
+  private watchFailed(r: Resource, e: unknown): void {
+    const error = toBackendError(e, 'watch', r);
+    if (error.code !== 'Unavailable') return;
+    for (const w of [...this.waiters]) w.watchLost?.(error);
   }
 
   /**
    * Waits until `check` (run on every watched change) returns a value other than
    * undefined, or throws; Transient after `timeoutMs`. No polling: the watches drive it.
+   * Unless `throughOutage`, a failed watch connection rejects it Unavailable (see `watchFailed`).
    */
-  private waitFor<T>(what: string, timeoutMs: number, check: () => T | undefined, subject?: { kind: 'node' | 'vm'; id: string }): Promise<T> {
+  private waitFor<T>(what: string, timeoutMs: number, check: () => T | undefined, subject?: { kind: 'node' | 'vm'; id: string }, throughOutage = false): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let cancelTimer = () => {};
       const finish = (fn: () => void) => {
@@ -247,18 +275,24 @@ export class KubevirtBackend implements ClusterBackend {
         cancelTimer();
         fn();
       };
-      const waiter = () => {
-        if (this.closed) return finish(() => reject(new BackendError('Unavailable', `${what}: the backend was closed`, subject)));
-        try {
-          const value = check();
-          if (value !== undefined) finish(() => resolve(value));
-        } catch (e) {
-          finish(() => reject(e));
-        }
+      const waiter: Waiter = {
+        check: () => {
+          if (this.closed) return finish(() => reject(new BackendError('Unavailable', `${what}: the backend was closed`, subject)));
+          try {
+            const value = check();
+            if (value !== undefined) finish(() => resolve(value));
+          } catch (e) {
+            finish(() => reject(e));
+          }
+        },
+        ...(!throughOutage && {
+          watchLost: (error: BackendError) =>
+            finish(() => reject(new BackendError('Unavailable', `${what}: lost the watch on the Kubernetes API server, the outcome is not known yet (${error.message})`, subject))),
+        }),
       };
       this.waiters.add(waiter);
       cancelTimer = this.clock.setTimer(timeoutMs, () => finish(() => reject(new BackendError('Transient', `${what}: not done after ${timeoutMs} ms`, subject))));
-      waiter();
+      waiter.check();
     });
   }
 
@@ -267,7 +301,7 @@ export class KubevirtBackend implements ClusterBackend {
    * that means for the action (a stop is then complete; a migration rejects Transient so
    * that the caller re-reads and finds the VM gone; anything else rejects NotFound).
    */
-  private waitVm(id: string, what: string, timeoutMs: number, done: (vm: ClusterVm) => boolean, gone: 'resolve' | 'transient' | 'notFound' = 'notFound'): Promise<ClusterVm | null> {
+  private waitVm(id: string, what: string, timeoutMs: number, done: (vm: ClusterVm) => boolean, gone: 'resolve' | 'transient' | 'notFound' = 'notFound', throughOutage = false): Promise<ClusterVm | null> {
     return this.waitFor<ClusterVm | null>(
       what,
       timeoutMs,
@@ -280,25 +314,37 @@ export class KubevirtBackend implements ClusterBackend {
         return done(vm) ? vm : undefined;
       },
       vmSubject(id),
+      throughOutage,
     );
   }
 
   // ------------------------------------------------------------------ volumes
 
-  private async volumeSource(namespace?: string): Promise<{ pvc: (ns: string, claim: string) => string | undefined; replicas: ReturnType<typeof replicasByVolume> | null }> {
+  /**
+   * Longhorn's replicas, or null when `replicas.longhorn.io` is not served (404: Longhorn is
+   * not installed). Every call records the answer in `capabilities.replicaHealth`, so the
+   * plan's "LastHealthyReplica (N1) not checked" note follows Longhorn being installed or
+   * removed; other errors (5xx, 403) propagate and leave the capability as it was.
+   */
+  private async longhornReplicas(): Promise<KObject[] | null> {
     let replicas: KObject[] | null;
     try {
       replicas = (await this.listRaw(RESOURCES.replicas, this.options.longhornNamespace)).items;
     } catch (e) {
-      // No Longhorn CRD: the replica rule cannot be checked; volumes report no replicas.
       if (!(e instanceof BackendError && e.code === 'NotFound')) throw e;
-      if (!this.longhornMissingLogged) {
-        this.longhornMissingLogged = true;
-        this.log.info({}, 'kubevirt: replicas.longhorn.io not found; the LastHealthyReplica rule is skipped (volumes report no replicas)');
-      }
       replicas = null;
     }
-    this.capabilities.replicaHealth = replicas !== null;
+    const present = replicas !== null;
+    if (this.capabilities.replicaHealth !== present) {
+      if (present) this.log.info({}, 'kubevirt: replicas.longhorn.io found; the LastHealthyReplica rule is checked');
+      else this.log.info({}, 'kubevirt: replicas.longhorn.io not found; the LastHealthyReplica rule is skipped (volumes report no replicas; plans say so)');
+    }
+    this.capabilities.replicaHealth = present;
+    return replicas;
+  }
+
+  private async volumeSource(namespace?: string): Promise<{ pvc: (ns: string, claim: string) => string | undefined; replicas: ReturnType<typeof replicasByVolume> | null }> {
+    const replicas = await this.longhornReplicas();
     if (replicas === null) return { pvc: () => undefined, replicas: null };
     const pvcs = await this.listScoped(RESOURCES.pvcs, namespace);
     const byClaim = new Map(pvcs.map((p) => [`${p.metadata?.namespace}/${p.metadata?.name}`, p.spec?.volumeName as string | undefined]));
@@ -537,12 +583,15 @@ export class KubevirtBackend implements ClusterBackend {
         return undefined;
       },
       vmSubject(id),
+      // The migration goes on in the cluster without us: its wait outlives an outage (up to
+      // migrationTimeoutMs) and resumes from the watch, so a migration is not failed by one.
+      true,
     );
     if (outcome.failed !== null) {
       const code = /NotLiveMigratable/.test(outcome.failed) ? 'Rejected' : 'Transient';
       throw new BackendError(code, `${what}: migration ${key} failed: ${outcome.failed}`, vmSubject(id));
     }
-    await this.waitVm(id, what, this.options.migrationTimeoutMs, (v) => v.status === 'Running' && v.nodeId !== fromNodeId, 'transient');
+    await this.waitVm(id, what, this.options.migrationTimeoutMs, (v) => v.status === 'Running' && v.nodeId !== fromNodeId, 'transient', true);
   }
 
   async setVmMaintenanceStrategyLabel(id: string, value: string | null): Promise<void> {
@@ -558,7 +607,8 @@ export class KubevirtBackend implements ClusterBackend {
     if (json(trackingOf(raw)) === json(tracking && { nodeName: tracking.nodeName, strategy: tracking.strategy, savedRunStrategy: tracking.savedRunStrategy })) return;
     const { namespace, name } = parseVmId(id)!;
     await this.patchCustom(RESOURCES.vms, namespace, name, { metadata: { annotations: trackingAnnotations(tracking) } }, vmSubject(id));
-    await this.waitVm(id, `record tracking on VM ${id}`, this.options.vmActionTimeoutMs, (v) => json(v.tracking) === json(tracking && { nodeName: tracking.nodeName, strategy: tracking.strategy, savedRunStrategy: tracking.savedRunStrategy }));
+    // Waits through an outage: the write is done, and tracking is recorded as part of a stop, not retried on its own.
+    await this.waitVm(id, `record tracking on VM ${id}`, this.options.vmActionTimeoutMs, (v) => json(v.tracking) === json(tracking && { nodeName: tracking.nodeName, strategy: tracking.strategy, savedRunStrategy: tracking.savedRunStrategy }), 'notFound', true);
   }
 
   // ------------------------------------------------------------------ shards: not served

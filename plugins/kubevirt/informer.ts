@@ -15,6 +15,8 @@ export interface InformerDeps {
   timeoutSeconds: number;
   /** Called after each change of one object (null: deleted). */
   onChange(key: string, object: KObject | null): void;
+  /** Called when a list or (re)connect of the watch fails (not for 410 Gone, which relists); the loop keeps retrying. */
+  onError?(error: unknown): void;
   log: { warn(obj: object, msg?: string): void; info(obj: object, msg?: string): void };
 }
 
@@ -115,6 +117,7 @@ export class Informer {
           continue;
         }
         this.deps.log.warn({ path: this.deps.path, err: e }, `watch of ${this.deps.path} failed; retrying in ${backoff} ms`);
+        this.deps.onError?.(e);
         await this.sleep(backoff);
         backoff = Math.min(backoff * 2, this.deps.backoffMaxMs);
       }

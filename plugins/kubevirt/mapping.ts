@@ -43,6 +43,7 @@ export const START_PREFERENCE_KEY = 'lockkeeper.io/start-on';
 
 const nameOf = (o: KObject) => o.metadata?.name ?? '';
 
+/** The `Ready` condition is `True`; `False` (kubelet not ready), `Unknown` (kubelet silent) or none is not Ready. */
 export function nodeIsReady(node: KObject): boolean {
   return (node.status?.conditions ?? []).some((c: { type?: string; status?: string }) => c.type === 'Ready' && c.status === 'True');
 }
@@ -65,6 +66,7 @@ export function toClusterNode(node: KObject): ClusterNode {
     name: nameOf(node),
     zone: labels[ZONE_LABEL] ?? null,
     roles: rolesOf(labels),
+    // Never WARMING_UP: Kubernetes has no re-attach step (see README.md, "No re-attach").
     availability: nodeIsReady(node) ? 'ACTIVE' : 'OFFLINE',
     cordoned: node.spec?.unschedulable === true,
     labels,

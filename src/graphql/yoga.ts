@@ -2,7 +2,9 @@ import { costLimitPlugin } from '@escape.tech/graphql-armor-cost-limit';
 import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth';
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { GraphQLError, getOperationAST, Kind, type DocumentNode, type SelectionSetNode, type ValidationContext } from 'graphql';
-import { createYoga, isAsyncIterable, type Plugin, type YogaServerInstance } from 'graphql-yoga';
+import { createYoga, isAsyncIterable, maskError, type Plugin, type YogaServerInstance } from 'graphql-yoga';
+import { LockkeeperError } from '../domain/errors.ts';
+import { toTypedError } from './map-backend-error.ts';
 import { csrfRefusal } from '../auth/csrf.ts';
 import { refusalError } from '../auth/graphql-errors.ts';
 import { AuthRefusal, AuthService, type Identity } from '../auth/service.ts';
@@ -189,6 +191,21 @@ function useCsrfPrevention(allowedOrigins: readonly string[]): Plugin {
 }
 
 /**
+ * Unexpected faults are masked; what the caller can act on is not. A typed error thrown
+ * where a field has no result union, and a backend that is unreachable or overloaded,
+ * come through with their message and a stable `extensions.code` (UNAVAILABLE: try
+ * again later), never with internals.
+ */
+function maskUnlessActionable(error: unknown, message: string, isDev?: boolean): Error {
+  const original = error instanceof GraphQLError ? error.originalError : error;
+  const typed = toTypedError(original);
+  if (error instanceof GraphQLError && typed instanceof LockkeeperError) {
+    return new GraphQLError(typed.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: { code: typed.code } });
+  }
+  return maskError(error, message, isDev);
+}
+
+/**
  * The GraphQL handler shared by HTTP and WebSocket. GraphiQL is rendered from the
  * installed package (assets inlined), so it works on air-gapped clusters.
  */
@@ -202,7 +219,7 @@ export function createGraphQLHandler(services: AppServices, log: Logger, options
     renderGraphiQL,
     graphiql: { title: 'Lockkeeper', subscriptionsProtocol: 'WS' },
     landingPage: false,
-    maskedErrors: true,
+    maskedErrors: { maskError: maskUnlessActionable },
     // yoga's default answers every origin; only the configured ones get CORS headers.
     cors: allowedOrigins.length ? { origin: [...allowedOrigins], credentials: false } : false,
     plugins: [

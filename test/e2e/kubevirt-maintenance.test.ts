@@ -1,6 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { TRACKING_NODE_ANNOTATION, TRACKING_RUN_STRATEGY_ANNOTATION, TRACKING_STRATEGY_ANNOTATION, STRATEGY_LABEL } from '../../plugins/kubevirt/index.ts';
-import type { K8sSim } from '../support/k8s-sim/index.ts';
+import {
+  HOSTNAME_LABEL,
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  START_PREFERENCE_KEY,
+  STRATEGY_LABEL,
+  TRACKING_NODE_ANNOTATION,
+  TRACKING_RUN_STRATEGY_ANNOTATION,
+  TRACKING_STRATEGY_ANNOTATION,
+} from '../../plugins/kubevirt/index.ts';
+import type { K8sObject, K8sSim } from '../support/k8s-sim/index.ts';
 import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/k8s-sim/kubevirt-app.ts';
 
 /** Spec vm-maintenance §9 through GraphQL, with the kubevirt plugin against the API simulator; asserts on the Kubernetes objects. */
@@ -35,6 +44,41 @@ function threeNodes(sim: K8sSim): void {
 const vmObj = (name: string) => t.sim.vm('default', name)!;
 const vmiNode = (name: string) => t.sim.vmi('default', name)?.status?.nodeName ?? null;
 const migrationsOf = (name: string) => t.sim.migrations('default').filter((m) => m.spec?.vmiName === name);
+const TRACKING = [TRACKING_NODE_ANNOTATION, TRACKING_RUN_STRATEGY_ANNOTATION, TRACKING_STRATEGY_ANNOTATION];
+
+/** Every version of each VirtualMachine written from now on (by the plugin or the controller), by name. */
+function recordVmHistory(): Map<string, K8sObject[]> {
+  const history = new Map<string, K8sObject[]>();
+  const vms = t.sim.def('virtualmachines', 'kubevirt.io');
+  t.sim.store.subscribe((e) => {
+    if (e.resource !== vms || e.type === 'DELETED') return;
+    const list = history.get(e.object.metadata.name) ?? [];
+    list.push(structuredClone(e.object));
+    history.set(e.object.metadata.name, list);
+  });
+  return history;
+}
+
+/** No version of the VM ever carried a tracking annotation. */
+function neverTracked(history: Map<string, K8sObject[]>, name: string): void {
+  for (const v of history.get(name) ?? []) for (const a of TRACKING) expect(v.metadata.annotations?.[a], `${name} at resourceVersion ${v.metadata.resourceVersion}`).toBeUndefined();
+}
+
+/** The one VirtualMachineInstanceMigration of the VM: ours, succeeded, aimed at the node its VMI now runs on (off node-1). */
+function expectMigratedOnce(name: string): void {
+  const [m, ...more] = migrationsOf(name);
+  expect(more).toHaveLength(0);
+  expect(m).toBeDefined();
+  expect(m!.metadata.labels?.[MANAGED_BY_LABEL]).toBe(MANAGED_BY);
+  expect(m!.metadata.name.startsWith(`${name}-lockkeeper-`)).toBe(true);
+  expect(m!.status.phase).toBe('Succeeded');
+  const now = vmiNode(name);
+  expect(now).not.toBeNull();
+  expect(now).not.toBe('node-1');
+  expect(m!.spec.addedNodeSelector).toEqual({ [HOSTNAME_LABEL]: now });
+  // Migrated, not restarted: the run strategy was never touched.
+  expect(vmObj(name).spec.runStrategy).toBe('Always');
+}
 
 function seedTwo(strategy: string) {
   return (sim: K8sSim) => {
@@ -47,21 +91,28 @@ function seedTwo(strategy: string) {
 describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernetes API simulator', () => {
   it('1. ShutdownAndRestartAfterDisable: Halted with tracking annotations, control migrated by a VMIM, node cordoned; disable restarts it on node-1', async () => {
     t = await kubevirtApp(seedTwo('ShutdownAndRestartAfterDisable'));
+    const history = recordVmHistory();
     expect((await enable('node-1')).__typename).toBe('Operation');
     await untilPhase('node-1', 'COMPLETED');
     const stopped = vmObj('vm');
     expect(stopped.spec.runStrategy).toBe('Halted');
     expect(t.sim.vmi('default', 'vm')).toBeNull();
+    expect(stopped.metadata.labels?.[STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterDisable');
     expect(stopped.metadata.annotations).toMatchObject({
       [TRACKING_NODE_ANNOTATION]: 'node-1',
       [TRACKING_RUN_STRATEGY_ANNOTATION]: 'Always',
       [TRACKING_STRATEGY_ANNOTATION]: 'ShutdownAndRestartAfterDisable',
     });
-    expect(migrationsOf('control')).toHaveLength(1);
-    expect(migrationsOf('control')[0]!.status.phase).toBe('Succeeded');
+    // T1: the tracking was written before the run strategy went to Halted.
+    const versions = history.get('vm')!;
+    const firstTracked = versions.findIndex((v) => v.metadata.annotations?.[TRACKING_NODE_ANNOTATION] === 'node-1');
+    const firstHalted = versions.findIndex((v) => v.spec.runStrategy === 'Halted');
+    expect(firstTracked).toBeGreaterThanOrEqual(0);
+    expect(firstTracked).toBeLessThan(firstHalted);
+    expectMigratedOnce('control');
     expect(migrationsOf('vm')).toHaveLength(0);
-    expect(vmiNode('control')).not.toBe('node-1');
     expect(t.sim.node('node-1')!.spec.unschedulable).toBe(true);
+    neverTracked(history, 'control');
 
     const result = await disable('node-1');
     expect(result).toMatchObject({ __typename: 'DisableMaintenanceResult', restartedVmIds: ['default/vm'], failures: [], node: { cordoned: false, maintenancePhase: null } });
@@ -69,40 +120,68 @@ describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernete
     const restarted = vmObj('vm');
     expect(restarted.spec.runStrategy).toBe('Always');
     expect(vmiNode('vm')).toBe('node-1');
-    for (const a of [TRACKING_NODE_ANNOTATION, TRACKING_RUN_STRATEGY_ANNOTATION, TRACKING_STRATEGY_ANNOTATION]) expect(restarted.metadata.annotations?.[a]).toBeUndefined();
-    // The start preference used to place it is gone again.
+    for (const a of TRACKING) expect(restarted.metadata.annotations?.[a]).toBeUndefined();
+    expect(restarted.metadata.labels?.[STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterDisable');
+    // The start preference used to place it (annotation and preferred affinity) is gone again.
+    expect(restarted.metadata.annotations?.[START_PREFERENCE_KEY]).toBeUndefined();
     expect(restarted.spec.template.spec.affinity).toBeUndefined();
+    expect(history.get('vm')!.some((v) => v.metadata.annotations?.[START_PREFERENCE_KEY] === 'node-1')).toBe(true);
+    // Restarted, not migrated; the control stays where it went.
+    expect(migrationsOf('vm')).toHaveLength(0);
+    expect(t.sim.migrations('default')).toHaveLength(1);
   });
 
   it('2. ShutdownAndRestartAfterEnable: stopped with tracking, then restarted elsewhere (no migration of it); disable changes nothing', async () => {
     t = await kubevirtApp(seedTwo('ShutdownAndRestartAfterEnable'));
+    const history = recordVmHistory();
     await enable('node-1');
-    await eventually(() => vmObj('vm').spec.runStrategy === 'Halted');
-    expect(vmObj('vm').metadata.annotations?.[TRACKING_STRATEGY_ANNOTATION]).toBe('ShutdownAndRestartAfterEnable');
     await untilPhase('node-1', 'COMPLETED');
+    // On the way: Halted, with the tracking annotations of a stop-and-restart (T1), and no VMI.
+    const halted = history.get('vm')!.find((v) => v.spec.runStrategy === 'Halted');
+    expect(halted?.metadata.annotations).toMatchObject({
+      [TRACKING_NODE_ANNOTATION]: 'node-1',
+      [TRACKING_RUN_STRATEGY_ANNOTATION]: 'Always',
+      [TRACKING_STRATEGY_ANNOTATION]: 'ShutdownAndRestartAfterEnable',
+    });
+    expect(history.get('vm')!.some((v) => v.spec.runStrategy === 'Halted' && v.status?.printableStatus === 'Stopped')).toBe(true);
     const vm = vmObj('vm');
     expect(vm.spec.runStrategy).toBe('Always');
-    expect(vm.metadata.annotations?.[TRACKING_NODE_ANNOTATION]).toBeUndefined();
+    for (const a of TRACKING) expect(vm.metadata.annotations?.[a]).toBeUndefined();
+    expect(vm.metadata.labels?.[STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterEnable');
     const node = vmiNode('vm');
     expect(node).not.toBeNull();
     expect(node).not.toBe('node-1');
     expect(migrationsOf('vm')).toHaveLength(0);
-    expect(migrationsOf('control')).toHaveLength(1);
+    expectMigratedOnce('control');
+    expect(t.sim.node('node-1')!.spec.unschedulable).toBe(true);
+    const before = vmObj('vm').metadata.resourceVersion;
     expect((await disable('node-1')).restartedVmIds).toEqual([]);
     expect(vmiNode('vm')).toBe(node);
+    // Disable wrote nothing to the VM and created no migration.
+    expect(vmObj('vm').metadata.resourceVersion).toBe(before);
+    expect(t.sim.migrations('default')).toHaveLength(1);
+    expect(t.sim.node('node-1')!.spec.unschedulable).toBeUndefined();
   });
 
-  it('3. Shutdown: Halted, no tracking annotations, stays off after disable', async () => {
+  it('3. Shutdown: Halted, no tracking annotations ever, stays off after disable', async () => {
     t = await kubevirtApp(seedTwo('Shutdown'));
+    const history = recordVmHistory();
     await enable('node-1');
     await untilPhase('node-1', 'COMPLETED');
     const vm = vmObj('vm');
     expect(vm.spec.runStrategy).toBe('Halted');
-    expect(vm.metadata.annotations?.[TRACKING_NODE_ANNOTATION]).toBeUndefined();
+    expect(t.sim.vmi('default', 'vm')).toBeNull();
+    expect(vm.metadata.labels?.[STRATEGY_LABEL]).toBe('Shutdown');
+    neverTracked(history, 'vm');
+    expect(migrationsOf('vm')).toHaveLength(0);
+    expectMigratedOnce('control');
+    expect(t.sim.node('node-1')!.spec.unschedulable).toBe(true);
     expect((await disable('node-1')).restartedVmIds).toEqual([]);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(vmObj('vm').spec.runStrategy).toBe('Halted');
     expect(t.sim.vmi('default', 'vm')).toBeNull();
+    neverTracked(history, 'vm');
+    expect(t.sim.node('node-1')!.spec.unschedulable).toBeUndefined();
   });
 
   it('4. force with Longhorn last replicas: both stop without tracking, the migratable one migrates; without force refused naming the unlabelled one', async () => {
@@ -116,35 +195,54 @@ describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernete
       }
       sim.addVm({ name: 'mobile', nodeName: 'node-1' });
     });
+    const history = recordVmHistory();
     const refused = await enable('node-1');
     expect(refused).toMatchObject({ __typename: 'PreconditionFailedError', failedReason: 'NON_MIGRATABLE_VMS' });
     expect(refused.blockers).toEqual([{ id: 'default/unlabelled', reasons: ['LastHealthyReplica (volume unlabelled-disk)'] }]);
+    // Refused: not a single write to the cluster.
     expect(t.sim.node('node-1')!.spec.unschedulable).toBeUndefined();
     expect(t.sim.migrations()).toHaveLength(0);
+    expect(history.size).toBe(0);
 
     expect((await enable('node-1', ', force: true')).__typename).toBe('Operation');
     await untilPhase('node-1', 'COMPLETED');
     for (const name of ['labelled', 'unlabelled']) {
       expect(vmObj(name).spec.runStrategy).toBe('Halted');
-      expect(vmObj(name).metadata.annotations?.[TRACKING_NODE_ANNOTATION]).toBeUndefined();
+      expect(t.sim.vmi('default', name)).toBeNull();
+      neverTracked(history, name);
+      expect(migrationsOf(name)).toHaveLength(0);
     }
-    expect(migrationsOf('mobile')).toHaveLength(1);
-    expect(vmiNode('mobile')).not.toBe('node-1');
+    // Force does not label the unlabelled VM; the labelled one keeps its label.
+    expect(vmObj('unlabelled').metadata.labels?.[STRATEGY_LABEL]).toBeUndefined();
+    expect(vmObj('labelled').metadata.labels?.[STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterDisable');
+    expectMigratedOnce('mobile');
+    expect(t.sim.node('node-1')!.spec.unschedulable).toBe(true);
     expect((await disable('node-1')).restartedVmIds).toEqual([]);
-    for (const name of ['labelled', 'unlabelled']) expect(vmObj(name).spec.runStrategy).toBe('Halted');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const name of ['labelled', 'unlabelled']) {
+      expect(vmObj(name).spec.runStrategy).toBe('Halted');
+      expect(t.sim.vmi('default', name)).toBeNull();
+    }
+    expect(t.sim.migrations('default')).toHaveLength(1);
   });
 
-  it('5. node deleted while in maintenance: the tracking annotations are removed', async () => {
+  it('5. node deleted while in maintenance: the tracking annotations are removed, the VM is not restarted', async () => {
     t = await kubevirtApp(seedTwo('ShutdownAndRestartAfterDisable'));
     await enable('node-1');
     await untilPhase('node-1', 'COMPLETED');
-    expect(vmObj('vm').metadata.annotations?.[TRACKING_NODE_ANNOTATION]).toBe('node-1');
+    expect(vmObj('vm').metadata.annotations).toMatchObject({ [TRACKING_NODE_ANNOTATION]: 'node-1', [TRACKING_RUN_STRATEGY_ANNOTATION]: 'Always', [TRACKING_STRATEGY_ANNOTATION]: 'ShutdownAndRestartAfterDisable' });
+    expectMigratedOnce('control');
     t.sim.deleteNode('node-1');
     await eventually(() => vmObj('vm').metadata.annotations?.[TRACKING_NODE_ANNOTATION] === undefined);
-    expect(vmObj('vm').spec.runStrategy).toBe('Halted');
-    expect(vmObj('vm').metadata.annotations?.[TRACKING_RUN_STRATEGY_ANNOTATION]).toBeUndefined();
+    const vm = vmObj('vm');
+    for (const a of TRACKING) expect(vm.metadata.annotations?.[a]).toBeUndefined();
+    // R1: cleared, not restarted: run strategy unchanged, no VMI, label kept, no migration.
+    expect(vm.spec.runStrategy).toBe('Halted');
+    expect(vm.metadata.labels?.[STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterDisable');
     await eventually(async () => (await t.db.prisma.vmTracking.count()) === 0);
     await eventually(() => phaseOf('node-1') === null);
+    expect(t.sim.vmi('default', 'vm')).toBeNull();
+    expect(t.sim.migrations('default')).toHaveLength(1);
   });
 });
 

@@ -80,3 +80,14 @@ describe('backend faults at the request', () => {
     expect(t.app.maintenance.stateOf('1')).toBeNull();
   });
 });
+
+describe('a refusal the run cannot get past', () => {
+  it('a forbidden cordon ends the maintenance in ERROR with the reason, not a silent hang', async () => {
+    t = await maintenanceApp(cluster([{ namespace: 'default', name: 'a', nodeId: '1' }]), {
+      backend: withOverrides({ cordonNode: () => Promise.reject(new BackendError('Rejected', 'forbidden: grant verb "patch" on resource "nodes"')) }),
+    });
+    const op = await enable(t, '1');
+    await untilPhase(t, '1', 'ERROR');
+    expect(await t.app.operations.getOperation(op.id)).toMatchObject({ state: 'FAILED', error: 'FAILED: forbidden: grant verb "patch" on resource "nodes"' });
+  });
+});

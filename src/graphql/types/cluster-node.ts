@@ -1,6 +1,7 @@
 import { filter, pipe } from 'graphql-yoga';
 import type { ClusterNode } from '../../cluster/types.ts';
-import { NotFoundError } from '../../domain/errors.ts';
+import { NotFoundError, UnavailableError } from '../../domain/errors.ts';
+import { typedBackendCall } from '../map-backend-error.ts';
 import { builder } from '../builder.ts';
 import { primeNodes } from '../loaders.ts';
 import { enumValuesOf, LabelType, pageOf, toLabels } from './common.ts';
@@ -54,9 +55,9 @@ builder.queryFields((t) => ({
   node: t.field({
     type: ClusterNodeType,
     args: { id: t.arg.id({ required: true }) },
-    errors: { types: [NotFoundError] },
+    errors: { types: [NotFoundError, UnavailableError] },
     resolve: async (_, { id }, ctx) => {
-      const node = await ctx.loaders.node.load(String(id));
+      const node = await typedBackendCall(() => ctx.loaders.node.load(String(id)));
       if (!node) throw new NotFoundError('node', String(id));
       return node;
     },

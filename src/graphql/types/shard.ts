@@ -1,5 +1,6 @@
 import { SHARD_POLICIES, type ClusterNode, type ClusterShard } from '../../cluster/types.ts';
-import { NotFoundError } from '../../domain/errors.ts';
+import { NotFoundError, UnavailableError } from '../../domain/errors.ts';
+import { typedBackendCall } from '../map-backend-error.ts';
 import { builder } from '../builder.ts';
 import { ClusterNodeType } from './cluster-node.ts';
 import { enumValuesOf, pageOf } from './common.ts';
@@ -61,9 +62,9 @@ builder.queryFields((t) => ({
   shard: t.field({
     type: ShardType,
     args: { id: t.arg.id({ required: true }) },
-    errors: { types: [NotFoundError] },
+    errors: { types: [NotFoundError, UnavailableError] },
     resolve: async (_, { id }, ctx) => {
-      const shard = await ctx.loaders.shard.load(String(id));
+      const shard = await typedBackendCall(() => ctx.loaders.shard.load(String(id)));
       if (!shard) throw new NotFoundError('shard', String(id));
       return shard;
     },

@@ -1,6 +1,7 @@
 import { filter, pipe } from 'graphql-yoga';
 import { RUN_STRATEGIES, VM_STATUSES, type ClusterVm, type NodeSelectorTerm, type VmMaintenanceTracking, type VmVolume, type VolumeReplica } from '../../cluster/types.ts';
-import { NotFoundError } from '../../domain/errors.ts';
+import { NotFoundError, UnavailableError } from '../../domain/errors.ts';
+import { typedBackendCall } from '../map-backend-error.ts';
 import { effectiveStrategy, MAINTENANCE_STRATEGIES } from '../../domain/vm/strategy.ts';
 import { builder } from '../builder.ts';
 import { ClusterNodeType } from './cluster-node.ts';
@@ -122,9 +123,9 @@ builder.queryFields((t) => ({
   vm: t.field({
     type: VmType,
     args: { id: t.arg.id({ required: true, description: '`namespace/name`.' }) },
-    errors: { types: [NotFoundError] },
+    errors: { types: [NotFoundError, UnavailableError] },
     resolve: async (_, { id }, ctx) => {
-      const vm = await ctx.loaders.vm.load(String(id));
+      const vm = await typedBackendCall(() => ctx.loaders.vm.load(String(id)));
       if (!vm) throw new NotFoundError('vm', String(id));
       return vm;
     },

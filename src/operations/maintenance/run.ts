@@ -35,6 +35,9 @@ export interface MaintenanceHost {
 }
 
 const WAITING_SAMPLE = 20;
+const RECHECK_MS = 15_000;
+
+const every = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`);
 const isRunning = (vm: ClusterVm) => vm.status !== 'Stopped';
 
 /**
@@ -185,8 +188,17 @@ export class MaintenanceRun {
           await host.finish(this, 'ERROR', `DEADLINE_EXCEEDED: still on the node: ${list || 'none'}`);
           return;
         }
+        // Look again now and then even without events: a backend whose watch is down sends none.
+        const cancelRecheck = host.clock.setTimer(RECHECK_MS, () => this.wakeUp());
         await woken;
+        cancelRecheck();
       }
+    } catch (e) {
+      // A refusal the run cannot get past (e.g. the cordon is forbidden): ERROR, with why.
+      if (this.halted) return;
+      const message = e instanceof Error ? e.message : String(e);
+      host.log.error({ err: e, node: this.nodeId, operation: this.snapshot.id }, `maintenance of node ${this.nodeId} failed: ${message}`);
+      await host.finish(this, 'ERROR', `FAILED: ${message}`);
     } finally {
       cancelDeadline();
     }
@@ -218,13 +230,14 @@ export class MaintenanceRun {
 
   private async stopOne(step: StepRecord): Promise<void> {
     const { backend, tracking, clock, log } = this.host;
-    const vm = await backend.getVm(step.workloadId);
+    const vm = await this.retrying(`read ${step.workloadId}`, () => backend.getVm(step.workloadId));
     if (!vm) return this.finishStep(step, 'SKIPPED', 'VM_GONE', 'the VM was deleted during maintenance');
     this.started(step);
     const restartsLater = step.reason === 'AFTER_ENABLE' || step.reason === 'AFTER_DISABLE';
     if (vm.runStrategy !== 'Halted' && restartsLater) {
       // T1: record before stopping; the strategy in force now decides the restart (T3).
-      await tracking.record(vm.id, { nodeName: this.host.nodeName(this.nodeId), strategy: strategyOf(step), savedRunStrategy: vm.runStrategy }, clock.now());
+      const record = { nodeName: this.host.nodeName(this.nodeId), strategy: strategyOf(step), savedRunStrategy: vm.runStrategy };
+      await this.retrying(`record tracking of ${vm.id}`, () => tracking.record(vm.id, record, clock.now()));
     }
     if (vm.nodeId !== null && vm.nodeId !== this.nodeId && step.action === VM_STEP.STOP_AND_RESTART && vm.runStrategy !== 'Halted') {
       // Resumed after its restart elsewhere had already happened.
@@ -249,7 +262,7 @@ export class MaintenanceRun {
     const { backend, clock, limiter, settings, log } = this.host;
     for (;;) {
       if (this.halted) return;
-      const vm = await backend.getVm(step.workloadId);
+      const vm = await this.retrying(`read ${step.workloadId}`, () => backend.getVm(step.workloadId));
       if (!vm) return this.finishStep(step, 'SKIPPED', 'VM_GONE', 'the VM was deleted during maintenance');
       if (vm.nodeId !== this.nodeId || !isRunning(vm)) {
         if (step.state === 'PLANNED') this.started(step);
@@ -285,7 +298,7 @@ export class MaintenanceRun {
     const waiting = this.steps.filter((s) => this.awaitingRestart(s));
     await Promise.all(
       waiting.map(async (step) => {
-        const vm = await backend.getVm(step.workloadId);
+        const vm = await this.retrying(`read ${step.workloadId}`, () => backend.getVm(step.workloadId));
         if (!vm) return this.finishStep(step, 'SKIPPED', 'VM_GONE', 'the VM was deleted during maintenance');
         const runStrategy: RunStrategy = vm.tracking?.savedRunStrategy ?? 'RerunOnFailure';
         if (vm.runStrategy === 'Halted') {
@@ -298,7 +311,7 @@ export class MaintenanceRun {
           }
         }
         // T2: tracking goes once the VM runs again (or was started by hand meanwhile).
-        await tracking.clear(vm.id);
+        await this.retrying(`clear tracking of ${vm.id}`, () => tracking.clear(vm.id));
         this.finishStep(step, 'MOVED', step.reason, null);
       }),
     );
@@ -312,14 +325,14 @@ export class MaintenanceRun {
       return vms;
     } catch (e) {
       if (!isBackendError(e) || !e.retryable) throw e;
-      this.retryNote = `reading the VMs on node ${this.nodeId} failed (${e.message}); retrying every ${Math.round(this.host.settings.migrationRetryDelayMs / 1000)} s`;
+      this.retryNote = `reading the VMs on node ${this.nodeId} failed (${e.message}); retrying every ${every(this.host.settings.migrationRetryDelayMs)}`;
       this.host.log.warn({ node: this.nodeId, err: e }, this.retryNote);
       return null;
     }
   }
 
   /** Transient backend errors are retried until the deadline; anything else is thrown. */
-  private async retrying(what: string, action: () => Promise<void>): Promise<void> {
+  private async retrying<T>(what: string, action: () => Promise<T>): Promise<T> {
     const { clock, settings, log } = this.host;
     for (;;) {
       try {
@@ -328,7 +341,7 @@ export class MaintenanceRun {
         if (!isBackendError(e) || !e.retryable || clock.now() >= this.deadlineAt || this.halted) throw e;
         log.warn({ node: this.nodeId, err: e }, `${what} failed, retrying: ${e.message}`);
         // Say so in the progress: the operation is paused on the backend, not stuck.
-        this.retryNote = `${what} failed (${e.message}); retrying every ${Math.round(settings.migrationRetryDelayMs / 1000)} s`;
+        this.retryNote = `${what} failed (${e.message}); retrying every ${every(settings.migrationRetryDelayMs)}`;
         this.wakeUp();
         await clock.sleep(Math.max(1, settings.migrationRetryDelayMs));
         this.retryNote = null;

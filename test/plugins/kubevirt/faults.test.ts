@@ -114,7 +114,46 @@ describe('kubevirt plugin: faults', () => {
     sim.addPvc('default', 'disk');
     sim.addVm({ name: 'vm', nodeName: 'node-1', claims: ['disk'] });
     backend = await createKubevirtBackend({ kubeconfigPath: sim.kubeconfigFile() });
+    // Detected when the plugin starts, before any VM read.
+    expect(backend.capabilities.replicaHealth).toBe(false);
     expect((await backend.getVm('default/vm'))?.volumes).toEqual([{ name: 'disk', replicas: [] }]);
+  });
+
+  it('with Longhorn, replicaHealth is true from the start', async () => {
+    const b = await setup({ longhorn: true });
+    expect(b.capabilities.replicaHealth).toBe(true);
+  });
+
+  it('an outage while a stop waits for the watch: the stop rejects Unavailable (retryable) at once; repeated after it, it completes', async () => {
+    const b = await setup();
+    sim.controller.delays.stopMs = 400;
+    const stopping = b.stopVm('default/vm').then(
+      () => null,
+      (e: unknown) => e,
+    );
+    await eventually(() => sim.vm('default', 'vm')?.spec.runStrategy === 'Halted');
+    sim.api.setOutage(503);
+    const e = (await stopping) as BackendError;
+    expect(e).toBeInstanceOf(BackendError);
+    expect(e.code).toBe('Unavailable');
+    expect(e.retryable).toBe(true);
+    expect(e.message).toMatch(/^stop VM default\/vm: lost the watch on the Kubernetes API server, the outcome is not known yet \(.*HTTP 503/);
+    sim.api.setOutage(null);
+    await b.stopVm('default/vm');
+    expect(sim.vmi('default', 'vm')).toBeNull();
+  });
+
+  it('an outage during a migration: the migration keeps waiting and resolves once the watch is back (one migration object)', async () => {
+    const b = await setup();
+    sim.controller.delays.migrateMs = 300;
+    const migrating = b.migrateVm('default/vm', { fromNodeId: 'node-1', toNodeId: 'node-2' });
+    await eventually(() => sim.migrations('default').length === 1);
+    await sim.setReachable(false);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await sim.setReachable(true);
+    await migrating;
+    expect(sim.vmi('default', 'vm')!.status.nodeName).toBe('node-2');
+    expect(sim.migrations('default').map((m) => m.status.phase)).toEqual(['Succeeded']);
   });
 
   it('optimistic concurrency: a 409 on the run-strategy write is retried on a fresh read', async () => {

@@ -1,17 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { loadAllYaml } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createKubevirtBackend, STRATEGY_LABEL, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
+import { clusterRoleRules } from '../../support/k8s-sim/deploy-rbac.ts';
 import { K8sSim, type PolicyRule } from '../../support/k8s-sim/index.ts';
-
-const deployDir = new URL('../../../deploy/', import.meta.url);
-
-function clusterRoleRules(): PolicyRule[] {
-  const docs = loadAllYaml(readFileSync(new URL('rbac.yaml', deployDir), 'utf8')) as { kind: string; rules?: PolicyRule[] }[];
-  const role = docs.find((d) => d.kind === 'ClusterRole');
-  if (!role?.rules) throw new Error('deploy/rbac.yaml has no ClusterRole with rules');
-  return role.rules;
-}
 
 const triples = (rules: PolicyRule[]) => new Set(rules.flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}.${g}`)))));
 

@@ -11,6 +11,8 @@ export type { PolicyRule, RecordedCall, Verb } from './server.ts';
 const core = (plural: string, kind: string, namespaced: boolean): ResourceDef => ({ group: '', version: 'v1', plural, kind, namespaced, statusSubresource: false, strategicMerge: true });
 const crd = (group: string, version: string, plural: string, kind: string): ResourceDef => ({ group, version, plural, kind, namespaced: true, statusSubresource: true, strategicMerge: false });
 
+const LONGHORN_REPLICAS = crd('longhorn.io', 'v1beta2', 'replicas', 'Replica');
+
 export interface K8sSimOptions {
   /** Whether Longhorn's CRDs are installed (replicas.longhorn.io); without, its paths are 404. Default true. */
   longhorn?: boolean;
@@ -58,7 +60,7 @@ export class K8sSim {
       crd('kubevirt.io', 'v1', 'virtualmachineinstances', 'VirtualMachineInstance'),
       crd('kubevirt.io', 'v1', 'virtualmachineinstancemigrations', 'VirtualMachineInstanceMigration'),
     ];
-    if (options.longhorn !== false) resources.push(crd('longhorn.io', 'v1beta2', 'replicas', 'Replica'));
+    if (options.longhorn !== false) resources.push(LONGHORN_REPLICAS);
     this.store = new ObjectStore(resources, options.historyLimit);
     this.api = new ApiServer(this.store, { token: this.token, user: SIM_USER, bookmarkIntervalMs: options.bookmarkIntervalMs ?? 500 });
     this.controller = new KubevirtController(this.store, { startMs: 30, stopMs: 20, migrateMs: 40, ...options.delays });
@@ -115,14 +117,41 @@ export class K8sSim {
     });
   }
 
-  setNodeReady(name: string, ready: boolean): void {
+  /**
+   * The node's Ready condition, as the node lifecycle controller sets it: True, or (not ready)
+   * `Unknown` when the kubelet stopped posting status (the default) or `False` when it reports
+   * itself not ready. `lastTransitionTime` moves only when the status changes.
+   */
+  setNodeReady(name: string, ready: boolean, notReadyStatus: 'Unknown' | 'False' = 'Unknown'): void {
     this.store.mutate(this.def('nodes'), undefined, name, (n) => {
-      n.status.conditions = [{ type: 'Ready', status: ready ? 'True' : 'Unknown', reason: ready ? 'KubeletReady' : 'NodeStatusUnknown' }];
+      const status = ready ? 'True' : notReadyStatus;
+      const before = (n.status.conditions ?? []).find((c: { type: string }) => c.type === 'Ready');
+      const now = new Date().toISOString();
+      const reason = ready ? 'KubeletReady' : status === 'Unknown' ? 'NodeStatusUnknown' : 'KubeletNotReady';
+      n.status.conditions = [{ type: 'Ready', status, reason, lastHeartbeatTime: now, lastTransitionTime: before?.status === status ? before.lastTransitionTime : now }];
     });
+  }
+
+  /** The kubelet posts its status: only `lastHeartbeatTime` of the Ready condition moves. */
+  heartbeat(name: string): void {
+    this.store.mutate(this.def('nodes'), undefined, name, (n) => {
+      for (const c of n.status.conditions ?? []) if (c.type === 'Ready') c.lastHeartbeatTime = new Date(Date.now() + 1).toISOString();
+    });
+  }
+
+  /** The API server unreachable (connections refused) or reachable again, on the same address. */
+  setReachable(reachable: boolean): Promise<void> {
+    return this.api.setReachable(reachable);
   }
 
   deleteNode(name: string): void {
     this.store.delete(this.def('nodes'), undefined, name);
+  }
+
+  /** Installs (true) or removes (false) Longhorn's `replicas.longhorn.io` CRD; removing drops its replicas. */
+  setLonghornInstalled(installed: boolean): void {
+    if (installed) this.store.addResource(LONGHORN_REPLICAS);
+    else this.store.removeResource(LONGHORN_REPLICAS.group, LONGHORN_REPLICAS.plural);
   }
 
   addPvc(namespace: string, name: string, options: { volumeName?: string; accessModes?: string[] } = {}): K8sObject {

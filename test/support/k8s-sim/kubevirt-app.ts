@@ -7,7 +7,7 @@ import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from '../../../src
 import { buildApp, type App } from '../../../src/server.ts';
 import { openDatabase, type Database } from '../../../src/store/index.ts';
 import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
-import { K8sSim } from './index.ts';
+import { K8sSim, type K8sSimOptions } from './index.ts';
 
 export interface KubevirtTestApp {
   sim: K8sSim;
@@ -33,8 +33,8 @@ export async function eventually(until: () => boolean | Promise<boolean>, { time
  * talks to a simulated Kubernetes API server through the real client. `seed` fills the
  * cluster before the plugin connects.
  */
-export async function kubevirtApp(seed: (sim: K8sSim) => void, settings: Partial<OperationSettings> = {}): Promise<KubevirtTestApp> {
-  const sim = await K8sSim.start();
+export async function kubevirtApp(seed: (sim: K8sSim) => void, settings: Partial<OperationSettings> = {}, simOptions: K8sSimOptions = {}): Promise<KubevirtTestApp> {
+  const sim = await K8sSim.start(simOptions);
   seed(sim);
   const backend = await createKubevirtBackend({ kubeconfigPath: sim.kubeconfigFile(), watchBackoffMs: 50, watchBackoffMaxMs: 200, vmActionTimeoutMs: 10_000, migrationTimeoutMs: 10_000 });
   const db = await openDatabase({ url: `file:${join(mkdtempSync(join(tmpdir(), 'lk-kv-')), 'lockkeeper.db')}` });

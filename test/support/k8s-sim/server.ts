@@ -55,6 +55,8 @@ export class ApiServer {
   beforeWrite: ((verb: 'update' | 'patch', resource: ResourceDef, namespace: string | undefined, name: string) => void) | null = null;
   private readonly sockets = new Set<Socket>();
   private readonly watches = new Set<() => void>();
+  private port = 0;
+  private listening = false;
 
   constructor(
     private readonly store: ObjectStore,
@@ -73,8 +75,28 @@ export class ApiServer {
   }
 
   async listen(): Promise<string> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => this.server.listen(this.port, '127.0.0.1', resolve));
+    this.listening = true;
+    this.port = (this.server.address() as AddressInfo).port;
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /**
+   * Unreachable (false): stops listening and cuts every open connection, so clients get
+   * connection refused/reset with no HTTP status at all; reachable (true) listens again on
+   * the same port (the kubeconfig stays valid).
+   */
+  async setReachable(reachable: boolean): Promise<void> {
+    if (reachable === this.listening) return;
+    if (reachable) {
+      await this.listen();
+      return;
+    }
+    this.listening = false;
+    this.dropWatches();
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const s of this.sockets) s.destroy();
+    await closed;
   }
 
   setOutage(httpStatus: number | null): void {
@@ -93,8 +115,11 @@ export class ApiServer {
 
   async close(): Promise<void> {
     this.dropWatches();
+    this.listening = false;
+    // Closing a server that is not listening (unreachable) calls back with an error: fine.
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closed;
   }
 
   private send(res: ServerResponse, code: number, body: unknown): void {

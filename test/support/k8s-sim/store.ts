@@ -105,6 +105,21 @@ export class ObjectStore {
     return r;
   }
 
+  /** Starts serving a kind (a CRD installed); its paths answer from now on. */
+  addResource(r: ResourceDef): void {
+    if (this.resource(r.group, r.plural)) return;
+    this.resources.push(r);
+    this.objects.set(resourceKey(r), new Map());
+  }
+
+  /** Stops serving a kind and drops its objects (a CRD deleted); its paths answer 404. */
+  removeResource(group: string, plural: string): void {
+    const r = this.resource(group, plural);
+    if (!r) return;
+    this.resources.splice(this.resources.indexOf(r), 1);
+    this.objects.delete(resourceKey(r));
+  }
+
   subscribe(fn: (e: StoreEvent) => void): () => void {
     this.subscribers.add(fn);
     return () => this.subscribers.delete(fn);
