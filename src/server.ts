@@ -21,6 +21,7 @@ import { createNeonFacade } from './rest/neon-facade.ts';
 import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from './operations/settings.ts';
 import { ApiTokenStore } from './store/api-tokens.ts';
 import { AuditLog } from './store/audit-log.ts';
+import { EventLog } from './store/event-log.ts';
 import type { PrismaClient } from './store/index.ts';
 
 export interface AppDeps {
@@ -132,7 +133,7 @@ export function buildApp(deps: AppDeps): App {
   };
 
   const neonFacade = createNeonFacade({ engine: operations, backend: deps.backend, audit, clock, log: deps.log, maxBodyBytes, authorize: authorizeRest });
-  const yoga = createGraphQLHandler({ backend: deps.backend, bus, operations, maintenance, audit, clock, auth }, deps.log, {
+  const yoga = createGraphQLHandler({ backend: deps.backend, bus, operations, maintenance, audit, events: new EventLog(deps.prisma), clock, auth }, deps.log, {
     ...(security.limits && { limits: security.limits }),
     allowedOrigins,
   });

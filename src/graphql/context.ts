@@ -5,6 +5,7 @@ import type { EventBus } from '../events/bus.ts';
 import type { OperationEngine } from '../operations/engine.ts';
 import type { MaintenanceEngine } from '../operations/maintenance/engine.ts';
 import type { AuditLog } from '../store/audit-log.ts';
+import type { EventLog } from '../store/event-log.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
 
 /** What the server shares with every request. */
@@ -14,6 +15,7 @@ export interface AppServices {
   operations: OperationEngine;
   maintenance: MaintenanceEngine;
   audit: AuditLog;
+  events: EventLog;
   clock: Clock;
   auth: AuthService;
 }

@@ -36,6 +36,7 @@ export const SUBSCRIPTIONS: Record<string, Entry> = {
   nodeChanged: { scope: 'viewer', query: 'subscription { nodeChanged { id } }' },
   workloadChanged: { scope: 'viewer', query: 'subscription { workloadChanged { id } }' },
   operationProgress: { scope: 'viewer', query: 'subscription { operationProgress(id: "404") { operation { id } } }' },
+  eventLog: { scope: 'viewer', query: 'subscription { eventLog(after: 0) { seq } }' },
 };
 
 /** Queries needing more than viewer; every other query field must need exactly viewer. */
