@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { describeSchemaIssues, readJsonFile, writeFileAtomic } from '../../src/cluster/state-file.ts';
+import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { z } from 'zod';
 import { ACTION_KINDS } from '../../src/cluster/backend.ts';
@@ -122,34 +123,22 @@ export class StateFileError extends Error {
 
 /** The saved state, or null when there is no file yet. Anything else unreadable throws, naming the file. */
 export function readStateFile(path: string): StateFile | null {
-  if (!existsSync(path)) return null;
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (error) {
-    throw new StateFileError(path, `cannot be read as JSON (${(error as Error).message}); fix or delete it`);
-  }
+  const json = readJsonFile(path, (reason) => new StateFileError(path, reason));
+  if (json === null) return null;
   const format = (json as { format?: unknown } | null)?.format;
   if (format !== STATE_FILE_FORMAT) {
     throw new StateFileError(path, `is not a ${STATE_FILE_FORMAT} state file (format ${JSON.stringify(format)}); refusing to overwrite it`);
   }
   const parsed = stateFileSchema.safeParse(json);
   if (!parsed.success) {
-    const issues = parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
-    throw new StateFileError(path, `is invalid (${issues.join('; ')}); fix or delete it`);
+    throw new StateFileError(path, `is invalid (${describeSchemaIssues(parsed.error)}); fix or delete it`);
   }
   return parsed.data;
 }
 
-/**
- * Replaces the file atomically: the new content goes to `<path>.tmp` (overwriting any left
- * by a crash), then is renamed over the old one, so a process killed at any instant leaves
- * either the old or the new state. No fsync: this survives `kill -9`, not a power loss.
- */
+/** Replaces the file atomically (see writeFileAtomic). */
 export function writeStateFile(path: string, state: StateFile): void {
-  const tmp = `${path}.tmp`;
-  writeFileSync(tmp, JSON.stringify(state));
-  renameSync(tmp, path);
+  writeFileAtomic(path, JSON.stringify(state));
 }
 
 export function ensureDirectoryOf(path: string): void {

@@ -1,5 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { describeSchemaIssues, readJsonFile, writeFileAtomic } from '../../src/cluster/state-file.ts';
 import { z } from 'zod';
 import { SHARD_POLICIES } from '../../src/cluster/types.ts';
 
@@ -51,25 +50,16 @@ export class PageserverStateFileError extends Error {
 }
 
 export function readControllerState(path: string): ControllerState | null {
-  if (!existsSync(path)) return null;
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (e) {
-    throw new PageserverStateFileError(path, `cannot be read as JSON (${(e as Error).message}); fix or delete it`);
-  }
+  const json = readJsonFile(path, (reason) => new PageserverStateFileError(path, reason));
+  if (json === null) return null;
   const parsed = stateSchema.safeParse(json);
   if (!parsed.success) {
-    const issues = parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
-    throw new PageserverStateFileError(path, `is not a valid ${STATE_FORMAT} file (${issues.join('; ')}); refusing to overwrite it`);
+    throw new PageserverStateFileError(path, `is not a valid ${STATE_FORMAT} file (${describeSchemaIssues(parsed.error)}); refusing to overwrite it`);
   }
   return parsed.data;
 }
 
 /** Atomic replace: `<path>.tmp` then rename. Synchronous, so nothing runs between the decision and the write. */
 export function writeControllerState(path: string, state: ControllerState): void {
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.tmp`;
-  writeFileSync(tmp, JSON.stringify(state, null, 1));
-  renameSync(tmp, path);
+  writeFileAtomic(path, JSON.stringify(state, null, 1));
 }
