@@ -2,7 +2,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { systemClock, type Clock } from '../../src/cluster/clock.ts';
 import { definePlugin, type PluginContext } from '../../src/cluster/plugin.ts';
 import { PageserverBackend } from './backend.ts';
-import { pageserverOptionsSchema, type PageserverOptions, type PageserverOptionsInput } from './options.ts';
+import { pageserverOptionsSchema, type PageserverOptions } from './options.ts';
 import { UpcallServer } from './upcall-server.ts';
 
 /** A running pageserver backend with its upcall listener. */

@@ -18,7 +18,7 @@ import type { EventBus } from '../events/bus.ts';
 import type { Logger } from '../logger.ts';
 import type { Prisma, PrismaClient } from '../store/index.ts';
 import { countsOf } from './counts.ts';
-import { Journal, writeSteps } from './journal.ts';
+import { Journal } from './journal.ts';
 import { Mutex } from './mutex.ts';
 import { PolicyStore } from './policy-store.ts';
 import { compactPlan, createOperationWrite, mergeSteps, newOperation, snapshotOf, stepOf, stepsOfPlan } from './records.ts';

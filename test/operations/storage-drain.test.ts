@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ShardSpec, TopologySpec } from '../../plugins/fake/index.ts';
+import type { ShardSpec } from '../../plugins/fake/index.ts';
 import { createTestApp, type TestApp } from '../support/graphql-app.ts';
 import { driveUntil, mutate, policyOf, settle } from './drive.ts';
 

@@ -1,4 +1,3 @@
-import { filter, pipe } from 'graphql-yoga';
 import { RUN_STRATEGIES, VM_STATUSES, type ClusterVm, type NodeSelectorTerm, type VmMaintenanceTracking, type VmVolume, type VolumeReplica } from '../../cluster/types.ts';
 import { NotFoundError, UnavailableError } from '../../domain/errors.ts';
 import { typedBackendCall } from '../map-backend-error.ts';

@@ -160,7 +160,7 @@ describe('kubevirt plugin: faults', () => {
     const b = await setup();
     const vms = sim.def('virtualmachines', 'kubevirt.io');
     let raced = false;
-    sim.api.beforeWrite = (verb, r, ns, name) => {
+    sim.api.beforeWrite = (_verb, r, ns, name) => {
       if (raced || r !== vms || name !== 'vm') return;
       raced = true;
       // Someone else writes the VM between the plugin's read and its write.
