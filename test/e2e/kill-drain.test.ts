@@ -2,30 +2,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { spawnLockkeeper } from '../support/child-server.ts';
+import { postGraphQL, spawnLockkeeper, until } from '../support/child-server.ts';
 
 const SHARDS = 24;
 let server: ReturnType<typeof spawnLockkeeper> | undefined;
 afterEach(() => {
   server?.child.kill('SIGKILL');
 });
-
-async function gql(url: string, query: string): Promise<any> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
-  const body = (await res.json()) as { data?: unknown; errors?: unknown };
-  if (body.errors) throw new Error(JSON.stringify(body.errors));
-  return body.data;
-}
-
-async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('kill -9 during a drain', () => {
   it('resumes on restart with the same database and finishes with every shard accounted for exactly once', async () => {
@@ -58,10 +41,10 @@ describe('kill -9 during a drain', () => {
     );
     server = spawnLockkeeper({}, dir);
     await server.ready;
-    const started = await gql(server.url, 'mutation { startNodeDrain(nodeId: "1", reason: "kill test") { ... on Operation { id } } }');
+    const started = await postGraphQL(server.url, 'mutation { startNodeDrain(nodeId: "1", reason: "kill test") { ... on Operation { id } } }');
     const id: string = started.startNodeDrain.id;
     await until(async () => {
-      const op = (await gql(server!.url, `{ operation(id: "${id}") { ... on Operation { counts { moved } } } }`)).operation;
+      const op = (await postGraphQL(server!.url, `{ operation(id: "${id}") { ... on Operation { counts { moved } } } }`)).operation;
       return op.counts.moved >= 6 ? op : undefined;
     }, 'six shards moved');
     server.child.kill('SIGKILL');
@@ -71,12 +54,12 @@ describe('kill -9 during a drain', () => {
     await server.ready;
     expect(server.stdout()).toContain('resuming drain of node 1');
     const done = await until(async () => {
-      const op = (await gql(server!.url, `{ operation(id: "${id}") { ... on Operation { state counts { moved skipped failed planned moving } } } }`)).operation;
+      const op = (await postGraphQL(server!.url, `{ operation(id: "${id}") { ... on Operation { state counts { moved skipped failed planned moving } } } }`)).operation;
       return op.state === 'RUNNING' ? undefined : op;
     }, 'the drain to finish');
     expect(done).toEqual({ state: 'SUCCEEDED', counts: { moved: SHARDS, skipped: 0, failed: 0, planned: 0, moving: 0 } });
 
-    const data = await gql(
+    const data = await postGraphQL(
       server.url,
       `{ operation(id: "${id}") { ... on Operation { steps(first: 1000) { totalCount edges { node { workloadId state } } } } }
          operations { totalCount }

@@ -15,7 +15,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { spawnLockkeeper } from '../support/child-server.ts';
+import { postGraphQL, spawnLockkeeper, until } from '../support/child-server.ts';
 
 let server: ReturnType<typeof spawnLockkeeper> | undefined;
 afterEach(() => {
@@ -67,24 +67,6 @@ function writeConfig(dir: string): void {
   );
 }
 
-async function gql(url: string, query: string): Promise<any> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
-  const body = (await res.json()) as { data?: unknown; errors?: unknown };
-  if (body.errors) throw new Error(JSON.stringify(body.errors));
-  return body.data;
-}
-
-/** Polls (real time: the child runs on the real clock) until `probe` returns a value. */
-async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 interface VmView {
   id: string;
   status: string;
@@ -94,7 +76,7 @@ interface VmView {
 }
 
 async function snapshot(url: string): Promise<{ phase: string | null; cordoned: boolean; vms: Map<string, VmView> }> {
-  const data = await gql(
+  const data = await postGraphQL(
     url,
     `{ node(id: "1") { ... on ClusterNode { maintenancePhase cordoned } }
        vms(first: 100) { edges { node { id status runStrategy node { id } tracking { nodeName strategy savedRunStrategy } } } } }`,
@@ -115,8 +97,8 @@ describe('kill -9 during EVACUATING', () => {
     const before = await snapshot(server.url);
     expect([...before.vms.keys()].sort()).toEqual([...ON_NODE_1, BYSTANDER].sort());
 
-    await gql(server.url, `mutation { simulation { injectFaults(input: { stuck: ["${LAST_MIGRATION}"] }) { __typename } } }`);
-    const enabled = await gql(
+    await postGraphQL(server.url, `mutation { simulation { injectFaults(input: { stuck: ["${LAST_MIGRATION}"] }) { __typename } } }`);
+    const enabled = await postGraphQL(
       server.url,
       'mutation { r: enableMaintenanceMode(nodeId: "1", reason: "kill test") { __typename ... on Operation { id } ... on Error { code message } } }',
     );
@@ -141,7 +123,7 @@ describe('kill -9 during EVACUATING', () => {
     expect(server.stdout()).toContain('resuming maintenance of node 1 in phase EVACUATING');
     // Still held: nothing can have completed yet.
     expect((await snapshot(server.url)).phase).toBe('EVACUATING');
-    await gql(server.url, 'mutation { simulation { clearFaults { stuck } } }');
+    await postGraphQL(server.url, 'mutation { simulation { clearFaults { stuck } } }');
 
     const done = await until(async () => {
       const s = await snapshot(server!.url);
@@ -170,7 +152,7 @@ describe('kill -9 during EVACUATING', () => {
     expect(done.vms.get(BYSTANDER)).toMatchObject({ status: 'RUNNING', nodeId: '2' });
 
     // One operation, one step per VM of node 1, each finished (MOVED) exactly once.
-    const data = await gql(
+    const data = await postGraphQL(
       server.url,
       `{ operation(id: "${id}") { ... on Operation { state kind counts { planned moving moved skipped failed total } steps(first: 100) { totalCount edges { node { workloadId action state } } } } }
          operations { totalCount } }`,
@@ -200,7 +182,7 @@ describe('kill -9 during EVACUATING', () => {
     }
 
     // Disable: the after-disable VMs run on node 1 again, with their run strategies back.
-    const disabled = await gql(
+    const disabled = await postGraphQL(
       server.url,
       `mutation { r: disableMaintenanceMode(nodeId: "1") { __typename ... on DisableMaintenanceResult { restartedVmIds failures { vmId message } node { cordoned maintenancePhase } } ... on Error { code message } } }`,
     );

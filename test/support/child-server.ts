@@ -53,3 +53,22 @@ export function spawnLockkeeper(env: Record<string, string>, cwd: string, args =
   });
   return server;
 }
+
+/** POSTs a query to a real server and returns `data`; GraphQL errors throw. */
+export async function postGraphQL(url: string, query: string): Promise<any> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+  const body = (await res.json()) as { data?: unknown; errors?: unknown };
+  if (body.errors) throw new Error(JSON.stringify(body.errors));
+  return body.data;
+}
+
+/** Polls in real time (a child server runs on the real clock) until `probe` returns a value. */
+export async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000, everyMs = 25): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

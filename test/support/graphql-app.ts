@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { VirtualClock } from '../../src/cluster/clock.ts';
 import type { ClusterBackend } from '../../src/cluster/backend.ts';
 import { createLogger } from '../../src/logger.ts';
+import { yogaClient } from './yoga-client.ts';
 import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from '../../src/operations/settings.ts';
 import { buildApp, type App, type SecurityOptions } from '../../src/server.ts';
 import { openDatabase, type Database } from '../../src/store/index.ts';
@@ -51,14 +52,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     db,
     clock,
     cluster,
-    async gql(query, variables) {
-      const res = await app.yoga.fetch('http://lockkeeper.test/graphql', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ query, variables }),
-      });
-      return res.json();
-    },
+    gql: yogaClient(app.yoga),
     stop: () => app.stop(),
   };
 }

@@ -8,6 +8,7 @@ import { buildApp, type App } from '../../../src/server.ts';
 import { openDatabase, type Database } from '../../../src/store/index.ts';
 import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
 import { K8sSim, type K8sSimOptions } from './index.ts';
+import { yogaClient } from '../yoga-client.ts';
 
 export interface KubevirtTestApp {
   sim: K8sSim;
@@ -52,14 +53,7 @@ export async function kubevirtApp(seed: (sim: K8sSim) => void, settings: Partial
     backend,
     app,
     db,
-    async gql(query, variables) {
-      const res = await app.yoga.fetch('http://lockkeeper.test/graphql', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ query, variables }),
-      });
-      return res.json();
-    },
+    gql: yogaClient(app.yoga),
     async stop() {
       await app.stop();
       await backend.close();
