@@ -5,6 +5,9 @@
  *
  *   npx tsx examples/rolling-restart.ts [http://127.0.0.1:4000/graphql]
  *
+ * It stops, without restarting, at a drain that did not end SUCCEEDED or whose cut-overs
+ * partly failed (those shards are still served by the node).
+ *
  * The restart uses the simulated cluster's `simulation.restartNode`; against real nodes,
  * replace `restartNode` below with your own reboot step.
  */
@@ -67,7 +70,11 @@ function follow(client: Client, id: string, label: string, log: Log): Promise<st
           const line = `  ${label}: ${op.state} ${c.moved}/${c.total} moved, ${c.skipped} skipped, ${c.failed} failed${eta}`;
           if (line !== last) log(line);
           last = line;
-          if (['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(op.state)) resolve(op.error ? `${op.state} (${op.error})` : op.state);
+          if (['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(op.state)) {
+            // A drain may succeed with cut-overs that failed: those shards are still on the node.
+            const failedMoves = op.state === 'SUCCEEDED' && c.failed ? ` with ${c.failed} failed cut-over(s)` : '';
+            resolve(op.error ? `${op.state} (${op.error})` : `${op.state}${failedMoves}`);
+          }
         },
         error: reject,
         complete: () => {},
