@@ -47,7 +47,7 @@ function topology(): TopologySpec {
   return { nodes, shards: [...warmup, ...shards] };
 }
 
-async function once(): Promise<{ wallMs: number; moved: number; peakRss: number; transactions: string }> {
+async function once(): Promise<{ wallMs: number; moved: number; peakRss: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'lockkeeper-drain-bench-'));
   const db = await openDatabase({ url: `file:${join(dir, 'bench.db')}` });
   const cluster = createSimulatedCluster({ topology: topology(), latenciesMs: { cutOver: LATENCY_MS } });
@@ -72,7 +72,7 @@ async function once(): Promise<{ wallMs: number; moved: number; peakRss: number;
     if (done?.state !== 'SUCCEEDED' || done.counts.moved !== SHARDS) throw new Error(`drain did not move every shard: ${JSON.stringify(done)}`);
     const rows = await db.prisma.operationStep.count({ where: { operationId: op.id, state: 'MOVED' } });
     if (rows !== SHARDS) throw new Error(`only ${rows} steps persisted as MOVED`);
-    return { wallMs, moved: done.counts.moved, peakRss: Math.max(peakRss, process.memoryUsage().rss), transactions: '' };
+    return { wallMs, moved: done.counts.moved, peakRss: Math.max(peakRss, process.memoryUsage().rss) };
   } finally {
     clearInterval(sampler);
     await app.stop();

@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { ClusterBackend } from '../../cluster/backend.ts';
-import type { Clock } from '../../cluster/clock.ts';
 import { isBackendError } from '../../cluster/errors.ts';
 import type { ClusterEvent, ClusterNode, ClusterVm } from '../../cluster/types.ts';
 import { InvalidInputError, NotFoundError, PreconditionFailedError } from '../../domain/errors.ts';
@@ -12,28 +10,17 @@ import { vmLoadByNode } from '../../domain/vm/scheduling.ts';
 import { isEmptySelector, matchesSelector, parseStrategyInput, type VmSelector } from '../../domain/vm/strategy.ts';
 import { restartPlacement, restartRunStrategy, restartsOnDisable, shouldRestart, trackingToClear } from '../../domain/vm/tracking.ts';
 import type { MaintenancePhase, MaintenancePlan, MaintNode, VmPlanEntry } from '../../domain/vm/types.ts';
-import type { EventBus } from '../../events/bus.ts';
-import type { Logger } from '../../logger.ts';
-import type { PrismaClient } from '../../store/index.ts';
 import { countsOf } from '../counts.ts';
-import type { OperationEngine } from '../engine.ts';
+import type { EngineDeps, OperationEngine } from '../engine.ts';
 import { writeSteps } from '../journal.ts';
 import { createOperationWrite, newOperation, snapshotOf, stepOf } from '../records.ts';
-import type { OperationSettings } from '../settings.ts';
-import type { OperationObserver, OperationSnapshot, RequestMeta, StepRecord } from '../types.ts';
+import type { OperationSnapshot, RequestMeta, StepRecord } from '../types.ts';
 import { MigrationLimiter } from './migration-limiter.ts';
 import { MaintenanceRun, VM_STEP, type MaintenanceHost } from './run.ts';
 import { MaintenanceStateStore, type MaintenanceState } from './state-store.ts';
 import { TrackingStore } from './tracking-store.ts';
 
-export interface MaintenanceDeps {
-  prisma: PrismaClient;
-  backend: ClusterBackend;
-  bus: EventBus;
-  clock: Clock;
-  log: Logger;
-  settings: OperationSettings;
-  observer: OperationObserver;
+export interface MaintenanceDeps extends EngineDeps {
   /** The operation framework: shared journal, live operations, progress events, shard drains. */
   operations: OperationEngine;
 }
