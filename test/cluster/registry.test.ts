@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { VirtualClock } from '../../src/cluster/clock.ts';
+import { VirtualClock } from '../support/virtual-clock.ts';
 import { ConfigError } from '../../src/cluster/config.ts';
 import { createBackendFromConfig } from '../../src/cluster/registry.ts';
 

@@ -1,4 +1,4 @@
-import { VirtualClock } from '../../src/cluster/clock.ts';
+import { VirtualClock } from '../support/virtual-clock.ts';
 import { createSimulatedCluster } from '../../plugins/fake/index.ts';
 import { describeClusterBackendContract } from './cluster-backend-contract.ts';
 

@@ -1,5 +1,5 @@
 import { createKubevirtBackend } from '../../plugins/kubevirt/index.ts';
-import { K8sSim } from '../support/k8s-sim/index.ts';
+import { K8sSim } from '../../simulators/kubernetes/index.ts';
 import { describeClusterBackendContract } from './cluster-backend-contract.ts';
 
 describeClusterBackendContract('kubevirt (against the Kubernetes API simulator)', async () => {

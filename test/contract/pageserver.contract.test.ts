@@ -1,5 +1,6 @@
 import { afterEach } from 'vitest';
-import { startSimCluster, shardIdOf, waitFor, type SimCluster, type SimShardSpec } from '../support/pageserver-sim/cluster.ts';
+import { shardIdOf, type SimShardSpec } from '../../simulators/pageserver/index.ts';
+import { startSimCluster, waitFor, type SimCluster } from '../support/pageserver-cluster.ts';
 import { describeClusterBackendContract } from './cluster-backend-contract.ts';
 
 let cluster: SimCluster | undefined;

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { STRATEGY_LABEL, TRACKING_NODE_ANNOTATION } from '../../plugins/kubevirt/index.ts';
-import { clusterRoleRulesWithout } from '../support/k8s-sim/deploy-rbac.ts';
-import type { K8sSim } from '../support/k8s-sim/index.ts';
-import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/k8s-sim/kubevirt-app.ts';
+import { clusterRoleRulesWithout } from '../support/deploy-rbac.ts';
+import type { K8sSim } from '../../simulators/kubernetes/index.ts';
+import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
 
 /**
  * Issue 5, "Bad input and faults", through GraphQL with the kubevirt plugin against the

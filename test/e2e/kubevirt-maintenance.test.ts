@@ -9,8 +9,8 @@ import {
   TRACKING_RUN_STRATEGY_ANNOTATION,
   TRACKING_STRATEGY_ANNOTATION,
 } from '../../plugins/kubevirt/index.ts';
-import type { K8sObject, K8sSim } from '../support/k8s-sim/index.ts';
-import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/k8s-sim/kubevirt-app.ts';
+import type { K8sObject, K8sSim } from '../../simulators/kubernetes/index.ts';
+import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
 
 /** Spec vm-maintenance §9 through GraphQL, with the kubevirt plugin against the API simulator; asserts on the Kubernetes objects. */
 let t: KubevirtTestApp;

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { shardIdOf, waitFor, type SimShardSpec } from '../support/pageserver-sim/cluster.ts';
-import { expectConsistent, pageserverWorlds, policy, restartAndWaitActive, settled, start, stepsOf, THREE_NODES } from '../support/pageserver-sim/e2e.ts';
+import { shardIdOf, type SimShardSpec } from '../../simulators/pageserver/index.ts';
+import { waitFor } from '../support/pageserver-cluster.ts';
+import { expectConsistent, pageserverWorlds, policy, restartAndWaitActive, settled, start, stepsOf, THREE_NODES } from '../support/pageserver-e2e.ts';
 
 /**
  * Issue 6, "Bad input and faults", through GraphQL: a pageserver answering 5xx during a

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { roundRobinShards, shardIdOf, waitFor } from '../support/pageserver-sim/cluster.ts';
-import { expectConsistent, pageserverWorlds, policy, rollingRestart, settled, start, THREE_NODES, total } from '../support/pageserver-sim/e2e.ts';
+import { roundRobinShards, shardIdOf } from '../../simulators/pageserver/index.ts';
+import { waitFor } from '../support/pageserver-cluster.ts';
+import { expectConsistent, pageserverWorlds, policy, rollingRestart, settled, start, THREE_NODES, total } from '../support/pageserver-e2e.ts';
 
 /**
  * Storage spec §8 through GraphQL (and scenario 1 through the Neon-compatible REST facade)

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createSimulatedCluster, type SimulatedCluster, type TopologySpec } from '../../plugins/fake/index.ts';
 import type { ClusterBackend } from '../../src/cluster/backend.ts';
-import { VirtualClock } from '../../src/cluster/clock.ts';
+import { VirtualClock } from '../support/virtual-clock.ts';
 import { createEventBus } from '../../src/events/bus.ts';
 import { createLogger, type Logger } from '../../src/logger.ts';
 import { OperationEngine } from '../../src/operations/engine.ts';

@@ -13,7 +13,7 @@ import {
   type DmmfField,
   type GeneratedDatamodel,
   type SchemaShape,
-} from '../../src/store/schema-drift.ts';
+} from '../support/schema-drift.ts';
 import { useTempDir } from './helpers.ts';
 
 const tempDir = useTempDir();

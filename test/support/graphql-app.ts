@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { VirtualClock } from '../../src/cluster/clock.ts';
+import { VirtualClock } from './virtual-clock.ts';
 import type { ClusterBackend } from '../../src/cluster/backend.ts';
 import { createLogger } from '../../src/logger.ts';
 import { yogaClient } from './yoga-client.ts';

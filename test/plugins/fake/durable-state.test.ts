@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { VirtualClock } from '../../../src/cluster/clock.ts';
+import { VirtualClock } from '../../support/virtual-clock.ts';
 import fakePlugin, { createSimulatedCluster, generateTopology, StateFileError, type SimulatedCluster } from '../../../plugins/fake/index.ts';
 import { PROJECT_ROOT } from '../../support/child-server.ts';
 import { setup, smallTopology } from './setup.ts';

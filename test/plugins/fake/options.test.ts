@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { VirtualClock } from '../../../src/cluster/clock.ts';
+import { VirtualClock } from '../../support/virtual-clock.ts';
 import fakePlugin, { createSimulatedCluster, DEFAULT_LATENCIES_MS, fakeOptionsSchema } from '../../../plugins/fake/index.ts';
 
 const issues = (input: unknown) => {

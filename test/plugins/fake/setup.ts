@@ -1,4 +1,4 @@
-import { VirtualClock } from '../../../src/cluster/clock.ts';
+import { VirtualClock } from '../../support/virtual-clock.ts';
 import type { ClusterEvent } from '../../../src/cluster/types.ts';
 import { createSimulatedCluster, type CreateSimulatedClusterOptions, type TopologySpec } from '../../../plugins/fake/index.ts';
 

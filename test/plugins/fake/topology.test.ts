@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { VirtualClock } from '../../../src/cluster/clock.ts';
+import { VirtualClock } from '../../support/virtual-clock.ts';
 import { matchesConstraints } from '../../../plugins/fake/scheduling.ts';
 import { createSimulatedCluster, demoTopology, generateTopology, topologySchema } from '../../../plugins/fake/index.ts';
 

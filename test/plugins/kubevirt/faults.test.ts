@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BackendError } from '../../../src/cluster/errors.ts';
 import type { ClusterEvent } from '../../../src/cluster/types.ts';
 import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
-import { K8sSim } from '../../support/k8s-sim/index.ts';
-import { eventually } from '../../support/k8s-sim/kubevirt-app.ts';
+import { K8sSim } from '../../../simulators/kubernetes/index.ts';
+import { eventually } from '../../support/kubevirt-app.ts';
 
 let sim: K8sSim;
 let backend: KubevirtBackend | null;

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { K8sSim } from '../../support/k8s-sim/index.ts';
-import { eventually } from '../../support/k8s-sim/kubevirt-app.ts';
+import { K8sSim } from '../../../simulators/kubernetes/index.ts';
+import { eventually } from '../../support/kubevirt-app.ts';
 
 /** The simulator is strict where kube-apiserver is; these pin that down (plain fetch, no client). */
 let sim: K8sSim;

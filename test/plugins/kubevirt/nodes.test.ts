@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ClusterEvent } from '../../../src/cluster/types.ts';
 import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
-import { K8sSim } from '../../support/k8s-sim/index.ts';
-import { eventually, kubevirtApp, type KubevirtTestApp } from '../../support/k8s-sim/kubevirt-app.ts';
+import { K8sSim } from '../../../simulators/kubernetes/index.ts';
+import { eventually, kubevirtApp, type KubevirtTestApp } from '../../support/kubevirt-app.ts';
 
 /**
  * Node Ready transitions → availability. Kubernetes has no re-attach: a node that is Ready

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createKubevirtBackend, STRATEGY_LABEL, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
-import { clusterRoleRules } from '../../support/k8s-sim/deploy-rbac.ts';
-import { K8sSim, type PolicyRule } from '../../support/k8s-sim/index.ts';
+import { clusterRoleRules } from '../../support/deploy-rbac.ts';
+import { K8sSim, type PolicyRule } from '../../../simulators/kubernetes/index.ts';
 
 const triples = (rules: PolicyRule[]) => new Set(rules.flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}.${g}`)))));
 

@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BackendError } from '../../../src/cluster/errors.ts';
 import type { ClusterEvent } from '../../../src/cluster/types.ts';
 import { PageserverResponseError } from '../../../plugins/pageserver/index.ts';
-import { closeAfterEach, shardIdOf, startSimCluster, waitFor, type SimCluster, type SimShardSpec } from '../../support/pageserver-sim/cluster.ts';
+import { shardIdOf, type SimShardSpec } from '../../../simulators/pageserver/index.ts';
+import { closeAfterEach, startSimCluster, waitFor, type SimCluster } from '../../support/pageserver-cluster.ts';
 
 let c: SimCluster | undefined;
 const clusters = closeAfterEach(afterEach);

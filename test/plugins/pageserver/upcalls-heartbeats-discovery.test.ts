@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ClusterEvent } from '../../../src/cluster/types.ts';
 import { pageserverOptionsSchema } from '../../../plugins/pageserver/index.ts';
-import { SafetyChecker } from '../../support/pageserver-sim/safety.ts';
-import { closeAfterEach, shardIdOf, startSimCluster, waitFor, type SimCluster, type SimShardSpec } from '../../support/pageserver-sim/cluster.ts';
+import { SafetyChecker, shardIdOf, type SimShardSpec } from '../../../simulators/pageserver/index.ts';
+import { closeAfterEach, startSimCluster, waitFor, type SimCluster } from '../../support/pageserver-cluster.ts';
 
 let c: SimCluster | undefined;
 const clusters = closeAfterEach(afterEach);

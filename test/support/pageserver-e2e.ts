@@ -2,14 +2,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { systemClock } from '../../../src/cluster/clock.ts';
-import { createLogger } from '../../../src/logger.ts';
-import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from '../../../src/operations/settings.ts';
-import { buildApp, type App } from '../../../src/server.ts';
-import { openDatabase } from '../../../src/store/index.ts';
-import type { PageserverController } from '../../../plugins/pageserver/index.ts';
-import type { PageserverOptionsInput } from '../../../plugins/pageserver/options.ts';
-import { startSimCluster, waitFor, type SimCluster, type SimClusterSpec } from './cluster.ts';
+import { systemClock } from '../../src/cluster/clock.ts';
+import { createLogger } from '../../src/logger.ts';
+import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from '../../src/operations/settings.ts';
+import { buildApp, type App } from '../../src/server.ts';
+import { openDatabase } from '../../src/store/index.ts';
+import type { PageserverController } from '../../plugins/pageserver/index.ts';
+import type { PageserverOptionsInput } from '../../plugins/pageserver/options.ts';
+import type { SimClusterSpec } from '../../simulators/pageserver/index.ts';
+import { startSimCluster, waitFor, type SimCluster } from './pageserver-cluster.ts';
 
 /**
  * End-to-end worlds for the pageserver plugin: simulated pageservers over loopback HTTP,

@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type BetterSqlite3 from 'better-sqlite3';
-import { MIGRATIONS_TABLE } from './migrate.ts';
+import { MIGRATIONS_TABLE } from '../../src/store/migrate.ts';
 
 // ---- DMMF (the subset we read) -------------------------------------------------------
 
@@ -56,7 +56,7 @@ export interface GeneratedDatamodel {
   indexes: DmmfIndex[];
 }
 
-export const defaultDatamodelFile = fileURLToPath(new URL('./generated/datamodel.json', import.meta.url));
+export const defaultDatamodelFile = fileURLToPath(new URL('../../src/store/generated/datamodel.json', import.meta.url));
 export const defaultSchemaFile = fileURLToPath(new URL('../../prisma/schema.prisma', import.meta.url));
 
 export function loadGeneratedDatamodel(file: string = defaultDatamodelFile): GeneratedDatamodel {

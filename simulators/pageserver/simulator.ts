@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SafetyChecker } from './safety.ts';
+import { parseShardId } from './shard-id.ts';
 
 /**
  * One simulated Neon pageserver: a real HTTP server on 127.0.0.1 (port 0) that implements
@@ -73,12 +74,6 @@ export interface PageserverSimOptions {
   safety: SafetyChecker;
   authToken?: string;
   downloadBytesPerSecond?: number;
-}
-
-function parseShardId(id: string): { shardNumber: number; shardCount: number } | null {
-  const m = /^[0-9a-f]{32}(?:-([0-9a-f]{2})([0-9a-f]{2}))?$/.exec(id);
-  if (!m) return null;
-  return m[1] === undefined ? { shardNumber: 0, shardCount: 0 } : { shardNumber: parseInt(m[1], 16), shardCount: parseInt(m[2]!, 16) };
 }
 
 export class PageserverSim {

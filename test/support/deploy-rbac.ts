@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { loadAllYaml } from '@kubernetes/client-node';
-import type { PolicyRule } from './server.ts';
+import type { PolicyRule } from '../../simulators/kubernetes/index.ts';
 
-const deployDir = new URL('../../../deploy/', import.meta.url);
+const deployDir = new URL('../../deploy/', import.meta.url);
 
 /** The rules of the ClusterRole shipped in deploy/rbac.yaml. */
 export function clusterRoleRules(): PolicyRule[] {

@@ -1,14 +1,14 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { systemClock } from '../../../src/cluster/clock.ts';
-import { createLogger } from '../../../src/logger.ts';
-import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from '../../../src/operations/settings.ts';
-import { buildApp, type App } from '../../../src/server.ts';
-import { openDatabase, type Database } from '../../../src/store/index.ts';
-import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
-import { K8sSim, type K8sSimOptions } from './index.ts';
-import { yogaClient } from '../yoga-client.ts';
+import { systemClock } from '../../src/cluster/clock.ts';
+import { createLogger } from '../../src/logger.ts';
+import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from '../../src/operations/settings.ts';
+import { buildApp, type App } from '../../src/server.ts';
+import { openDatabase, type Database } from '../../src/store/index.ts';
+import { createKubevirtBackend, type KubevirtBackend } from '../../plugins/kubevirt/index.ts';
+import { K8sSim, type K8sSimOptions } from '../../simulators/kubernetes/index.ts';
+import { yogaClient } from './yoga-client.ts';
 
 export interface KubevirtTestApp {
   sim: K8sSim;

@@ -1,12 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { systemClock } from '../../../src/cluster/clock.ts';
-import { createLogger } from '../../../src/logger.ts';
-import { createPageserverBackend, type PageserverController } from '../../../plugins/pageserver/index.ts';
-import { formatTenantShardId } from '../../../plugins/pageserver/shard-id.ts';
-import { pageserverOptionsSchema, type PageserverOptionsInput } from '../../../plugins/pageserver/options.ts';
 import { SafetyChecker } from './safety.ts';
+import { formatShardId } from './shard-id.ts';
 import { PageserverSim, type SeedLocation } from './simulator.ts';
 
 /** A 32-hex tenant id from a small number (readable in failures). */
@@ -24,6 +17,7 @@ export interface SimShardSpec {
 }
 
 export interface SimClusterSpec {
+  /** `zone`: the availability zone a controller is configured with for the node (the pageserver does not use it). */
   nodes: { id: number; zone?: string }[];
   shards: SimShardSpec[];
   /** Bytes per second secondaries download (default: instantly). */
@@ -48,29 +42,13 @@ export function roundRobinShards(nodeIds: number[], tenants: number, shardsPerTe
   return shards;
 }
 
-export const shardIdOf = (s: SimShardSpec) =>
-  formatTenantShardId({ tenantId: tenantIdOf(s.tenant), shardNumber: s.shardNumber ?? 0, shardCount: s.shardCount ?? 0 });
+export const shardIdOf = (s: SimShardSpec) => formatShardId(tenantIdOf(s.tenant), s.shardNumber ?? 0, s.shardCount ?? 0);
 
-/**
- * Fast settings for loopback tests. `offlineAfterMs` leaves room for a test process whose
- * event loop is briefly blocked (SQLite migrations, module loading) so nodes do not flap.
- */
-export const FAST_OPTIONS = {
-  heartbeatIntervalMs: 50,
-  offlineAfterMs: 1500,
-  requestTimeoutMs: 1000,
-  downloadWaitMs: 500,
-  retry: { attempts: 3, backoffMs: 20 },
-} as const;
-
-export interface SimCluster {
+/** Simulated pageservers sharing one safety checker, seeded with the shards of a spec. */
+export interface PageserverFleet {
   safety: SafetyChecker;
   sims: Map<number, PageserverSim>;
   sim(id: number | string): PageserverSim;
-  /** Starts (or restarts on the same state file) the plugin against the simulators. */
-  startController(extra?: Partial<PageserverOptionsInput>): Promise<PageserverController>;
-  controller: PageserverController | undefined;
-  dir: string;
   /** Per shard, what the simulators hold: `{ nodeId: "Mode@generation" }`. */
   view(): Record<string, Record<string, string>>;
   /** Per node, how many shards it holds in AttachedSingle (the simulators' view). */
@@ -78,10 +56,9 @@ export interface SimCluster {
   close(): Promise<void>;
 }
 
-export async function startSimCluster(spec: SimClusterSpec): Promise<SimCluster> {
+export async function startPageserverFleet(spec: SimClusterSpec): Promise<PageserverFleet> {
   const safety = new SafetyChecker();
   const sims = new Map<number, PageserverSim>();
-  const dir = mkdtempSync(join(tmpdir(), 'lk-pageserver-'));
   try {
     for (const n of spec.nodes) {
       sims.set(n.id, await new PageserverSim({ nodeId: n.id, safety, downloadBytesPerSecond: spec.downloadBytesPerSecond }).start());
@@ -99,31 +76,13 @@ export async function startSimCluster(spec: SimClusterSpec): Promise<SimCluster>
       sims.get(sec)!.seed(id, seed);
     }
   }
-  const cluster: SimCluster = {
+  return {
     safety,
     sims,
-    dir,
-    controller: undefined,
     sim(id) {
       const sim = sims.get(Number(id));
       if (!sim) throw new Error(`no simulated pageserver ${id}`);
       return sim;
-    },
-    async startController(extra = {}) {
-      const options = pageserverOptionsSchema.parse({
-        pageservers: spec.nodes.map((n) => ({ id: n.id, url: sims.get(n.id)!.url, availabilityZone: n.zone ?? 'az-a' })),
-        stateFile: 'state/placement.json',
-        upcall: { host: '127.0.0.1', port: 0 },
-        ...FAST_OPTIONS,
-        ...extra,
-      });
-      const controller = await createPageserverBackend(options, { configDir: dir, log: createLogger('silent'), clock: systemClock });
-      for (const sim of sims.values()) {
-        sim.controllerUrl = controller.upcallUrl;
-        sim.controllerToken = options.upcall.token;
-      }
-      cluster.controller = controller;
-      return controller;
     },
     view() {
       const out: Record<string, Record<string, string>> = {};
@@ -138,34 +97,7 @@ export async function startSimCluster(spec: SimClusterSpec): Promise<SimCluster>
       return counts;
     },
     async close() {
-      await cluster.controller?.close();
       await Promise.all([...sims.values()].map((s) => s.close()));
-      rmSync(dir, { recursive: true, force: true });
     },
   };
-  return cluster;
-}
-
-/** Polls (real time) until `until()` holds. */
-export async function waitFor(until: () => boolean | Promise<boolean>, { timeoutMs = 10_000, stepMs = 20, what = 'condition' } = {}): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await until())) {
-    if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
-}
-
-/**
- * One simulated cluster per test: `use(cluster)` registers it; afterEach closes it (every
- * server) and fails the test if the safety checker saw a violation.
- */
-export function closeAfterEach(afterEach: (fn: () => Promise<void>) => void): { use(cluster: SimCluster): SimCluster } {
-  let current: SimCluster | undefined;
-  afterEach(async () => {
-    const cluster = current;
-    current = undefined;
-    await cluster?.close();
-    cluster?.safety.assertSafe();
-  });
-  return { use: (cluster) => (current = cluster) };
 }

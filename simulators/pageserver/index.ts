@@ -1,0 +1,4 @@
+export { PageserverSim, MODES, type Mode, type Fault, type FaultKind, type SeedLocation, type PageserverSimOptions } from './simulator.ts';
+export { SafetyChecker, type LocationView } from './safety.ts';
+export { formatShardId, parseShardId } from './shard-id.ts';
+export { startPageserverFleet, roundRobinShards, shardIdOf, tenantIdOf, type PageserverFleet, type SimClusterSpec, type SimShardSpec } from './fleet.ts';
