@@ -2,7 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseConfig } from '../../src/cluster/config.ts';
+import { ConfigError } from '../../src/config/errors.ts';
+import { loadConfig, parseConfig } from '../../src/config/load.ts';
 
 function dirWithConfig(content: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'lk-config-'));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/cluster/clock.ts';
-import { ConfigError } from '../../src/cluster/config.ts';
-import { createBackendFromConfig } from '../../src/cluster/registry.ts';
+import { ConfigError } from '../../src/config/errors.ts';
+import { createBackendFromConfig } from '../../src/config/plugin-registry.ts';
 
 const context = { clock: new VirtualClock(), configDir: process.cwd(), log: { info() {}, warn() {} } };
 
