@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSimulatedCluster, type TopologySpec } from '../plugins/fake/index.ts';
 import { createLogger } from '../src/logger.ts';
-import { DEFAULT_CONFIG } from '../src/config/schema.ts';
+import { DEFAULT_CONFIG } from '../src/config/defaults.ts';
 import { buildApp } from '../src/server.ts';
 import { openDatabase } from '../src/store/database.ts';
 import type { Benchmark, BenchReport } from './benchmark.ts';

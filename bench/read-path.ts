@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSchema, createYoga } from 'graphql-yoga';
 import { createSimulatedCluster, generateTopology } from '../plugins/fake/index.ts';
-import { DEFAULT_CONFIG } from '../src/config/schema.ts';
+import { DEFAULT_CONFIG } from '../src/config/defaults.ts';
 import { createLogger } from '../src/logger.ts';
 import { buildApp } from '../src/server.ts';
 import { openDatabase } from '../src/store/database.ts';

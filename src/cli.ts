@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { runTokenCommand, TOKEN_USAGE } from './auth/cli-tokens.ts';
 import { ConfigError } from './config/errors.ts';
-import { DEFAULT_CONFIG } from './config/schema.ts';
+import { DEFAULT_CONFIG } from './config/defaults.ts';
 import { createLogger } from './logger.ts';
 import { startLockkeeper } from './start.ts';
 import { DEFAULT_DATABASE_URL } from './store/database.ts';

@@ -1,6 +1,6 @@
 /**
- * The config file's shape and every default of it: code that needs a default takes it
- * from the parsed config (or from DEFAULT_CONFIG), never states it again.
+ * The config file's shape and every default of it: code that needs a setting takes it
+ * from the config parsed at start (or from DEFAULT_CONFIG), never states a default again.
  */
 import { z } from 'zod';
 
@@ -94,6 +94,3 @@ export type PluginEntry = z.infer<typeof pluginEntrySchema>;
 export type OperationSettings = z.infer<typeof operationSettingsSchema>;
 export type AuthSettings = z.infer<typeof authSettingsSchema>;
 export type LimitSettings = z.infer<typeof limitSettingsSchema>;
-
-/** Every setting at its default: the config of a start with no config file. */
-export const DEFAULT_CONFIG: LockkeeperConfig = configSchema.parse({});

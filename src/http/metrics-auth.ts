@@ -1,6 +1,6 @@
 import type { Scope } from '../auth/scopes.ts';
 import { AuthRefusal, AuthService } from '../auth/service.ts';
-import { challengeHeaders } from './challenge.ts';
+import { challengeHeaders } from './bearer-challenge.ts';
 import type { Guard } from './router.ts';
 
 /** /metrics needs `scope` when authentication is on (config `auth.metrics`); "public" lets anyone read it. */

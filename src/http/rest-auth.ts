@@ -3,7 +3,7 @@ import type { Scope } from '../auth/scopes.ts';
 import { AuthRefusal, AuthService, type Identity } from '../auth/service.ts';
 import { HttpError } from '../rest/http-io.ts';
 import type { NeonFacadeDeps } from '../rest/neon-facade.ts';
-import { challengeHeaders } from './challenge.ts';
+import { challengeHeaders } from './bearer-challenge.ts';
 
 /** The REST facade's door: 401 / 403 as Neon's controller answers, 429 past the mutation rate. */
 export function restAuthorizer(auth: AuthService): NonNullable<NeonFacadeDeps['authorize']> {

@@ -26,4 +26,10 @@ describe('plugin registry', () => {
       createBackendFromConfig([{ name: 'fake', options: { topolgy: 'demo' } }], context),
     ).rejects.toThrow(/plugins\[0\]\.options\.topolgy: unknown key/);
   });
+
+  it('refuses two plugins that serve the same kind of workload', async () => {
+    const twice = [{ name: 'fake', options: { topology: 'demo' } }, { name: 'fake', options: { topology: 'demo' } }];
+    await expect(createBackendFromConfig(twice, context)).rejects.toThrow(ConfigError);
+    await expect(createBackendFromConfig(twice, context)).rejects.toThrow(/more than one plugin serves VMs \(fake, fake\)/);
+  });
 });

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createSimulatedCluster, type SimulatedCluster, type TopologySpec } from '../../plugins/fake/index.ts';
 import type { ClusterBackend } from '../../src/cluster/backend.ts';
 import { VirtualClock } from '../../src/cluster/clock.ts';
-import { DEFAULT_CONFIG } from '../../src/config/schema.ts';
+import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
 import { createEventBus } from '../../src/events/bus.ts';
 import { createLogger, type Logger } from '../../src/logger.ts';
 import { OperationEngine } from '../../src/operations/engine.ts';
