@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSimulatedCluster, type TopologySpec } from '../plugins/fake/index.ts';
 import { createLogger } from '../src/logger.ts';
-import { DEFAULT_OPERATION_SETTINGS } from '../src/operations/settings.ts';
+import { DEFAULT_CONFIG } from '../src/config/defaults.ts';
 import { buildApp } from '../src/server.ts';
 import { openDatabase } from '../src/store/database.ts';
 import type { Benchmark, BenchReport } from './benchmark.ts';
@@ -55,7 +55,7 @@ async function once(): Promise<{ wallMs: number; moved: number; peakRss: number 
     backend: cluster,
     log: createLogger('warn'),
     prisma: db.prisma,
-    settings: { ...DEFAULT_OPERATION_SETTINGS, maxConcurrentMoves: WIDTH },
+    config: { ...DEFAULT_CONFIG, operations: { ...DEFAULT_CONFIG.operations, maxConcurrentMoves: WIDTH } },
     onClose: () => db.close(),
   });
   await app.ready();

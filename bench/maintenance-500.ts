@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { createSimulatedCluster, type TopologySpec } from '../plugins/fake/index.ts';
 import type { ClusterBackend } from '../src/cluster/backend.ts';
 import { createLogger } from '../src/logger.ts';
-import { DEFAULT_OPERATION_SETTINGS } from '../src/operations/settings.ts';
+import { DEFAULT_CONFIG } from '../src/config/defaults.ts';
 import { buildApp } from '../src/server.ts';
 import { openDatabase } from '../src/store/database.ts';
 import type { Benchmark, BenchReport } from './benchmark.ts';
@@ -85,7 +85,10 @@ async function once(): Promise<Run> {
     backend: wrapped,
     log: createLogger('warn'),
     prisma: db.prisma,
-    settings: { ...DEFAULT_OPERATION_SETTINGS, maxParallelMigrations: PER_CLUSTER, maxOutboundMigrationsPerNode: PER_NODE },
+    config: {
+      ...DEFAULT_CONFIG,
+      operations: { ...DEFAULT_CONFIG.operations, maxParallelMigrations: PER_CLUSTER, maxOutboundMigrationsPerNode: PER_NODE },
+    },
     onClose: () => db.close(),
   });
   await app.ready();

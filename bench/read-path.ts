@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSchema, createYoga } from 'graphql-yoga';
 import { createSimulatedCluster, generateTopology } from '../plugins/fake/index.ts';
+import { DEFAULT_CONFIG } from '../src/config/defaults.ts';
 import { createLogger } from '../src/logger.ts';
 import { buildApp } from '../src/server.ts';
 import { openDatabase } from '../src/store/database.ts';
@@ -61,7 +62,7 @@ async function startLockkeeper(): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), 'lockkeeper-bench-'));
   const db = await openDatabase({ url: `file:${join(dir, 'bench.db')}` });
   const cluster = createSimulatedCluster({ topology: generateTopology({ nodes: NODES, vmsPerNode: VMS_PER_NODE }) });
-  const app = buildApp({ backend: cluster, log: createLogger('silent'), prisma: db.prisma, onClose: () => db.close() });
+  const app = buildApp({ backend: cluster, log: createLogger('silent'), prisma: db.prisma, config: DEFAULT_CONFIG, onClose: () => db.close() });
   const { url } = await app.start(0, '127.0.0.1');
   return {
     label: 'Lockkeeper',

@@ -1,22 +1,26 @@
 import { parseArgs } from 'node:util';
 import { runTokenCommand, TOKEN_USAGE } from './auth/cli-tokens.ts';
-import { ConfigError } from './cluster/config.ts';
+import { ConfigError } from './config/errors.ts';
+import { DEFAULT_CONFIG } from './config/defaults.ts';
 import { createLogger } from './logger.ts';
 import { startLockkeeper } from './start.ts';
+import { DEFAULT_DATABASE_URL } from './store/database.ts';
+
+const { port: DEFAULT_PORT, host: DEFAULT_HOST } = DEFAULT_CONFIG.server;
 
 const USAGE = `usage: lockkeeper <command>
 
 commands:
-  serve     run the gateway (GraphQL, GraphiQL, WebSocket subscriptions) on LOCKKEEPER_PORT (default 4000)
+  serve     run the gateway (GraphQL, GraphiQL, WebSocket subscriptions) on LOCKKEEPER_PORT (default ${DEFAULT_PORT})
   token     create, revoke and list API tokens in the database (no server needed):
 
 ${TOKEN_USAGE.replace(/^usage:\n/, '').replace(/^/gm, '  ')}
 
 environment:
   LOCKKEEPER_CONFIG        config file (default ./lockkeeper.config.json, else the simulated demo cluster)
-  LOCKKEEPER_DATABASE_URL  SQLite database (default file:./data/lockkeeper.db)
-  LOCKKEEPER_PORT          HTTP port (default 4000)
-  LOCKKEEPER_HOST          address to bind (default 127.0.0.1)
+  LOCKKEEPER_DATABASE_URL  SQLite database (default ${DEFAULT_DATABASE_URL})
+  LOCKKEEPER_PORT          HTTP port (default ${DEFAULT_PORT})
+  LOCKKEEPER_HOST          address to bind (default ${DEFAULT_HOST})
   LOCKKEEPER_LOG_LEVEL     pino level (default info)
   LOCKKEEPER_ADMIN_TOKEN   a bootstrap admin token (24+ characters); turns authentication on
   LOCKKEEPER_INSECURE      1: allow a non-loopback address without authentication`;

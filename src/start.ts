@@ -1,6 +1,6 @@
 import { systemClock, type Clock } from './cluster/clock.ts';
-import { loadConfig } from './cluster/config.ts';
-import { createBackendFromConfig } from './cluster/registry.ts';
+import { loadConfig } from './config/load.ts';
+import { createBackendFromConfig } from './config/plugin-registry.ts';
 import type { Logger } from './logger.ts';
 import { buildApp, type App } from './server.ts';
 import { openDatabase } from './store/database.ts';
@@ -21,8 +21,6 @@ export interface Started {
   databaseFile: string;
 }
 
-const isTrue = (value: string | undefined) => value !== undefined && ['1', 'true', 'yes'].includes(value.toLowerCase());
-
 /**
  * The composition root: config → database (migrated) → backend plugins → server.
  * Anything that fails here fails start-up with a message that names its cause; whatever
@@ -34,7 +32,7 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
   const { config, file, dir } = loadConfig(env, cwd);
   options.log.info({ config: file ?? '(defaults: simulated demo cluster)' }, 'configuration loaded');
 
-  const db = await openDatabase({ url: env.LOCKKEEPER_DATABASE_URL ?? config.database.url, cwd });
+  const db = await openDatabase({ url: config.database.url, cwd });
   let app: App | undefined;
   try {
     const backend = await createBackendFromConfig(config.plugins, {
@@ -47,21 +45,12 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       log: options.log,
       prisma: db.prisma,
       clock: options.clock ?? systemClock,
-      settings: config.operations,
+      config,
+      bootstrapToken: env.LOCKKEEPER_ADMIN_TOKEN || undefined,
       onClose: () => db.close(),
       health: () => ({ database: db.file }),
-      security: {
-        bootstrapToken: env.LOCKKEEPER_ADMIN_TOKEN || undefined,
-        insecure: isTrue(env.LOCKKEEPER_INSECURE) || (config.server.insecure ?? false),
-        allowedOrigins: config.server.allowedOrigins ?? [],
-        metrics: config.auth.metrics,
-        recheckIntervalMs: config.auth.recheckIntervalMs,
-        limits: config.limits,
-      },
     });
-    const port = options.port ?? (env.LOCKKEEPER_PORT ? Number(env.LOCKKEEPER_PORT) : (config.server.port ?? 4000));
-    const host = env.LOCKKEEPER_HOST ?? config.server.host ?? '127.0.0.1';
-    const bound = await app.start(port, host);
+    const bound = await app.start(options.port ?? config.server.port, config.server.host);
     options.log.info({ url: bound.url, backend: backend.name, database: db.file }, `Lockkeeper listening: GraphiQL at ${bound.url}`);
     return { app, url: bound.url, port: bound.port, databaseFile: db.file };
   } catch (e) {

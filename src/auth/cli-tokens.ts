@@ -6,9 +6,9 @@
  */
 import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../cluster/config.ts';
+import { loadConfig } from '../config/load.ts';
 import { LockkeeperError } from '../domain/errors.ts';
-import { ApiTokenStore, isUsable, type TokenRecord } from '../store/api-tokens.ts';
+import { ApiTokenStore, isUsable, type TokenRecord } from './token-store.ts';
 import { openDatabase } from '../store/database.ts';
 import { isScope, SCOPES } from './scopes.ts';
 import { parseDuration } from './tokens.ts';
@@ -76,7 +76,7 @@ export async function runTokenCommand(argv: string[], io: CliIo): Promise<number
   }
 
   const { config } = loadConfig(io.env, io.cwd);
-  const db = await openDatabase({ url: io.env.LOCKKEEPER_DATABASE_URL ?? config.database.url, cwd: io.cwd });
+  const db = await openDatabase({ url: config.database.url, cwd: io.cwd });
   const store = new ApiTokenStore(db.prisma);
   try {
     if (verb === 'create') {

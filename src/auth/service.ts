@@ -13,8 +13,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../logger.ts';
-import type { ApiTokenStore, TokenRecord } from '../store/api-tokens.ts';
-import { isUsable } from '../store/api-tokens.ts';
+import { isUsable, type ApiTokenStore, type TokenRecord } from './token-store.ts';
 import { scopeAllows, type Scope } from './scopes.ts';
 import { ANONYMOUS_ACTOR, BOOTSTRAP_ACTOR, parseDuration, sameSecret } from './tokens.ts';
 
@@ -47,10 +46,10 @@ export class AuthRefusal extends Error {
 export interface AuthOptions {
   /** LOCKKEEPER_ADMIN_TOKEN: a secret accepted as an admin token named `bootstrap-admin`. */
   bootstrapToken?: string | undefined;
-  /** How often open WebSockets and event streams re-check their token (revoked elsewhere, expired). Default 5 s. */
-  recheckIntervalMs?: number;
-  /** Mutations (GraphQL root fields, REST PUT/DELETE) per token per minute; 0 = no limit. Default 120. */
-  mutationsPerMinute?: number;
+  /** How often open WebSockets and event streams re-check their token (revoked elsewhere, expired). */
+  recheckIntervalMs: number;
+  /** Mutations (GraphQL root fields, REST PUT/DELETE) per token per minute; 0 = no limit. */
+  mutationsPerMinute: number;
   /** Wall-clock time for expiry and last use (tests); default Date.now. */
   now?: () => number;
 }
@@ -72,15 +71,15 @@ export class AuthService {
   constructor(
     readonly store: ApiTokenStore,
     private readonly log: Logger,
-    private readonly options: AuthOptions = {},
+    private readonly options: AuthOptions,
   ) {
     if (options.bootstrapToken !== undefined && options.bootstrapToken.length < MIN_BOOTSTRAP_TOKEN_LENGTH) {
       throw new Error(`LOCKKEEPER_ADMIN_TOKEN is too short: use at least ${MIN_BOOTSTRAP_TOKEN_LENGTH} random characters (e.g. openssl rand -base64 32)`);
     }
     this.enforcedNow = Boolean(options.bootstrapToken);
     this.now = options.now ?? Date.now;
-    this.mutationsPerMinute = options.mutationsPerMinute ?? 120;
-    this.recheckIntervalMs = options.recheckIntervalMs ?? 5000;
+    this.mutationsPerMinute = options.mutationsPerMinute;
+    this.recheckIntervalMs = options.recheckIntervalMs;
     this.events.setMaxListeners(0);
   }
 

@@ -1,5 +1,4 @@
 import type { ClusterBackend } from './backend.ts';
-import { ConfigError } from './config.ts';
 import { BackendError } from './errors.ts';
 import type { ClusterNode } from './types.ts';
 import { compareNatural } from '../domain/compare.ts';
@@ -34,17 +33,14 @@ function mergeNodeLists(lists: ClusterNode[][]): ClusterNode[] {
 
 /**
  * Joins the configured backends into one. With a single backend it is returned as is.
- * Otherwise at most one backend may serve VMs and at most one may serve shards: workload
- * calls go to that one, node reads and cordons to all.
+ * Otherwise at most one backend serves VMs and at most one serves shards (the plugin
+ * registry refuses other configs): workload calls go to that one, node reads and cordons
+ * to all.
  */
 export function combineBackends(backends: ClusterBackend[]): ClusterBackend {
   if (backends.length === 1) return backends[0]!;
-  const vmBackends = backends.filter((b) => b.capabilities.vms);
-  const shardBackends = backends.filter((b) => b.capabilities.shards);
-  if (vmBackends.length > 1) throw new ConfigError(`plugins: more than one plugin serves VMs (${vmBackends.map((b) => b.name).join(', ')})`);
-  if (shardBackends.length > 1) throw new ConfigError(`plugins: more than one plugin serves shards (${shardBackends.map((b) => b.name).join(', ')})`);
-  const vm = vmBackends[0];
-  const shard = shardBackends[0];
+  const vm = backends.find((b) => b.capabilities.vms);
+  const shard = backends.find((b) => b.capabilities.shards);
   const needVm = (): ClusterBackend => {
     if (!vm) throw new BackendError('Rejected', 'no configured backend serves VMs');
     return vm;

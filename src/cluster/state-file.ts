@@ -5,6 +5,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { z } from 'zod';
+import { describeIssues } from './zod-issues.ts';
 
 /**
  * The file's JSON, or null when there is no file yet. A file that is not JSON is
@@ -19,12 +20,9 @@ export function readJsonFile(path: string, invalid: (reason: string) => Error): 
   }
 }
 
-/** The first few problems zod found, as `path: message` for an error message. */
+/** The first few problems zod found in a state file, on one line for its error message. */
 export function describeSchemaIssues(error: z.ZodError, max = 5): string {
-  return error.issues
-    .slice(0, max)
-    .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
-    .join('; ');
+  return describeIssues(error, { max, separator: '; ', index: 'dot' });
 }
 
 /**

@@ -22,7 +22,7 @@ import { Journal } from './journal.ts';
 import { Mutex } from './mutex.ts';
 import { PolicyStore } from './policy-store.ts';
 import { compactPlan, createOperationWrite, mergeSteps, newOperation, snapshotOf, stepOf, stepsOfPlan } from './records.ts';
-import type { OperationSettings } from './settings.ts';
+import type { OperationSettings } from '../config/schema.ts';
 import { StorageRun, type JournalWriter, type RunHost } from './storage-run.ts';
 import { policyTransitionWrites } from './policy-statements.ts';
 import {

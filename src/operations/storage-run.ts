@@ -9,7 +9,7 @@ import { countTransition } from './counts.ts';
 import { estimateCompletion } from './eta.ts';
 import type { Journal } from './journal.ts';
 import type { PolicyStore } from './policy-store.ts';
-import type { OperationSettings } from './settings.ts';
+import type { OperationSettings } from '../config/schema.ts';
 import type { OperationObserver, OperationOutcome, OperationSnapshot, StepRecord, StorageKind, WaitingOn } from './types.ts';
 
 /** What a run writes through: the group-commit journal, or a proxy of it (embedded drains). */

@@ -1,8 +1,6 @@
-/** Small HTTP helpers for the REST facade: bounded body reading and JSON replies. */
+/** Small HTTP helpers for the server and the REST facade: bounded body reading, headers, JSON replies. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LockkeeperError } from '../domain/errors.ts';
-
-export const MAX_BODY_BYTES = 1024 * 1024;
 
 /** The request body is larger than the facade accepts (HTTP 413). */
 export class PayloadTooLargeError extends LockkeeperError {
@@ -29,7 +27,7 @@ export class HttpError extends Error {
  * close the connection). A chunked body that grows past the limit is read to its end
  * and discarded, never buffered, so the client gets the reply.
  */
-export function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<Buffer> {
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > limit) {
@@ -54,4 +52,10 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
   res.end(text);
+}
+
+/** A request header's (first) value. */
+export function headerOf(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
 }

@@ -28,6 +28,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ClusterBackend } from '../cluster/backend.ts';
 import type { Clock } from '../cluster/clock.ts';
+import { issuePath } from '../cluster/zod-issues.ts';
 import {
   ConflictError,
   InvalidInputError,
@@ -44,7 +45,7 @@ import type { OperationEngine } from '../operations/engine.ts';
 import type { RequestMeta } from '../operations/types.ts';
 import type { Scope } from '../auth/scopes.ts';
 import type { AuditLog } from '../store/audit-log.ts';
-import { HttpError, MAX_BODY_BYTES, PayloadTooLargeError, readBody, sendJson } from './http-io.ts';
+import { headerOf, HttpError, PayloadTooLargeError, readBody, sendJson } from './http-io.ts';
 import {
   compareNodeIds,
   neonNodeId,
@@ -67,8 +68,8 @@ export interface NeonFacadeDeps {
   actor?: string;
   /** Where unexpected faults are logged (never in the response). */
   log?: Logger;
-  /** Largest accepted request body; default 1 MiB. */
-  maxBodyBytes?: number;
+  /** Largest accepted request body (config `limits.maxBodyBytes`). */
+  maxBodyBytes: number;
   /**
    * Authenticates and authorizes a call before it runs: resolves with the actor, or throws
    * an HttpError (401, 403, 429). Absent: every caller is `actor`.
@@ -122,7 +123,7 @@ const OK: Reply = { status: 200, body: null };
 export function createNeonFacade(deps: NeonFacadeDeps): NeonFacadeHandler {
   const { engine, backend } = deps;
   const actor = deps.actor ?? 'rest';
-  const maxBodyBytes = deps.maxBodyBytes ?? MAX_BODY_BYTES;
+  const { maxBodyBytes } = deps;
 
   async function requireNode(nodeId: string) {
     const node = await backend.getNode(nodeId);
@@ -303,7 +304,7 @@ function parseConfigureBody(body: Buffer): NodeConfigureRequest {
   const parsed = nodeConfigureRequestSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    const path = issue.path.length ? issue.path.join('.') : 'body';
+    const path = issuePath(issue.path, { root: 'body', index: 'dot' });
     throw new InvalidInputError(path, '', `invalid ${path}: ${issue.message}`);
   }
   return parsed.data;
@@ -321,8 +322,7 @@ function tryJson(body: Buffer): unknown {
 function reasonOf(req: IncomingMessage, url: URL): string | null {
   const fromQuery = url.searchParams.get('reason');
   if (fromQuery !== null && fromQuery.trim() !== '') return fromQuery.trim();
-  const header = req.headers[REASON_HEADER];
-  const value = Array.isArray(header) ? header[0] : header;
+  const value = headerOf(req, REASON_HEADER);
   return value !== undefined && value.trim() !== '' ? value.trim() : null;
 }
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiTokenStore } from '../../src/store/api-tokens.ts';
+import { ApiTokenStore } from '../../src/auth/token-store.ts';
 import { hashToken } from '../../src/auth/tokens.ts';
 import { createTestApp, type TestApp } from '../support/graphql-app.ts';
 import { firstOutcome, startSecuredServer, type SecuredServer } from '../support/secured-server.ts';
@@ -139,7 +139,7 @@ describe('revoked and expired tokens over graphql-ws', () => {
 
   it('revocation by the CLI (straight into the database) and expiry end open subscriptions within the re-check interval', async () => {
     const clock = wallClock();
-    s = await startSecuredServer({ security: { now: clock.now, recheckIntervalMs: 100 } });
+    s = await startSecuredServer({ security: { now: clock.now, auth: { recheckIntervalMs: 100 } } });
     const watch = (token: string) => {
       let resolveClose!: (e: { code: number; reason: string }) => void;
       const closedEvent = new Promise<{ code: number; reason: string }>((r) => (resolveClose = r));
@@ -201,7 +201,7 @@ describe('/metrics', () => {
     expect(await ok.text()).toContain('# TYPE');
     expect((await fetch(`${s.base}/healthz`)).status).toBe(200);
     await s.stop();
-    s = await startSecuredServer({ security: { metrics: 'public' } });
+    s = await startSecuredServer({ security: { auth: { metrics: 'public' } } });
     expect((await fetch(`${s.base}/metrics`)).status).toBe(200);
   });
 });

@@ -2,7 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseConfig } from '../../src/cluster/config.ts';
+import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
+import { ConfigError } from '../../src/config/errors.ts';
+import { loadConfig, parseConfig } from '../../src/config/load.ts';
 
 function dirWithConfig(content: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'lk-config-'));
@@ -38,6 +40,17 @@ describe('config loading', () => {
     expect(() => parseConfig({ server: { port: 'four' } }, 'x.json')).toThrow(ConfigError);
     expect(() => parseConfig({ server: { port: 'four' } }, 'x.json')).toThrow(/server\.port/);
     expect(() => parseConfig({ plugins: [] }, 'x.json')).toThrow(/plugins/);
+  });
+
+  it('fills every section the file leaves out with the schema defaults', () => {
+    expect(parseConfig({ limits: { maxDepth: 4 } }, 'x.json')).toEqual({ ...DEFAULT_CONFIG, limits: { ...DEFAULT_CONFIG.limits, maxDepth: 4 } });
+  });
+
+  it('takes the port, host, insecure flag and database from the environment over the file', () => {
+    const dir = dirWithConfig('{"server":{"port":4100,"host":"::1"},"database":{"url":"file:a.db"}}');
+    expect(loadConfig({}, dir).config).toMatchObject({ server: { port: 4100, host: '::1', insecure: false }, database: { url: 'file:a.db' } });
+    const env = { LOCKKEEPER_PORT: '4300', LOCKKEEPER_HOST: '0.0.0.0', LOCKKEEPER_INSECURE: 'yes', LOCKKEEPER_DATABASE_URL: 'file:b.db' };
+    expect(loadConfig(env, dir).config).toMatchObject({ server: { port: 4300, host: '0.0.0.0', insecure: true }, database: { url: 'file:b.db' } });
   });
 
   it('refuses a LOCKKEEPER_CONFIG that does not exist, and invalid JSON', () => {

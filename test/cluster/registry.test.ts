@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../support/virtual-clock.ts';
-import { ConfigError } from '../../src/cluster/config.ts';
-import { createBackendFromConfig } from '../../src/cluster/registry.ts';
+import { ConfigError } from '../../src/config/errors.ts';
+import { createBackendFromConfig } from '../../src/config/plugin-registry.ts';
 
 const context = { clock: new VirtualClock(), configDir: process.cwd(), log: { info() {}, warn() {} } };
 
@@ -25,5 +25,11 @@ describe('plugin registry', () => {
     await expect(
       createBackendFromConfig([{ name: 'fake', options: { topolgy: 'demo' } }], context),
     ).rejects.toThrow(/plugins\[0\]\.options\.topolgy: unknown key/);
+  });
+
+  it('refuses two plugins that serve the same kind of workload', async () => {
+    const twice = [{ name: 'fake', options: { topology: 'demo' } }, { name: 'fake', options: { topology: 'demo' } }];
+    await expect(createBackendFromConfig(twice, context)).rejects.toThrow(ConfigError);
+    await expect(createBackendFromConfig(twice, context)).rejects.toThrow(/more than one plugin serves VMs \(fake, fake\)/);
   });
 });

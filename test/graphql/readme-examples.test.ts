@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Kind, parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/cluster/config.ts';
-import { loadPlugin } from '../../src/cluster/registry.ts';
+import { parseConfig } from '../../src/config/load.ts';
+import { loadPlugin } from '../../src/config/plugin-registry.ts';
 import { buildSchema } from '../../src/graphql/schema.ts';
 
 const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');

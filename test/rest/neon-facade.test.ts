@@ -4,11 +4,11 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createSimulatedCluster, type SimulatedCluster, type TopologySpec } from '../../plugins/fake/index.ts';
 import type { ClusterBackend } from '../../src/cluster/backend.ts';
 import { VirtualClock } from '../support/virtual-clock.ts';
+import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
 import { createEventBus } from '../../src/events/bus.ts';
 import { createLogger, type Logger } from '../../src/logger.ts';
 import { OperationEngine } from '../../src/operations/engine.ts';
 import { createOperationMetrics } from '../../src/operations/metrics.ts';
-import { DEFAULT_OPERATION_SETTINGS } from '../../src/operations/settings.ts';
 import { createNeonFacade, type NeonFacadeDeps } from '../../src/rest/neon-facade.ts';
 import { AuditLog } from '../../src/store/audit-log.ts';
 import { openDatabase, type Database } from '../../src/store/database.ts';
@@ -97,7 +97,7 @@ async function setup(
     bus: createEventBus(),
     clock,
     log: createLogger('silent'),
-    settings: DEFAULT_OPERATION_SETTINGS,
+    settings: DEFAULT_CONFIG.operations,
     observer: metrics.observer,
   });
   await engine.start();
@@ -111,6 +111,7 @@ async function setup(
     backend: options.wrapBackend ? options.wrapBackend(cluster) : cluster,
     audit: new AuditLog(db.prisma),
     clock,
+    maxBodyBytes: DEFAULT_CONFIG.limits.maxBodyBytes,
     ...options.facade,
   });
   const server = createServer((req, res) => {

@@ -5,8 +5,9 @@ import { VirtualClock } from './virtual-clock.ts';
 import type { ClusterBackend } from '../../src/cluster/backend.ts';
 import { createLogger } from '../../src/logger.ts';
 import { yogaClient } from './yoga-client.ts';
-import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from '../../src/operations/settings.ts';
-import { buildApp, type App, type SecurityOptions } from '../../src/server.ts';
+import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
+import type { AuthSettings, LimitSettings, OperationSettings } from '../../src/config/schema.ts';
+import { buildApp, type App } from '../../src/server.ts';
 import { openDatabase, type Database } from '../../src/store/index.ts';
 import { createSimulatedCluster, type CreateSimulatedClusterOptions, type SimulatedCluster } from '../../plugins/fake/index.ts';
 
@@ -27,7 +28,14 @@ export interface TestAppOptions extends CreateSimulatedClusterOptions {
   /** Reuse a database file (restart tests). */
   databaseFile?: string;
   /** Access control and limits; default: none configured (auth off while the database has no token). */
-  security?: SecurityOptions;
+  security?: TestSecurity;
+}
+
+interface TestSecurity {
+  auth?: Partial<AuthSettings>;
+  limits?: Partial<LimitSettings>;
+  /** Wall clock for token expiry, last use and rate limits. */
+  now?: () => number;
 }
 
 /** An app over a simulated cluster on a virtual clock and a fresh SQLite file, not listening. */
@@ -42,9 +50,14 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     log: createLogger('silent'),
     prisma: db.prisma,
     clock,
-    settings: { ...DEFAULT_OPERATION_SETTINGS, ...settings },
+    config: {
+      ...DEFAULT_CONFIG,
+      operations: { ...DEFAULT_CONFIG.operations, ...settings },
+      auth: { ...DEFAULT_CONFIG.auth, ...security?.auth },
+      limits: { ...DEFAULT_CONFIG.limits, ...security?.limits },
+    },
+    ...(security?.now && { now: security.now }),
     onClose: () => db.close(),
-    ...(security && { security }),
   });
   await app.ready();
   return {

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { systemClock } from '../../src/cluster/clock.ts';
 import { createLogger } from '../../src/logger.ts';
-import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from '../../src/operations/settings.ts';
+import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
+import type { OperationSettings } from '../../src/config/schema.ts';
 import { buildApp, type App } from '../../src/server.ts';
 import { openDatabase, type Database } from '../../src/store/index.ts';
 import { createKubevirtBackend, type KubevirtBackend } from '../../plugins/kubevirt/index.ts';
@@ -44,7 +45,7 @@ export async function kubevirtApp(seed: (sim: K8sSim) => void, settings: Partial
     log: createLogger('silent'),
     prisma: db.prisma,
     clock: systemClock,
-    settings: { ...DEFAULT_OPERATION_SETTINGS, migrationRetryDelayMs: 100, ...settings },
+    config: { ...DEFAULT_CONFIG, operations: { ...DEFAULT_CONFIG.operations, migrationRetryDelayMs: 100, ...settings } },
     onClose: () => db.close(),
   });
   await app.ready();

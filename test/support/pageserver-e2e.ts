@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { systemClock } from '../../src/cluster/clock.ts';
 import { createLogger } from '../../src/logger.ts';
-import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from '../../src/operations/settings.ts';
+import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
+import type { OperationSettings } from '../../src/config/schema.ts';
 import { buildApp, type App } from '../../src/server.ts';
 import { openDatabase } from '../../src/store/index.ts';
 import type { PageserverController } from '../../plugins/pageserver/index.ts';
@@ -53,7 +54,7 @@ export function pageserverWorlds(afterEach: (fn: () => Promise<void>) => void) {
       log: createLogger('silent'),
       prisma: db.prisma,
       clock: systemClock,
-      settings: { ...DEFAULT_OPERATION_SETTINGS, ...settings },
+      config: { ...DEFAULT_CONFIG, operations: { ...DEFAULT_CONFIG.operations, ...settings } },
       onClose: () => db.close(),
     });
     await app.ready();

@@ -1,7 +1,6 @@
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import type { Scope } from '../../src/auth/scopes.ts';
-import type { SecurityOptions } from '../../src/server.ts';
 import { createTestApp, type TestApp, type TestAppOptions } from './graphql-app.ts';
 
 export type TokenSet = Record<Scope, string>;
@@ -30,7 +29,7 @@ export interface GqlError {
  * A listening server (loopback, port 0) over the simulated cluster with authentication on:
  * a viewer, an operator and an admin token exist. Every client made here is disposed by stop().
  */
-export async function startSecuredServer(options: TestAppOptions & { security?: SecurityOptions } = {}): Promise<SecuredServer> {
+export async function startSecuredServer(options: TestAppOptions = {}): Promise<SecuredServer> {
   const t = await createTestApp(options);
   const tokens = {} as TokenSet;
   for (const scope of ['viewer', 'operator', 'admin'] as const) {

@@ -54,8 +54,6 @@ export function planDrain(nodeId: string, shards: readonly PlanShard[], nodes: r
     });
 }
 
-export const DEFAULT_MAX_SECONDARY_LAG_BYTES = 256 * 1024 * 1024;
-
 /** D4: a secondary is warm enough when its lag is known and at most the limit. */
 export function warmthVerdict(
   status: { bytesTotal: number; bytesDownloaded: number; heatmapMtime: number | null } | null,

@@ -8,7 +8,7 @@ import { countTransition } from '../counts.ts';
 import { estimateCompletion } from '../eta.ts';
 import type { Journal } from '../journal.ts';
 import type { JournalWriter, StorageRun } from '../storage-run.ts';
-import type { OperationSettings } from '../settings.ts';
+import type { OperationSettings } from '../../config/schema.ts';
 import type { OperationCounts, OperationObserver, OperationOutcome, OperationSnapshot, StepRecord, WaitingOn } from '../types.ts';
 import { countsOf } from '../counts.ts';
 import type { MigrationLimiter } from './migration-limiter.ts';

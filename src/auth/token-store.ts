@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { isScope, type Scope } from '../auth/scopes.ts';
-import { checkTokenName, generateToken, hashToken, UnknownTokenError } from '../auth/tokens.ts';
+import { isScope, type Scope } from './scopes.ts';
+import { checkTokenName, generateToken, hashToken, UnknownTokenError } from './tokens.ts';
 import { ConflictError } from '../domain/errors.ts';
-import type { ApiToken, PrismaClient } from './index.ts';
+import type { ApiToken, PrismaClient } from '../store/index.ts';
 
 export interface TokenRecord {
   id: string;

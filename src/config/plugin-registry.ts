@@ -1,9 +1,11 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { ClusterBackend } from './backend.ts';
-import { ConfigError, describeIssues, type PluginEntry } from './config.ts';
-import type { ClusterPlugin, PluginContext } from './plugin.ts';
-import { combineBackends } from './composite.ts';
+import type { ClusterBackend } from '../cluster/backend.ts';
+import { combineBackends } from '../cluster/composite.ts';
+import type { ClusterPlugin, PluginContext } from '../cluster/plugin.ts';
+import { issueLines } from '../cluster/zod-issues.ts';
+import { ConfigError } from './errors.ts';
+import type { PluginEntry } from './schema.ts';
 
 const pluginsDir = new URL('../../plugins/', import.meta.url);
 
@@ -27,6 +29,14 @@ export async function loadPlugin(name: string, where: string): Promise<ClusterPl
   return mod.default;
 }
 
+/** Workload calls go to the one backend that serves the kind: two would each think they own it. */
+function checkOneServerPerWorkload(backends: readonly ClusterBackend[]): void {
+  const vmBackends = backends.filter((b) => b.capabilities.vms);
+  const shardBackends = backends.filter((b) => b.capabilities.shards);
+  if (vmBackends.length > 1) throw new ConfigError(`plugins: more than one plugin serves VMs (${vmBackends.map((b) => b.name).join(', ')})`);
+  if (shardBackends.length > 1) throw new ConfigError(`plugins: more than one plugin serves shards (${shardBackends.map((b) => b.name).join(', ')})`);
+}
+
 /** Creates the backends the config names and joins them into one (see combineBackends). */
 export async function createBackendFromConfig(
   entries: readonly PluginEntry[],
@@ -39,14 +49,14 @@ export async function createBackendFromConfig(
       const plugin = await loadPlugin(entry.name, `${where}.name`);
       const parsed = plugin.optionsSchema.safeParse(entry.options);
       if (!parsed.success) {
-        const detail = describeIssues(parsed.error)
-          .split('\n')
+        const detail = issueLines(parsed.error)
           .map((line) => `${where}.options.${line}`)
           .join('\n');
         throw new ConfigError(`invalid options for plugin "${entry.name}":\n${detail}`);
       }
       backends.push(await plugin.create(parsed.data, context));
     }
+    checkOneServerPerWorkload(backends);
     return combineBackends(backends);
   } catch (e) {
     await Promise.allSettled(backends.map((b) => b.close()));

@@ -1,0 +1,96 @@
+/**
+ * The config file's shape and every default of it: code that needs a setting takes it
+ * from the config parsed at start (or from DEFAULT_CONFIG), never states a default again.
+ */
+import { z } from 'zod';
+
+const pluginEntrySchema = z
+  .object({
+    /** A built-in plugin: a folder under `plugins/`. */
+    name: z.string().regex(/^[a-z][a-z0-9-]*$/, 'must be a plugin folder name such as "fake"'),
+    options: z.record(z.string(), z.unknown()).default({}),
+  })
+  .strict();
+
+const serverSettingsSchema = z
+  .object({
+    /** Also LOCKKEEPER_PORT. */
+    port: z.number().int().min(0).max(65535).default(4000),
+    /** Also LOCKKEEPER_HOST. */
+    host: z.string().min(1).default('127.0.0.1'),
+    /** Listen on a non-loopback address without authentication (no token). Also LOCKKEEPER_INSECURE=1. */
+    insecure: z.boolean().default(false),
+    /** Browser origins (e.g. "https://ops.example.com") allowed to call the API: CORS and CSRF checks. */
+    allowedOrigins: z.array(z.string().min(1)).default([]),
+  })
+  .strict();
+
+/** Limits of background operations. */
+const operationSettingsSchema = z
+  .object({
+    /** Cut-overs in flight per operation (D6; Neon's default). */
+    maxConcurrentMoves: z.number().int().min(1).max(10_000).default(64),
+    /** Node operations running at once in the cluster (S3; Neon allows exactly one). */
+    maxConcurrentOperations: z.number().int().min(1).max(1000).default(1),
+    /** D4: a secondary lagging more than this is not cut over to. */
+    maxSecondaryLagBytes: z.number().int().min(0).default(256 * 1024 * 1024),
+    /** How long an operation waits for an OFFLINE node before it fails (§6). */
+    operationDeadlineMs: z.number().int().min(1).default(15 * 60_000),
+    /** Live migrations in flight in the whole cluster (KubeVirt's parallelMigrationsPerCluster). */
+    maxParallelMigrations: z.number().int().min(1).max(1000).default(5),
+    /** Live migrations leaving one node at once (KubeVirt's parallelOutboundMigrationsPerNode). */
+    maxOutboundMigrationsPerNode: z.number().int().min(1).max(1000).default(2),
+    /** How long a maintenance may take to empty its node before it goes to ERROR (spec M5). */
+    maintenanceDeadlineMs: z.number().int().min(1).default(30 * 60_000),
+    /** Wait before a migration that failed for a transient reason is tried again. */
+    migrationRetryDelayMs: z.number().int().min(0).default(10_000),
+  })
+  .strict();
+
+/** Access control (src/auth); tokens themselves live in the database. */
+const authSettingsSchema = z
+  .object({
+    /** Scope /metrics needs when authentication is on; "public" serves it to anyone. */
+    metrics: z.enum(['public', 'viewer', 'operator', 'admin']).default('viewer'),
+    /** How often open WebSockets and event streams re-check their token (revoked by the CLI, expired). */
+    recheckIntervalMs: z.number().int().min(100).max(3_600_000).default(5000),
+  })
+  .strict();
+
+/** Abuse limits (issue 7). */
+const limitSettingsSchema = z
+  .object({
+    /** Deepest nesting of a GraphQL operation (fragments flattened, introspection exempt). */
+    maxDepth: z.number().int().min(1).max(100).default(15),
+    /**
+     * graphql-armor's static cost of a GraphQL operation, about the number of values its
+     * answer can hold: objects 2, scalars 1, a list field's children multiplied by its
+     * literal `first`/`last` (introspection exempt). `vms(first: 1000) { … 20 fields … }`
+     * costs about 20 000.
+     */
+    maxCost: z.number().int().min(1).default(50_000),
+    /** Largest request body (GraphQL over HTTP, REST) and WebSocket message, in bytes. */
+    maxBodyBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+    /** Mutations (GraphQL root fields, REST PUT/DELETE) per token per minute; 0 = unlimited. */
+    mutationsPerMinute: z.number().int().min(0).default(120),
+  })
+  .strict();
+
+// `prefault({})`: an absent section is parsed as an empty one, so its defaults are the ones above.
+export const configSchema = z
+  .object({
+    server: serverSettingsSchema.prefault({}),
+    /** Also LOCKKEEPER_DATABASE_URL; absent: the store's default file. */
+    database: z.object({ url: z.string().min(1).optional() }).strict().prefault({}),
+    plugins: z.array(pluginEntrySchema).min(1).default([{ name: 'fake', options: {} }]),
+    operations: operationSettingsSchema.prefault({}),
+    auth: authSettingsSchema.prefault({}),
+    limits: limitSettingsSchema.prefault({}),
+  })
+  .strict();
+
+export type LockkeeperConfig = z.infer<typeof configSchema>;
+export type PluginEntry = z.infer<typeof pluginEntrySchema>;
+export type OperationSettings = z.infer<typeof operationSettingsSchema>;
+export type AuthSettings = z.infer<typeof authSettingsSchema>;
+export type LimitSettings = z.infer<typeof limitSettingsSchema>;

@@ -1,0 +1,63 @@
+import type { Registry } from 'prom-client';
+import type { Scope } from '../auth/scopes.ts';
+import type { AuthService } from '../auth/service.ts';
+import { GRAPHQL_PATH, type LockkeeperYoga } from '../graphql/yoga.ts';
+import { csrfGuard } from './csrf-guard.ts';
+import { graphqlOverHttp } from './graphql-over-http.ts';
+import { hostGuard, type HostCheck } from './host-check.ts';
+import { metricsAuth } from './metrics-auth.ts';
+import type { Mount, RouteTable } from './router.ts';
+
+const HEALTH_PATH = '/healthz';
+
+interface RoutesDeps {
+  auth: AuthService;
+  refusesHost: HostCheck;
+  allowedOrigins: readonly string[];
+  /** The body of /healthz. */
+  health: () => Record<string, unknown>;
+  metrics: Pick<Registry, 'metrics' | 'contentType'>;
+  metricsScope: 'public' | Scope;
+  /** The Neon-compatible REST facade under /control/v1. */
+  neonFacade: Mount;
+  yoga: LockkeeperYoga;
+  maxBodyBytes: number;
+}
+
+/**
+ * Every HTTP path of the server. The GraphQL path does its own CSRF check in yoga (it
+ * answers with GraphQL errors); /healthz serves probes, which change nothing.
+ */
+export function lockkeeperRoutes(deps: RoutesDeps): RouteTable {
+  return {
+    guards: [hostGuard(deps.refusesHost), csrfGuard(deps.allowedOrigins, [HEALTH_PATH, GRAPHQL_PATH])],
+    routes: [
+      {
+        path: HEALTH_PATH,
+        handle: async (_req, res) => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(deps.health()));
+        },
+      },
+      {
+        path: '/metrics',
+        guard: metricsAuth(deps.auth, deps.metricsScope),
+        handle: async (_req, res) => {
+          const text = await deps.metrics.metrics();
+          res.writeHead(200, { 'content-type': deps.metrics.contentType });
+          res.end(text);
+        },
+      },
+      {
+        method: 'GET',
+        path: '/',
+        handle: async (_req, res) => {
+          res.writeHead(302, { location: GRAPHQL_PATH });
+          res.end();
+        },
+      },
+    ],
+    mounts: [deps.neonFacade],
+    fallback: graphqlOverHttp(deps.yoga, deps.maxBodyBytes),
+  };
+}
