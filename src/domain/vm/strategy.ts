@@ -9,9 +9,6 @@ export const MAINTENANCE_STRATEGIES = [
 ] as const;
 export type MaintenanceStrategy = (typeof MAINTENANCE_STRATEGIES)[number];
 
-/** The Kubernetes label that carries the strategy (Harvester's name, so both tools agree). */
-export const MAINTENANCE_STRATEGY_LABEL = 'harvesterhci.io/maintain-mode-strategy';
-
 export function isMaintenanceStrategy(value: string): value is MaintenanceStrategy {
   return (MAINTENANCE_STRATEGIES as readonly string[]).includes(value);
 }
