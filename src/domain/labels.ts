@@ -1,5 +1,6 @@
 /**
- * Label keys the core and every backend must spell alike. Kubernetes' well-known keys,
+ * Label keys the core and every backend must spell alike, and how a label selector
+ * matches. Kubernetes' well-known keys,
  * and Harvester's strategy label so that Harvester and Lockkeeper read the same VMs alike.
  */
 
@@ -18,3 +19,12 @@ export const LISTEN_LABELS = {
   pgAddr: 'lockkeeper.io/listen-pg-addr',
   pgPort: 'lockkeeper.io/listen-pg-port',
 } as const;
+
+/**
+ * An equality-based label selector (`-l k=v,…`, a nodeSelector): every pair present on the
+ * object itself with an equal value, so a key such as `constructor` never matches through
+ * the prototype. An empty selector matches everything.
+ */
+export function matchesLabels(labels: Readonly<Record<string, string>>, selector: Readonly<Record<string, string>>): boolean {
+  return Object.entries(selector).every(([key, value]) => Object.hasOwn(labels, key) && labels[key] === value);
+}

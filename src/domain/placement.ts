@@ -4,9 +4,8 @@
  * a plan predicts the node the run is then given only while all three agree.
  *
  * Kubernetes semantics, because a real cluster's scheduler is what the plan predicts:
- * - nodeSelector: every key present on the node with an equal value. Only the node's own
- *   labels count (`Object.hasOwn`), so a key such as `constructor` never matches through
- *   the prototype.
+ * - nodeSelector: every key present on the node with an equal value (an equality label
+ *   selector, ./labels.ts).
  * - required node affinity: terms ORed, expressions inside a term ANDed. An empty term
  *   list is no constraint (our shape cannot tell it from "no affinity"; the API server
  *   refuses an empty list anyway). A term with no expressions matches no node, as the
@@ -16,6 +15,7 @@
  *   scheduler would refuse.
  */
 import { compareNodeIds } from './compare.ts';
+import { matchesLabels } from './labels.ts';
 
 export const NODE_SELECTOR_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
 export type NodeSelectorOperator = (typeof NODE_SELECTOR_OPERATORS)[number];
@@ -38,10 +38,6 @@ export interface PlacementConstraints {
 }
 
 type Labels = Readonly<Record<string, string>>;
-
-export function matchesNodeSelector(labels: Labels, selector: Labels): boolean {
-  return Object.entries(selector).every(([key, value]) => Object.hasOwn(labels, key) && labels[key] === value);
-}
 
 export function matchesRequirement(labels: Labels, req: NodeSelectorRequirement): boolean {
   const has = Object.hasOwn(labels, req.key);
@@ -68,7 +64,7 @@ export function matchesRequiredAffinity(labels: Labels, terms: readonly NodeSele
 }
 
 export function matchesPlacement(labels: Labels, constraints: PlacementConstraints): boolean {
-  return matchesNodeSelector(labels, constraints.nodeSelector) && matchesRequiredAffinity(labels, constraints.requiredNodeAffinity);
+  return matchesLabels(labels, constraints.nodeSelector) && matchesRequiredAffinity(labels, constraints.requiredNodeAffinity);
 }
 
 export interface PlacementCandidate {

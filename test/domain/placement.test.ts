@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { compareNodeIds } from '../../src/domain/compare.ts';
+import { matchesLabels } from '../../src/domain/labels.ts';
 import {
   matchesPlacement,
   matchesRequirement,
@@ -94,5 +95,15 @@ describe('compareNodeIds', () => {
   it('orders numbers inside ids by value, for Kubernetes names and Neon ids alike', () => {
     expect(['node-10', 'node-9', 'node-1'].sort(compareNodeIds)).toEqual(['node-1', 'node-9', 'node-10']);
     expect(['10', '9', '100', '2'].sort(compareNodeIds)).toEqual(['2', '9', '10', '100']);
+  });
+});
+
+describe('matchesLabels (equality label selectors: nodeSelector, `-l k=v`, listVms filters)', () => {
+  it('needs every pair on the object itself; an empty selector matches all', () => {
+    expect(matchesLabels({ a: '1', b: '2' }, { a: '1' })).toBe(true);
+    expect(matchesLabels({ a: '1' }, { a: '1', b: '2' })).toBe(false);
+    expect(matchesLabels({ a: '1' }, { a: '2' })).toBe(false);
+    expect(matchesLabels({}, {})).toBe(true);
+    expect(matchesLabels({}, { constructor: 'Object' })).toBe(false);
   });
 });
