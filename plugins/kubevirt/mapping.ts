@@ -130,6 +130,10 @@ function statusOf(vm: KObject, vmi: KObject | null): VmStatus {
   }
 }
 
+/**
+ * matchFields are not read: a term that has only them reads as empty and so matches no
+ * node. The plan then reports N3 rather than predicting a move the scheduler may refuse.
+ */
 function requiredAffinityOf(podSpec: any): NodeSelectorTerm[] {
   const terms: any[] = podSpec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
   return terms.map((t) => ({

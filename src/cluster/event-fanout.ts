@@ -9,7 +9,7 @@
  *   during it (an earlier listener may stop a later one);
  * - a listener that throws is reported to `onListenerError` and never stops the others.
  */
-export interface EventFanoutOptions<E> {
+interface EventFanoutOptions<E> {
   onListenerError: (error: unknown) => void;
   /** A deep copy; plugins with large events pass a hand-written one (structuredClone is slow). */
   copy?: (event: E) => E;

@@ -55,11 +55,11 @@ export function matchesRequirement(labels: Labels, req: NodeSelectorRequirement)
   }
 }
 
-export function matchesTerm(labels: Labels, term: NodeSelectorTerm): boolean {
+function matchesTerm(labels: Labels, term: NodeSelectorTerm): boolean {
   return term.matchExpressions.length > 0 && term.matchExpressions.every((req) => matchesRequirement(labels, req));
 }
 
-export function matchesRequiredAffinity(labels: Labels, terms: readonly NodeSelectorTerm[]): boolean {
+function matchesRequiredAffinity(labels: Labels, terms: readonly NodeSelectorTerm[]): boolean {
   return terms.length === 0 || terms.some((term) => matchesTerm(labels, term));
 }
 
@@ -67,12 +67,12 @@ export function matchesPlacement(labels: Labels, constraints: PlacementConstrain
   return matchesLabels(labels, constraints.nodeSelector) && matchesRequiredAffinity(labels, constraints.requiredNodeAffinity);
 }
 
-export interface PlacementCandidate {
+interface PlacementCandidate {
   id: string;
   labels: Labels;
 }
 
-export interface PlacementChoice<N> {
+interface PlacementChoice<N> {
   /** Whether the node takes new workloads at all; each caller's node shape says it differently. */
   schedulable(node: N): boolean;
   /** VMs on the node, counting those already headed there. */
