@@ -1,15 +1,16 @@
 import { BackendError, notFound } from '../../src/cluster/errors.ts';
 import type { ClusterNode, ClusterShard, ClusterVm } from '../../src/cluster/types.ts';
 import type { SecondaryLagTable } from './secondary-lag.ts';
-import { compareIds } from './scheduling.ts';
-import { applyStrategyLabel, MAINTENANCE_STRATEGY_LABEL } from './strategy-label.ts';
+import { compareNatural, compareNodeIds } from '../../src/domain/compare.ts';
+import { HOSTNAME_LABEL, MAINTENANCE_STRATEGY_LABEL, ZONE_LABEL } from '../../src/domain/labels.ts';
+import { applyStrategyLabel } from './strategy-label.ts';
 import type { StateFile } from './state-file.ts';
 import { shardIdOf, type Topology } from './topology.ts';
 
 /** Labels every Kubernetes node carries, derived so a topology need not spell them out. */
 function wellKnownLabels(node: Topology['nodes'][number], name: string): Record<string, string> {
-  const labels: Record<string, string> = { 'kubernetes.io/hostname': name };
-  if (node.zone) labels['topology.kubernetes.io/zone'] = node.zone;
+  const labels: Record<string, string> = { [HOSTNAME_LABEL]: name };
+  if (node.zone) labels[ZONE_LABEL] = node.zone;
   for (const role of node.roles) labels[`node-role.kubernetes.io/${role}`] = 'true';
   return { ...labels, ...node.labels };
 }
@@ -41,11 +42,11 @@ export class ClusterState {
   }
 
   private build(topology: Topology, lag: SecondaryLagTable): void {
-    for (const n of [...topology.nodes].sort((a, b) => compareIds(a.id, b.id))) {
+    for (const n of [...topology.nodes].sort((a, b) => compareNodeIds(a.id, b.id))) {
       const name = n.name ?? `node-${n.id}`;
       this.nodes.set(n.id, { ...n, name, roles: [...n.roles], labels: wellKnownLabels(n, name) });
     }
-    for (const v of [...topology.vms].sort((a, b) => compareIds(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`))) {
+    for (const v of [...topology.vms].sort((a, b) => compareNatural(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`))) {
       const id = `${v.namespace}/${v.name}`;
       const status = v.status ?? (v.nodeId === null ? 'Stopped' : 'Running');
       const vm: ClusterVm = { id, ...v, status, labels: { ...v.labels }, liveMigratableReason: v.liveMigratable ? null : v.liveMigratableReason };
@@ -53,7 +54,7 @@ export class ClusterState {
       applyStrategyLabel(vm, v.maintenanceStrategyLabel ?? v.labels[MAINTENANCE_STRATEGY_LABEL] ?? null);
       this.vms.set(id, vm);
     }
-    for (const s of [...topology.shards].sort((a, b) => compareIds(shardIdOf(a), shardIdOf(b)))) {
+    for (const s of [...topology.shards].sort((a, b) => compareNatural(shardIdOf(a), shardIdOf(b)))) {
       const id = shardIdOf(s);
       const { secondaries, sizeBytes, ...rest } = s;
       this.shards.set(id, { id, ...rest, secondaryNodeIds: secondaries.map((x) => x.nodeId) });

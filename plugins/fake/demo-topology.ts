@@ -1,10 +1,10 @@
+import { ZONE_LABEL } from '../../src/domain/labels.ts';
 import { generateShards } from './generate-topology.ts';
 import type { NodeSpec, ShardSpec, TopologySpec, VmSpec } from './topology.ts';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
 const GPU_LABEL = 'nvidia.com/gpu.present';
-const ZONE_LABEL = 'topology.kubernetes.io/zone';
 
 const CONTROL_PLANE = ['control-plane', 'etcd', 'worker', 'storage'];
 

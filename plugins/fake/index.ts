@@ -34,5 +34,3 @@ export {
 export { StateFileError } from './state-file.ts';
 export { demoTopology } from './demo-topology.ts';
 export { generateTopology, type GenerateTopologyOptions } from './generate-topology.ts';
-export { compareIds, matchesConstraints, pickNode, type PlacementConstraints } from './scheduling.ts';
-export { MAINTENANCE_STRATEGY_LABEL } from './strategy-label.ts';

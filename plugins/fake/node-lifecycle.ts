@@ -1,7 +1,7 @@
 import { BackendError } from '../../src/cluster/errors.ts';
 import type { ClusterShard, ClusterVm, RunStrategy } from '../../src/cluster/types.ts';
+import { compareNodeIds } from '../../src/domain/compare.ts';
 import { nodeChanged, shardChanged, vmChanged, type Runtime } from './runtime.ts';
-import { compareIds } from './scheduling.ts';
 import type { StateFile } from './state-file.ts';
 
 /**
@@ -47,7 +47,7 @@ function interruptWorkloads(rt: Runtime, nodeId: string, what: string): ClusterV
 /** Promotion on node removal keeps the shard in its preferred zone when a secondary there allows it. */
 function promoteSecondary(rt: Runtime, shard: ClusterShard): string {
   const inZone = (n: string) => (rt.state.nodes.get(n)?.zone === shard.preferredZone ? 0 : 1);
-  return [...shard.secondaryNodeIds].sort((a, b) => inZone(a) - inZone(b) || compareIds(a, b))[0]!;
+  return [...shard.secondaryNodeIds].sort((a, b) => inZone(a) - inZone(b) || compareNodeIds(a, b))[0]!;
 }
 
 /** Node restarts, outages and removal: the `simulation` half of the fake that has state. */

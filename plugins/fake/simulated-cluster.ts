@@ -18,6 +18,7 @@ import type {
   SecondaryStatus,
   VmMaintenanceTracking,
 } from '../../src/cluster/types.ts';
+import { matchesLabels } from '../../src/domain/labels.ts';
 import { ClusterState } from './cluster-state.ts';
 import { snapshotState, StateSaver } from './durable-state.ts';
 import { copyNode, copyShard, copyVm } from './copy.ts';
@@ -55,7 +56,7 @@ export interface SimulatedClusterConfig {
 const matchesVmFilter = (vm: ClusterVm, f: VmFilter) =>
   (f.nodeId === undefined || vm.nodeId === f.nodeId) &&
   (f.namespace === undefined || vm.namespace === f.namespace) &&
-  Object.entries(f.labels ?? {}).every(([k, v]) => vm.labels[k] === v);
+  matchesLabels(vm.labels, f.labels ?? {});
 
 const matchesShardFilter = (s: ClusterShard, f: ShardFilter) =>
   (f.attachedNodeId === undefined || s.attachedNodeId === f.attachedNodeId) &&

@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { z } from 'zod';
 import { ACTION_KINDS } from '../../src/cluster/backend.ts';
-import { RUN_STRATEGIES, SHARD_POLICIES, VM_STATUSES } from '../../src/cluster/types.ts';
+import { NODE_SELECTOR_OPERATORS, RUN_STRATEGIES, SHARD_POLICIES, VM_STATUSES } from '../../src/cluster/types.ts';
 
 /**
  * The durable form of a simulated cluster (`statePath`): everything a real cluster keeps
@@ -48,7 +48,7 @@ const vmSchema = z
       z
         .object({
           matchExpressions: z.array(
-            z.object({ key: z.string(), operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']), values: z.array(z.string()) }).strict(),
+            z.object({ key: z.string(), operator: z.enum(NODE_SELECTOR_OPERATORS), values: z.array(z.string()) }).strict(),
           ),
         })
         .strict(),

@@ -1,7 +1,5 @@
 import type { ClusterVm } from '../../src/cluster/types.ts';
-
-/** The Kubernetes label that carries the maintenance strategy (spec vm-maintenance §1). */
-export const MAINTENANCE_STRATEGY_LABEL = 'harvesterhci.io/maintain-mode-strategy';
+import { MAINTENANCE_STRATEGY_LABEL } from '../../src/domain/labels.ts';
 
 /** Mirrored into `labels` because on Kubernetes it is a label: selectors see it. */
 export function applyStrategyLabel(vm: ClusterVm, value: string | null): void {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { RUN_STRATEGIES, SHARD_POLICIES, VM_STATUSES } from '../../src/cluster/types.ts';
+import { NODE_SELECTOR_OPERATORS, RUN_STRATEGIES, SHARD_POLICIES, VM_STATUSES } from '../../src/cluster/types.ts';
 
 /**
  * The shape of a simulated cluster's initial state. `TopologySpec` (the schema's input)
@@ -28,7 +28,7 @@ const nodeSelectorTermSchema = z
       z
         .object({
           key: z.string(),
-          operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']),
+          operator: z.enum(NODE_SELECTOR_OPERATORS),
           values: z.array(z.string()).default([]),
         })
         .strict(),

@@ -3,7 +3,7 @@ import { BackendError } from '../../src/cluster/errors.ts';
 import type { ClusterNode, ClusterVm, RunStrategy, VmMaintenanceTracking } from '../../src/cluster/types.ts';
 import type { Move } from './moves.ts';
 import { moveKey, vmChanged, vmLoad, type Runtime } from './runtime.ts';
-import { isSchedulable, matchesConstraints, pickNode } from './scheduling.ts';
+import { canTake, pickNode } from './scheduling.ts';
 import { applyStrategyLabel } from './strategy-label.ts';
 
 const vmSubject = (id: string) => ({ kind: 'vm' as const, id });
@@ -31,7 +31,7 @@ function migrationTarget(rt: Runtime, vm: ClusterVm, fromNodeId: string, toNodeI
   }
   if (toNodeId === fromNodeId) throw new BackendError('Conflict', `VM ${vm.id} cannot migrate to the node it leaves`, vmSubject(vm.id));
   const target = rt.state.requireOnline(toNodeId);
-  if (!isSchedulable(target) || !matchesConstraints(target.labels, vm)) {
+  if (!canTake(target, vm)) {
     throw new BackendError('Conflict', `node ${toNodeId} cannot take VM ${vm.id} (not ready, cordoned or not matching its node selector/affinity)`, vmSubject(vm.id));
   }
   return target;
@@ -115,10 +115,7 @@ export async function startVm(rt: Runtime, id: string, options: { runStrategy: R
     return;
   }
   joinOrRefuse(inFlight, 'start', id);
-  const target =
-    requested && isSchedulable(requested) && matchesConstraints(requested.labels, vm)
-      ? requested
-      : pickNode(rt.state.nodes.values(), vm, (n) => vmLoad(rt, n));
+  const target = requested && canTake(requested, vm) ? requested : pickNode(rt.state.nodes.values(), vm, (n) => vmLoad(rt, n));
   // Checked before anything changes, so a refused start leaves the VM exactly as it was.
   if (!target) throw new BackendError('Conflict', `no schedulable node satisfies the placement of VM ${id}`, vmSubject(id));
   rt.faults.maybeFail('start', vmSubject(id));

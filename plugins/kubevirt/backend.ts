@@ -1,16 +1,19 @@
 import type { BackendCapabilities, ClusterBackend, ShardFilter, VmFilter } from '../../src/cluster/backend.ts';
 import type { Clock } from '../../src/cluster/clock.ts';
 import { BackendError, notFound } from '../../src/cluster/errors.ts';
+import { EventFanout } from '../../src/cluster/event-fanout.ts';
 import type { PluginContext } from '../../src/cluster/plugin.ts';
+import { retry } from '../../src/cluster/retry.ts';
 import type { ClusterEvent, ClusterEventListener, ClusterNode, ClusterShard, ClusterVm, RunStrategy, SecondaryStatus, VmMaintenanceTracking, VmVolume } from '../../src/cluster/types.ts';
+import { compareNatural, compareNodeIds } from '../../src/domain/compare.ts';
+import { HOSTNAME_LABEL, MAINTENANCE_STRATEGY_LABEL } from '../../src/domain/labels.ts';
+import { matchesPlacement } from '../../src/domain/placement.ts';
 import { Informer } from './informer.ts';
 import { call, mergePatch, RESOURCES, toBackendError, type KubeClients, type Resource } from './kube.ts';
 import {
-  HOSTNAME_LABEL,
   MANAGED_BY,
   MANAGED_BY_LABEL,
   START_PREFERENCE_KEY,
-  STRATEGY_LABEL,
   claimVolumes,
   parseVmId,
   replicasByVolume,
@@ -42,20 +45,6 @@ const vmSubject = (id: string) => ({ kind: 'vm' as const, id });
 const nodeSubject = (id: string) => ({ kind: 'node' as const, id });
 const rejectShards = () => Promise.reject(new BackendError('Rejected', 'the kubevirt backend serves no tenant shards'));
 
-function matchesPlacement(labels: Record<string, string>, vm: ClusterVm): boolean {
-  if (!Object.entries(vm.nodeSelector).every(([k, v]) => labels[k] === v)) return false;
-  if (vm.requiredNodeAffinity.length === 0) return true;
-  return vm.requiredNodeAffinity.some((t) =>
-    t.matchExpressions.every((r) => {
-      const has = Object.hasOwn(labels, r.key);
-      if (r.operator === 'In') return has && r.values.includes(labels[r.key]!);
-      if (r.operator === 'NotIn') return !has || !r.values.includes(labels[r.key]!);
-      if (r.operator === 'Exists') return has;
-      return !has;
-    }),
-  );
-}
-
 /**
  * Kubernetes + KubeVirt (+ Longhorn) behind the cluster interface. Reads go to the API
  * server (never stale); list+watch caches of nodes, VMs, VMIs and migrations feed the
@@ -64,7 +53,7 @@ function matchesPlacement(labels: Record<string, string>, vm: ClusterVm): boolea
 export class KubevirtBackend implements ClusterBackend {
   readonly name = 'kubevirt';
   readonly capabilities: BackendCapabilities = { vms: true, shards: false };
-  private readonly listeners = new Set<ClusterEventListener>();
+  private readonly events: EventFanout<ClusterEvent>;
   private readonly nodeInformers: Informer[];
   private readonly vmInformers: Informer[];
   private readonly vmiInformers: Informer[];
@@ -83,6 +72,7 @@ export class KubevirtBackend implements ClusterBackend {
     private readonly clock: Clock,
     private readonly log: Log,
   ) {
+    this.events = new EventFanout({ onListenerError: (e) => log.warn({ err: e }, 'a cluster event listener threw') });
     const make = (r: Resource, namespace: string | undefined, onChange: (key: string, o: KObject | null) => void) =>
       new Informer({
         list: () => this.listRaw(r, namespace),
@@ -194,16 +184,7 @@ export class KubevirtBackend implements ClusterBackend {
   }
 
   private emit(event: ClusterEvent): void {
-    const snapshot = structuredClone(event);
-    queueMicrotask(() => {
-      for (const listener of [...this.listeners]) {
-        try {
-          listener(structuredClone(snapshot));
-        } catch (e) {
-          this.log.warn({ err: e }, 'a cluster event listener threw');
-        }
-      }
-    });
+    this.events.emit(event);
   }
 
   /**
@@ -360,14 +341,14 @@ export class KubevirtBackend implements ClusterBackend {
         this.volumeCache.set(key, volumes);
         return toClusterVm(vm, vmiByKey.get(key), volumes);
       })
-      .sort((a, b) => a.id.localeCompare(b.id));
+      .sort((a, b) => compareNatural(a.id, b.id));
   }
 
   // ------------------------------------------------------------------ nodes
 
   async listNodes(): Promise<ClusterNode[]> {
     const { items } = await this.listRaw(RESOURCES.nodes, undefined);
-    return items.map(toClusterNode).sort((a, b) => a.id.localeCompare(b.id));
+    return items.map(toClusterNode).sort((a, b) => compareNodeIds(a.id, b.id));
   }
 
   private async readNode(id: string): Promise<KObject | null> {
@@ -464,20 +445,25 @@ export class KubevirtBackend implements ClusterBackend {
    */
   private async updateVm(id: string, change: (vm: KObject) => Record<string, unknown> | null): Promise<void> {
     const { namespace, name } = parseVmId(id)!;
-    for (let attempt = 0; ; attempt++) {
-      const vm = await this.getCustom(RESOURCES.vms, namespace, name, vmSubject(id));
-      if (!vm) throw notFound('vm', id);
-      const patch = change(vm);
-      if (!patch) return;
-      const metadata = { ...((patch['metadata'] as object | undefined) ?? {}), resourceVersion: vm.metadata?.resourceVersion };
-      try {
+    await retry(
+      async () => {
+        const vm = await this.getCustom(RESOURCES.vms, namespace, name, vmSubject(id));
+        if (!vm) throw notFound('vm', id);
+        const patch = change(vm);
+        if (!patch) return;
+        const metadata = { ...((patch['metadata'] as object | undefined) ?? {}), resourceVersion: vm.metadata?.resourceVersion };
         await this.patchCustom(RESOURCES.vms, namespace, name, { ...patch, metadata }, vmSubject(id));
-        return;
-      } catch (e) {
-        if (!(e instanceof BackendError && e.code === 'Conflict') || attempt >= this.options.conflictRetries) throw e;
-        this.log.info({ vm: id, attempt }, `kubevirt: VM ${id} changed under us (409); retrying`);
-      }
-    }
+      },
+      {
+        clock: this.clock,
+        maxAttempts: this.options.conflictRetries + 1,
+        // The re-read is the remedy: nothing to wait for.
+        delayMs: () => 0,
+        // Only the patch can meet 409: a read never does.
+        retryable: (e) => e instanceof BackendError && e.code === 'Conflict',
+        onRetry: (_e, { attempt }) => this.log.info({ vm: id, attempt: attempt - 1 }, `kubevirt: VM ${id} changed under us (409); retrying`),
+      },
+    );
   }
 
   /** The run-strategy part of a patch (the deprecated `spec.running` is dropped: they exclude each other). */
@@ -598,7 +584,7 @@ export class KubevirtBackend implements ClusterBackend {
     const { vm } = await this.requireVm(id);
     if (vm.maintenanceStrategyLabel === value) return;
     const { namespace, name } = parseVmId(id)!;
-    await this.patchCustom(RESOURCES.vms, namespace, name, { metadata: { labels: { [STRATEGY_LABEL]: value } } }, vmSubject(id));
+    await this.patchCustom(RESOURCES.vms, namespace, name, { metadata: { labels: { [MAINTENANCE_STRATEGY_LABEL]: value } } }, vmSubject(id));
     await this.waitVm(id, `label VM ${id}`, this.options.vmActionTimeoutMs, (v) => v.maintenanceStrategyLabel === value);
   }
 
@@ -632,11 +618,7 @@ export class KubevirtBackend implements ClusterBackend {
   // ------------------------------------------------------------------ events, lifecycle
 
   watch(listener: ClusterEventListener): () => void {
-    const entry: ClusterEventListener = (e) => listener(e);
-    this.listeners.add(entry);
-    return () => {
-      this.listeners.delete(entry);
-    };
+    return this.events.add(listener);
   }
 
   /** Watch statistics, for tests of reconnects. */
@@ -649,7 +631,7 @@ export class KubevirtBackend implements ClusterBackend {
     this.closed = true;
     for (const i of this.informers) i.stop();
     this.runWaiters();
-    this.listeners.clear();
+    this.events.clear();
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Watch } from '@kubernetes/client-node';
 import type { Clock } from '../../src/cluster/clock.ts';
+import { exponentialBackoff } from '../../src/cluster/retry.ts';
 import { httpStatusOf } from './kube.ts';
 import type { KObject } from './mapping.ts';
 
@@ -92,7 +93,9 @@ export class Informer {
 
   private async run(): Promise<void> {
     let rv: string | null = null;
-    let backoff = this.deps.backoffMs;
+    // Not `retry`: this loop never gives up, relists on 410 and starts over after every good watch.
+    const backoff = exponentialBackoff(this.deps.backoffMs, this.deps.backoffMaxMs);
+    let failures = 0;
     while (!this.stopped) {
       try {
         if (rv === null) {
@@ -107,7 +110,7 @@ export class Informer {
           }
         }
         rv = await this.watchOnce(rv);
-        backoff = this.deps.backoffMs;
+        failures = 0;
       } catch (e) {
         if (this.stopped) return;
         if (!this.synced) this.rejectSync(e);
@@ -116,10 +119,10 @@ export class Informer {
           rv = null;
           continue;
         }
-        this.deps.log.warn({ path: this.deps.path, err: e }, `watch of ${this.deps.path} failed; retrying in ${backoff} ms`);
+        const delayMs = backoff(++failures);
+        this.deps.log.warn({ path: this.deps.path, err: e }, `watch of ${this.deps.path} failed; retrying in ${delayMs} ms`);
         this.deps.onError?.(e);
-        await this.sleep(backoff);
-        backoff = Math.min(backoff * 2, this.deps.backoffMaxMs);
+        await this.sleep(delayMs);
       }
     }
   }

@@ -10,6 +10,8 @@ import {
   type VmStatus,
   type VmVolume,
 } from '../../src/cluster/types.ts';
+import { compareNodeIds } from '../../src/domain/compare.ts';
+import { MAINTENANCE_STRATEGY_LABEL, ZONE_LABEL } from '../../src/domain/labels.ts';
 
 /** A Kubernetes object as the API returns it (plain JSON). */
 export interface KObject {
@@ -28,7 +30,6 @@ export interface KObject {
   status?: any;
 }
 
-export const STRATEGY_LABEL = 'harvesterhci.io/maintain-mode-strategy';
 export const TRACKING_NODE_ANNOTATION = 'harvesterhci.io/maintain-mode-strategy-node-name';
 export const TRACKING_RUN_STRATEGY_ANNOTATION = 'harvesterhci.io/vmRunStrategy';
 /** Ours: the strategy in force when the VM was stopped (spec T3); Harvester keeps no such record. */
@@ -36,8 +37,6 @@ export const TRACKING_STRATEGY_ANNOTATION = 'lockkeeper.io/maintain-mode-recorde
 /** Ours, on VirtualMachineInstanceMigrations this plugin creates. */
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'lockkeeper';
-export const ZONE_LABEL = 'topology.kubernetes.io/zone';
-export const HOSTNAME_LABEL = 'kubernetes.io/hostname';
 /** Marks the preferred-affinity term that `startVm(…, { nodeId })` adds for the start and removes after it. */
 export const START_PREFERENCE_KEY = 'lockkeeper.io/start-on';
 
@@ -90,7 +89,7 @@ export function trackingOf(vm: KObject): VmMaintenanceTracking | null {
   return {
     nodeName,
     // Set by Harvester itself (no record of ours): the label is the best we know.
-    strategy: a[TRACKING_STRATEGY_ANNOTATION] ?? vm.metadata?.labels?.[STRATEGY_LABEL] ?? 'ShutdownAndRestartAfterDisable',
+    strategy: a[TRACKING_STRATEGY_ANNOTATION] ?? vm.metadata?.labels?.[MAINTENANCE_STRATEGY_LABEL] ?? 'ShutdownAndRestartAfterDisable',
     savedRunStrategy: isRunStrategy(saved) ? saved : null,
   };
 }
@@ -131,6 +130,10 @@ function statusOf(vm: KObject, vmi: KObject | null): VmStatus {
   }
 }
 
+/**
+ * matchFields are not read: a term that has only them reads as empty and so matches no
+ * node. The plan then reports N3 rather than predicting a move the scheduler may refuse.
+ */
 function requiredAffinityOf(podSpec: any): NodeSelectorTerm[] {
   const terms: any[] = podSpec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
   return terms.map((t) => ({
@@ -157,7 +160,7 @@ export function replicasByVolume(replicas: readonly KObject[]): Map<string, { no
     list.push({ nodeId: String(r.spec?.nodeID ?? ''), healthy: r.status?.started === true && !r.spec?.failedAt });
     out.set(volume, list);
   }
-  for (const list of out.values()) list.sort((a, b) => a.nodeId.localeCompare(b.nodeId));
+  for (const list of out.values()) list.sort((a, b) => compareNodeIds(a.nodeId, b.nodeId));
   return out;
 }
 
@@ -189,7 +192,7 @@ export function toClusterVm(vm: KObject, vmiOrNull: KObject | null | undefined, 
     nodeId: status === 'Stopped' ? null : (vmi?.status?.nodeName ?? null),
     runStrategy: runStrategyOf(vm),
     status,
-    maintenanceStrategyLabel: labels[STRATEGY_LABEL] ?? null,
+    maintenanceStrategyLabel: labels[MAINTENANCE_STRATEGY_LABEL] ?? null,
     labels,
     volumes: volumes.map((v) => ({ name: v.name, replicas: v.replicas.map((r) => ({ ...r })) })),
     liveMigratable,

@@ -1,6 +1,7 @@
 import type { ClusterBackend, CutOverResult, ShardFilter, VmFilter } from '../../src/cluster/backend.ts';
 import type { Clock } from '../../src/cluster/clock.ts';
 import { BackendError, isBackendError, notFound } from '../../src/cluster/errors.ts';
+import { EventFanout } from '../../src/cluster/event-fanout.ts';
 import type {
   ClusterEvent,
   ClusterEventListener,
@@ -10,6 +11,8 @@ import type {
   NodeAvailability,
   SecondaryStatus,
 } from '../../src/cluster/types.ts';
+import { compareNodeIds } from '../../src/domain/compare.ts';
+import { LISTEN_LABELS } from '../../src/domain/labels.ts';
 import {
   checkLocationConfigList,
   checkLocationConfigResponse,
@@ -103,7 +106,6 @@ class Superseded extends Error {}
 
 const ATTACHED: readonly LocationConfigMode[] = ['AttachedSingle', 'AttachedMulti', 'AttachedStale'];
 const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-const byNodeId = (a: string, b: string) => Number(a) - Number(b) || byId(a, b);
 const describe = (e: unknown) => (e instanceof Error ? e.message : String(e));
 /** The error's message, with how many attempts were made when more than one. */
 const describeFailure = (e: unknown) => (e instanceof PageserverRequestError && e.attempts > 1 ? `${e.message} (${e.attempts} attempts)` : describe(e));
@@ -126,11 +128,12 @@ export class PageserverBackend implements ClusterBackend {
   /** Shards whose pageservers may disagree with the intent: re-sent when their nodes answer (`resync`). */
   private readonly unsettled = new Map<string, Unsettled>();
   private readonly cordoned = new Set<string>();
-  private readonly listeners = new Set<ClusterEventListener>();
+  private readonly events: EventFanout<ClusterEvent>;
   private cancelHeartbeat: (() => void) | undefined;
   private closed = false;
 
   constructor(private readonly config: PageserverBackendConfig) {
+    this.events = new EventFanout({ onListenerError: config.onListenerError ?? (() => {}) });
     this.http = new PageserverHttp({
       clock: config.clock,
       authToken: config.authToken,
@@ -218,7 +221,7 @@ export class PageserverBackend implements ClusterBackend {
         (a, b) =>
           (b.config.generation ?? 0) - (a.config.generation ?? 0) ||
           Number(b.config.mode === 'AttachedSingle') - Number(a.config.mode === 'AttachedSingle') ||
-          byNodeId(a.nodeId, b.nodeId),
+          compareNodeIds(a.nodeId, b.nodeId),
       )[0]!;
       for (const l of attached) {
         if (l !== winner) report.extraAttachments.push({ shardId, nodeId: l.nodeId, mode: l.config.mode, generation: l.config.generation });
@@ -230,7 +233,7 @@ export class PageserverBackend implements ClusterBackend {
         shardCount: parsed.shardCount,
         stripeSize: winner.config.shard_stripe_size ?? 0,
         attachedNodeId: winner.nodeId,
-        secondaryNodeIds: locations.filter((l) => l.config.mode === 'Secondary').map((l) => l.nodeId).sort(byNodeId),
+        secondaryNodeIds: locations.filter((l) => l.config.mode === 'Secondary').map((l) => l.nodeId).sort(compareNodeIds),
         generation: Math.max(0, ...locations.map((l) => l.config.generation ?? 0)),
         preferredZone: this.nodes.get(winner.nodeId)?.zone ?? null,
         policy: 'ACTIVE',
@@ -259,7 +262,7 @@ export class PageserverBackend implements ClusterBackend {
       format: STATE_FORMAT,
       version: STATE_VERSION,
       shards: [...this.shards.values()].sort((a, b) => byId(a.id, b.id)),
-      cordoned: [...this.cordoned].sort(byNodeId),
+      cordoned: [...this.cordoned].sort(compareNodeIds),
     });
   }
 
@@ -317,7 +320,7 @@ export class PageserverBackend implements ClusterBackend {
 
   /** Shards not yet re-synchronised after a failed cut-over, with the nodes they wait for (tests and operators). */
   unsettledShards(): Record<string, string[]> {
-    return Object.fromEntries([...this.unsettled].sort(([a], [b]) => byId(a, b)).map(([id, u]) => [id, [...u.pending].sort(byNodeId)]));
+    return Object.fromEntries([...this.unsettled].sort(([a], [b]) => byId(a, b)).map(([id, u]) => [id, [...u.pending].sort(compareNodeIds)]));
   }
 
   /** A node answered a heartbeat: re-synchronise the shards waiting for it. */
@@ -340,7 +343,7 @@ export class PageserverBackend implements ClusterBackend {
     u.running = true;
     try {
       const attachedId = shard.attachedNodeId;
-      for (const nodeId of [...u.pending].filter((n) => n !== attachedId).sort(byNodeId)) {
+      for (const nodeId of [...u.pending].filter((n) => n !== attachedId).sort(compareNodeIds)) {
         const node = this.nodes.get(nodeId);
         if (!node || node.availability === 'OFFLINE') continue;
         try {
@@ -381,24 +384,12 @@ export class PageserverBackend implements ClusterBackend {
   // ---------------------------------------------------------------- events
 
   watch(listener: ClusterEventListener): () => void {
-    const entry: ClusterEventListener = (e) => listener(e);
-    this.listeners.add(entry);
-    return () => {
-      this.listeners.delete(entry);
-    };
+    return this.events.add(listener);
   }
 
   private emit(event: ClusterEvent): void {
     if (this.closed) return;
-    queueMicrotask(() => {
-      for (const l of [...this.listeners]) {
-        try {
-          l(structuredClone(event));
-        } catch (e) {
-          this.config.onListenerError?.(e);
-        }
-      }
-    });
+    this.events.emit(event);
   }
 
   // ---------------------------------------------------------------- nodes
@@ -413,8 +404,8 @@ export class PageserverBackend implements ClusterBackend {
       availability: n.availability,
       cordoned: this.cordoned.has(n.nodeId),
       labels: {
-        'lockkeeper.io/listen-http-addr': url.hostname,
-        'lockkeeper.io/listen-http-port': url.port || (url.protocol === 'https:' ? '443' : '80'),
+        [LISTEN_LABELS.httpAddr]: url.hostname,
+        [LISTEN_LABELS.httpPort]: url.port || (url.protocol === 'https:' ? '443' : '80'),
       },
     };
   }
@@ -575,7 +566,7 @@ export class PageserverBackend implements ClusterBackend {
     if (unsettled) {
       throw new BackendError(
         'Conflict',
-        `shard ${id} is being re-synchronised after a failed cut-over: waiting for node(s) ${[...unsettled.pending].sort(byNodeId).join(', ')} to take their locations`,
+        `shard ${id} is being re-synchronised after a failed cut-over: waiting for node(s) ${[...unsettled.pending].sort(compareNodeIds).join(', ')} to take their locations`,
         { kind: 'shard', id },
       );
     }
@@ -733,7 +724,7 @@ export class PageserverBackend implements ClusterBackend {
 
   private setRoles(shard: ShardIntent, attached: string, secondary: string): void {
     shard.attachedNodeId = attached;
-    shard.secondaryNodeIds = [...shard.secondaryNodeIds.filter((n) => n !== attached && n !== secondary), secondary].sort(byNodeId);
+    shard.secondaryNodeIds = [...shard.secondaryNodeIds.filter((n) => n !== attached && n !== secondary), secondary].sort(compareNodeIds);
     this.persist();
     this.emit({ type: 'shardChanged', shard: this.toShard(shard) });
   }
@@ -851,6 +842,6 @@ export class PageserverBackend implements ClusterBackend {
     this.cancelHeartbeat?.();
     this.http.close();
     await Promise.allSettled([...this.migrations.values()].map((m) => m.promise));
-    this.listeners.clear();
+    this.events.clear();
   }
 }

@@ -1,5 +1,6 @@
 import type { Clock } from '../../src/cluster/clock.ts';
 import { BackendError, type BackendErrorCode } from '../../src/cluster/errors.ts';
+import { exponentialBackoff, retry } from '../../src/cluster/retry.ts';
 
 /**
  * A pageserver answered something Lockkeeper cannot read (not JSON, or JSON of the wrong
@@ -107,19 +108,30 @@ export class PageserverHttp {
     const attempts = options.attempts ?? this.config.attempts;
     const endpoint = `${method} ${path.split('?')[0]}`;
     const failures: string[] = [];
-    for (let attempt = 1; ; attempt++) {
-      if (this.closed) throw new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, 'the pageserver backend is closed');
-      try {
-        const result = await this.once<T>(target, method, path, endpoint, options);
-        return { ...result, attempts: attempt, failures };
-      } catch (e) {
-        const retryable = e instanceof PageserverRequestError && e.retryableRequest;
-        if (e instanceof PageserverRequestError) e.attempts = attempt;
-        if (!retryable || attempt >= attempts) throw e;
-        failures.push(e.status === null ? e.detail : `answered ${e.status}`);
-        await this.config.clock.sleep(this.config.backoffMs * 2 ** (attempt - 1));
-      }
-    }
+    // Refusing because the backend closed ends the retries, although it reads like a connection error.
+    let closedRefusal: PageserverRequestError | null = null;
+    return retry(
+      async (attempt) => {
+        if (this.closed) throw (closedRefusal = new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, 'the pageserver backend is closed'));
+        try {
+          const result = await this.once<T>(target, method, path, endpoint, options);
+          return { ...result, attempts: attempt, failures };
+        } catch (e) {
+          if (e instanceof PageserverRequestError) e.attempts = attempt;
+          throw e;
+        }
+      },
+      {
+        clock: this.config.clock,
+        maxAttempts: attempts,
+        delayMs: exponentialBackoff(this.config.backoffMs),
+        retryable: (e) => e !== closedRefusal && e instanceof PageserverRequestError && e.retryableRequest,
+        onRetry: (e) => {
+          const failed = e as PageserverRequestError;
+          failures.push(failed.status === null ? failed.detail : `answered ${failed.status}`);
+        },
+      },
+    );
   }
 
   private async once<T>(target: HttpTarget, method: string, path: string, endpoint: string, options: RequestOptions): Promise<{ status: number; json: T }> {

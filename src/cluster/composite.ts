@@ -1,7 +1,7 @@
 import type { ClusterBackend } from './backend.ts';
 import { BackendError } from './errors.ts';
 import type { ClusterNode } from './types.ts';
-import { compareNatural } from '../domain/compare.ts';
+import { compareNodeIds } from '../domain/compare.ts';
 
 const AVAILABILITY_RANK = { ACTIVE: 0, WARMING_UP: 1, OFFLINE: 2 } as const;
 
@@ -28,7 +28,7 @@ function mergeNodeLists(lists: ClusterNode[][]): ClusterNode[] {
     const seen = byId.get(node.id);
     byId.set(node.id, seen ? mergeNodes(seen, node) : node);
   }
-  return [...byId.values()].sort((x, y) => compareNatural(x.id, y.id));
+  return [...byId.values()].sort((x, y) => compareNodeIds(x.id, y.id));
 }
 
 /**

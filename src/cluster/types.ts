@@ -1,4 +1,12 @@
 /** Value types a backend reports. Plain data: safe to copy, compare and serialise. */
+import type { NodeSelectorTerm } from '../domain/placement.ts';
+import type { ShardPolicy } from '../domain/storage/shards.ts';
+import type { RunStrategy } from '../domain/vm/types.ts';
+
+// The domain owns these rules; the plugin contract keeps their names.
+export { NODE_SELECTOR_OPERATORS, type NodeSelectorOperator, type NodeSelectorRequirement, type NodeSelectorTerm } from '../domain/placement.ts';
+export { SHARD_POLICIES, type ShardPolicy } from '../domain/storage/shards.ts';
+export { RUN_STRATEGIES, type RunStrategy } from '../domain/vm/types.ts';
 
 export type NodeAvailability = 'ACTIVE' | 'WARMING_UP' | 'OFFLINE';
 
@@ -14,10 +22,6 @@ export interface ClusterNode {
   labels: Record<string, string>;
 }
 
-/** KubeVirt run strategies. */
-export const RUN_STRATEGIES = ['Always', 'RerunOnFailure', 'Manual', 'Halted', 'Once'] as const;
-export type RunStrategy = (typeof RUN_STRATEGIES)[number];
-
 export const VM_STATUSES = ['Running', 'Stopped', 'Starting', 'Stopping', 'Migrating'] as const;
 export type VmStatus = (typeof VM_STATUSES)[number];
 
@@ -29,19 +33,6 @@ export interface VolumeReplica {
 export interface VmVolume {
   name: string;
   replicas: VolumeReplica[];
-}
-
-export type NodeSelectorOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
-
-export interface NodeSelectorRequirement {
-  key: string;
-  operator: NodeSelectorOperator;
-  values: string[];
-}
-
-/** One term of a required node affinity: all its requirements must hold (terms are ORed). */
-export interface NodeSelectorTerm {
-  matchExpressions: NodeSelectorRequirement[];
 }
 
 /**
@@ -77,9 +68,6 @@ export interface ClusterVm {
   requiredNodeAffinity: NodeSelectorTerm[];
   tracking: VmMaintenanceTracking | null;
 }
-
-export const SHARD_POLICIES = ['ACTIVE', 'ESSENTIAL', 'PAUSE', 'STOP'] as const;
-export type ShardPolicy = (typeof SHARD_POLICIES)[number];
 
 export interface ClusterShard {
   /** Neon's tenant shard id: `<tenant>-<number:02x><count:02x>`, or the tenant id when unsharded. */

@@ -4,3 +4,10 @@
  * every comparison, which dominated the cost of listing 500 VMs.
  */
 export const compareNatural: (a: string, b: string) => number = new Intl.Collator('en', { numeric: true }).compare;
+
+/**
+ * The one order of node ids (listings, plans, tie-breaks in placement). Natural order,
+ * so that Kubernetes names (`node-9` before `node-10`) and Neon's numeric ids alike sort
+ * as their operators expect, and every backend lists nodes the same way.
+ */
+export const compareNodeIds: (a: string, b: string) => number = compareNatural;

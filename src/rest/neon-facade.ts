@@ -47,7 +47,7 @@ import type { Scope } from '../auth/scopes.ts';
 import type { AuditLog } from '../store/audit-log.ts';
 import { headerOf, HttpError, PayloadTooLargeError, readBody, sendJson } from './http-io.ts';
 import {
-  compareNodeIds,
+  compareNeonNodeIds,
   neonNodeId,
   nodeConfigureRequestSchema,
   parseNodeIdSegment,
@@ -155,7 +155,7 @@ export function createNeonFacade(deps: NeonFacadeDeps): NeonFacadeHandler {
       match: (s) => (s.length === 1 && s[0] === 'node' ? { nodeSegment: null } : null),
       methods: {
         GET: async () => {
-          const nodes = (await backend.listNodes()).sort((a, b) => compareNodeIds(a.id, b.id));
+          const nodes = (await backend.listNodes()).sort((a, b) => compareNeonNodeIds(a.id, b.id));
           return { status: 200, body: nodes.map((n) => toNeonNode(n, engine.policyOf(n.id))) };
         },
       },

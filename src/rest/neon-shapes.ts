@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import type { ClusterNode } from '../cluster/types.ts';
+import { LISTEN_LABELS } from '../domain/labels.ts';
 import {
   NEON_AVAILABILITY_NAMES,
   NEON_POLICY_NAMES,
@@ -27,18 +28,10 @@ export interface NeonNode {
 }
 
 /**
- * Where a node's pageserver listens. A ClusterNode carries no addresses, so the facade
- * reads them from these node labels (the pageserver plugin, or an operator, sets them).
- * Without a label (or with one that is not a valid port) it reports the node's name as
- * the host and Neon's pageserver defaults: HTTP 9898, libpq 6400. No HTTPS listener is
- * known, so `listen_https_port` is always null.
+ * Without a listen label (or with one that is not a valid port) the facade reports the
+ * node's name as the host and Neon's pageserver defaults: HTTP 9898, libpq 6400. No HTTPS
+ * listener is known, so `listen_https_port` is always null.
  */
-export const LISTEN_LABELS = {
-  httpAddr: 'lockkeeper.io/listen-http-addr',
-  httpPort: 'lockkeeper.io/listen-http-port',
-  pgAddr: 'lockkeeper.io/listen-pg-addr',
-  pgPort: 'lockkeeper.io/listen-pg-port',
-} as const;
 export const DEFAULT_PAGESERVER_HTTP_PORT = 9898;
 export const DEFAULT_PAGESERVER_PG_PORT = 6400;
 
@@ -60,8 +53,12 @@ export function parseNodeIdSegment(segment: string): string | null {
   return value <= U64_MAX ? value.toString() : null;
 }
 
-/** Integers in numeric order, before any other id; other ids in code-unit order. */
-export function compareNodeIds(a: string, b: string): number {
+/**
+ * Neon's order of node ids (u64s, compared exactly even beyond 2^53): integers in numeric
+ * order before any other id, other ids in code-unit order. Not the node order of the rest
+ * of Lockkeeper (domain/compare.ts): the facade answers as Neon's storage controller does.
+ */
+export function compareNeonNodeIds(a: string, b: string): number {
   const na = CANONICAL_INTEGER.test(a);
   const nb = CANONICAL_INTEGER.test(b);
   if (na && nb) return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { STRATEGY_LABEL, TRACKING_NODE_ANNOTATION } from '../../plugins/kubevirt/index.ts';
+import { TRACKING_NODE_ANNOTATION } from '../../plugins/kubevirt/index.ts';
+import { MAINTENANCE_STRATEGY_LABEL } from '../../src/domain/labels.ts';
 import { clusterRoleRulesWithout } from '../support/deploy-rbac.ts';
 import type { K8sSim } from '../../simulators/kubernetes/index.ts';
 import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
@@ -104,7 +105,7 @@ describe('the API server down during a maintenance', () => {
         threeNodes(sim);
         sim.controller.delays.stopMs = 600;
         sim.controller.delays.migrateMs = 600;
-        sim.addVm({ name: 'stopper', nodeName: 'node-1', labels: { [STRATEGY_LABEL]: 'Shutdown' } });
+        sim.addVm({ name: 'stopper', nodeName: 'node-1', labels: { [MAINTENANCE_STRATEGY_LABEL]: 'Shutdown' } });
         sim.addVm({ name: 'mover', nodeName: 'node-1' });
       });
       const { r } = await gqlData(ENABLE);

@@ -1,14 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  HOSTNAME_LABEL,
   MANAGED_BY,
   MANAGED_BY_LABEL,
   START_PREFERENCE_KEY,
-  STRATEGY_LABEL,
   TRACKING_NODE_ANNOTATION,
   TRACKING_RUN_STRATEGY_ANNOTATION,
   TRACKING_STRATEGY_ANNOTATION,
 } from '../../plugins/kubevirt/index.ts';
+import { HOSTNAME_LABEL, MAINTENANCE_STRATEGY_LABEL } from '../../src/domain/labels.ts';
 import type { K8sObject, K8sSim } from '../../simulators/kubernetes/index.ts';
 import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
 
@@ -83,7 +82,7 @@ function expectMigratedOnce(name: string): void {
 function seedTwo(strategy: string) {
   return (sim: K8sSim) => {
     threeNodes(sim);
-    sim.addVm({ name: 'vm', nodeName: 'node-1', labels: { [STRATEGY_LABEL]: strategy } });
+    sim.addVm({ name: 'vm', nodeName: 'node-1', labels: { [MAINTENANCE_STRATEGY_LABEL]: strategy } });
     sim.addVm({ name: 'control', nodeName: 'node-1' });
   };
 }
@@ -97,7 +96,7 @@ describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernete
     const stopped = vmObj('vm');
     expect(stopped.spec.runStrategy).toBe('Halted');
     expect(t.sim.vmi('default', 'vm')).toBeNull();
-    expect(stopped.metadata.labels?.[STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterDisable');
+    expect(stopped.metadata.labels?.[MAINTENANCE_STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterDisable');
     expect(stopped.metadata.annotations).toMatchObject({
       [TRACKING_NODE_ANNOTATION]: 'node-1',
       [TRACKING_RUN_STRATEGY_ANNOTATION]: 'Always',
@@ -121,7 +120,7 @@ describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernete
     expect(restarted.spec.runStrategy).toBe('Always');
     expect(vmiNode('vm')).toBe('node-1');
     for (const a of TRACKING) expect(restarted.metadata.annotations?.[a]).toBeUndefined();
-    expect(restarted.metadata.labels?.[STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterDisable');
+    expect(restarted.metadata.labels?.[MAINTENANCE_STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterDisable');
     // The start preference used to place it (annotation and preferred affinity) is gone again.
     expect(restarted.metadata.annotations?.[START_PREFERENCE_KEY]).toBeUndefined();
     expect(restarted.spec.template.spec.affinity).toBeUndefined();
@@ -147,7 +146,7 @@ describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernete
     const vm = vmObj('vm');
     expect(vm.spec.runStrategy).toBe('Always');
     for (const a of TRACKING) expect(vm.metadata.annotations?.[a]).toBeUndefined();
-    expect(vm.metadata.labels?.[STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterEnable');
+    expect(vm.metadata.labels?.[MAINTENANCE_STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterEnable');
     const node = vmiNode('vm');
     expect(node).not.toBeNull();
     expect(node).not.toBe('node-1');
@@ -171,7 +170,7 @@ describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernete
     const vm = vmObj('vm');
     expect(vm.spec.runStrategy).toBe('Halted');
     expect(t.sim.vmi('default', 'vm')).toBeNull();
-    expect(vm.metadata.labels?.[STRATEGY_LABEL]).toBe('Shutdown');
+    expect(vm.metadata.labels?.[MAINTENANCE_STRATEGY_LABEL]).toBe('Shutdown');
     neverTracked(history, 'vm');
     expect(migrationsOf('vm')).toHaveLength(0);
     expectMigratedOnce('control');
@@ -191,7 +190,7 @@ describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernete
         sim.addPvc('default', `${name}-disk`, { volumeName: `pvc-${name}` });
         sim.addReplica(`pvc-${name}`, 'node-1', true);
         sim.addReplica(`pvc-${name}`, 'node-2', false);
-        sim.addVm({ name, nodeName: 'node-1', claims: [`${name}-disk`], ...(label && { labels: { [STRATEGY_LABEL]: label } }) });
+        sim.addVm({ name, nodeName: 'node-1', claims: [`${name}-disk`], ...(label && { labels: { [MAINTENANCE_STRATEGY_LABEL]: label } }) });
       }
       sim.addVm({ name: 'mobile', nodeName: 'node-1' });
     });
@@ -213,8 +212,8 @@ describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernete
       expect(migrationsOf(name)).toHaveLength(0);
     }
     // Force does not label the unlabelled VM; the labelled one keeps its label.
-    expect(vmObj('unlabelled').metadata.labels?.[STRATEGY_LABEL]).toBeUndefined();
-    expect(vmObj('labelled').metadata.labels?.[STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterDisable');
+    expect(vmObj('unlabelled').metadata.labels?.[MAINTENANCE_STRATEGY_LABEL]).toBeUndefined();
+    expect(vmObj('labelled').metadata.labels?.[MAINTENANCE_STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterDisable');
     expectMigratedOnce('mobile');
     expect(t.sim.node('node-1')!.spec.unschedulable).toBe(true);
     expect((await disable('node-1')).restartedVmIds).toEqual([]);
@@ -238,7 +237,7 @@ describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernete
     for (const a of TRACKING) expect(vm.metadata.annotations?.[a]).toBeUndefined();
     // R1: cleared, not restarted: run strategy unchanged, no VMI, label kept, no migration.
     expect(vm.spec.runStrategy).toBe('Halted');
-    expect(vm.metadata.labels?.[STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterDisable');
+    expect(vm.metadata.labels?.[MAINTENANCE_STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterDisable');
     await eventually(async () => (await t.db.prisma.vmTracking.count()) === 0);
     await eventually(() => phaseOf('node-1') === null);
     expect(t.sim.vmi('default', 'vm')).toBeNull();

@@ -1,6 +1,7 @@
 /** Which shards a drain moves and where (spec storage-drain-fill §4, D1–D4). Pure. */
+import { compareNodeIds } from '../compare.ts';
 import { maySchedule } from './policy.ts';
-import { byTenantAndNumber, compareNodeIds, type PlanNode, type PlanShard } from './shards.ts';
+import { byTenantAndNumber, type PlanNode, type PlanShard } from './shards.ts';
 
 export type DrainSkipReason =
   | 'SHARD_POLICY_PAUSE'

@@ -1,5 +1,6 @@
 /** Which secondaries a fill promotes (spec storage-drain-fill §5, F1–F3). Pure. */
-import { byTenantAndNumber, compareNodeIds, type PlanNode, type PlanShard } from './shards.ts';
+import { compareNodeIds } from '../compare.ts';
+import { byTenantAndNumber, type PlanNode, type PlanShard } from './shards.ts';
 
 export interface FillMove {
   shardId: string;

@@ -1,8 +1,8 @@
 /** Shard views the storage plans work on. Pure data. */
 import type { Availability, SchedulingPolicy } from './policy.ts';
-import { compareNatural } from '../compare.ts';
 
-export type ShardPolicy = 'ACTIVE' | 'ESSENTIAL' | 'PAUSE' | 'STOP';
+export const SHARD_POLICIES = ['ACTIVE', 'ESSENTIAL', 'PAUSE', 'STOP'] as const;
+export type ShardPolicy = (typeof SHARD_POLICIES)[number];
 
 export interface PlanShard {
   id: string;
@@ -25,9 +25,4 @@ export interface PlanNode {
 /** D1: tenant id, then shard number. */
 export function byTenantAndNumber(a: PlanShard, b: PlanShard): number {
   return a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : a.shardNumber - b.shardNumber;
-}
-
-/** Node ids compare numerically when both are numbers (Neon's ids), else as strings. */
-export function compareNodeIds(a: string, b: string): number {
-  return compareNatural(a, b);
 }

@@ -1,5 +1,6 @@
 /** Per-VM maintenance strategies (spec vm-maintenance §1). Pure: no I/O. */
 import { InvalidInputError } from '../errors.ts';
+import { matchesLabels } from '../labels.ts';
 
 export const MAINTENANCE_STRATEGIES = [
   'Migrate',
@@ -8,9 +9,6 @@ export const MAINTENANCE_STRATEGIES = [
   'Shutdown',
 ] as const;
 export type MaintenanceStrategy = (typeof MAINTENANCE_STRATEGIES)[number];
-
-/** The Kubernetes label that carries the strategy (Harvester's name, so both tools agree). */
-export const MAINTENANCE_STRATEGY_LABEL = 'harvesterhci.io/maintain-mode-strategy';
 
 export function isMaintenanceStrategy(value: string): value is MaintenanceStrategy {
   return (MAINTENANCE_STRATEGIES as readonly string[]).includes(value);
@@ -70,7 +68,7 @@ export interface VmSelector {
  */
 export function matchesSelector(vm: { namespace: string; labels: Record<string, string> }, selector: VmSelector): boolean {
   if (selector.namespace !== undefined && vm.namespace !== selector.namespace) return false;
-  return Object.entries(selector.labels ?? {}).every(([key, value]) => Object.hasOwn(vm.labels, key) && vm.labels[key] === value);
+  return matchesLabels(vm.labels, selector.labels ?? {});
 }
 
 export const isEmptySelector = (selector: VmSelector): boolean =>

@@ -2,12 +2,15 @@
  * Shapes the VM-maintenance rules work on (spec vm-maintenance.md). Pure data; the
  * domain imports nothing of ours, so these mirror the cluster types structurally.
  */
+import type { NodeSelectorTerm } from '../placement.ts';
 import type { MaintenanceStrategy } from './strategy.ts';
 
 export const MAINTENANCE_PHASES = ['VALIDATING', 'DRAINING', 'EVACUATING', 'COMPLETED', 'ERROR'] as const;
 export type MaintenancePhase = (typeof MAINTENANCE_PHASES)[number];
 
-export type RunStrategy = 'Always' | 'RerunOnFailure' | 'Manual' | 'Halted' | 'Once';
+/** KubeVirt run strategies. */
+export const RUN_STRATEGIES = ['Always', 'RerunOnFailure', 'Manual', 'Halted', 'Once'] as const;
+export type RunStrategy = (typeof RUN_STRATEGIES)[number];
 
 export interface MaintNode {
   id: string;
@@ -34,7 +37,7 @@ export interface MaintVm {
   liveMigratable: boolean;
   liveMigratableReason: string | null;
   nodeSelector: Record<string, string>;
-  requiredNodeAffinity: { matchExpressions: { key: string; operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'; values: string[] }[] }[];
+  requiredNodeAffinity: NodeSelectorTerm[];
   tracking: VmTracking | null;
 }
 

@@ -1,43 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { matchesPlacement, pickTargetNode, vmLoadByNode } from '../../../src/domain/vm/scheduling.ts';
+import { pickTargetNode, vmLoadByNode } from '../../../src/domain/vm/scheduling.ts';
 import { node, vm } from './fixtures.ts';
-
-const req = (key: string, operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist', values: string[] = []) => ({ key, operator, values });
-
-describe('node selector and required affinity', () => {
-  const labels = { zone: 'a', gpu: 'yes' };
-
-  it('empty constraints match any node', () => {
-    expect(matchesPlacement({}, { nodeSelector: {}, requiredNodeAffinity: [] })).toBe(true);
-  });
-
-  it('node selector needs every pair', () => {
-    expect(matchesPlacement(labels, { nodeSelector: { zone: 'a' }, requiredNodeAffinity: [] })).toBe(true);
-    expect(matchesPlacement(labels, { nodeSelector: { zone: 'a', gpu: 'no' }, requiredNodeAffinity: [] })).toBe(false);
-    expect(matchesPlacement({}, { nodeSelector: { constructor: 'x' }, requiredNodeAffinity: [] })).toBe(false);
-  });
-
-  it.each([
-    [req('zone', 'In', ['a', 'b']), true],
-    [req('zone', 'In', ['b']), false],
-    [req('zone', 'NotIn', ['b']), true],
-    [req('zone', 'NotIn', ['a']), false],
-    [req('rack', 'NotIn', ['1']), true],
-    [req('gpu', 'Exists'), true],
-    [req('rack', 'Exists'), false],
-    [req('rack', 'DoesNotExist'), true],
-    [req('gpu', 'DoesNotExist'), false],
-  ])('%j → %s', (r, expected) => {
-    expect(matchesPlacement(labels, { nodeSelector: {}, requiredNodeAffinity: [{ matchExpressions: [r] }] })).toBe(expected);
-  });
-
-  it('expressions inside a term are ANDed, terms are ORed', () => {
-    const and = [{ matchExpressions: [req('zone', 'In', ['a']), req('rack', 'Exists')] }];
-    expect(matchesPlacement(labels, { nodeSelector: {}, requiredNodeAffinity: and })).toBe(false);
-    const or = [{ matchExpressions: [req('rack', 'Exists')] }, { matchExpressions: [req('gpu', 'In', ['yes'])] }];
-    expect(matchesPlacement(labels, { nodeSelector: {}, requiredNodeAffinity: or })).toBe(true);
-  });
-});
 
 describe('pickTargetNode', () => {
   const v = vm('ns', 'a', '1');

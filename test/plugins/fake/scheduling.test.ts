@@ -1,14 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ClusterNode } from '../../../src/cluster/types.ts';
-import {
-  compareIds,
-  isSchedulable,
-  matchesConstraints,
-  matchesRequirement,
-  pickNode,
-  type PlacementConstraints,
-} from '../../../plugins/fake/scheduling.ts';
+import { matchesPlacement, type PlacementConstraints } from '../../../src/domain/placement.ts';
+import { canTake, isSchedulable, pickNode } from '../../../plugins/fake/scheduling.ts';
 
 const node = (id: string, labels: Record<string, string> = {}, over: Partial<ClusterNode> = {}): ClusterNode => ({
   id,
@@ -22,41 +16,11 @@ const node = (id: string, labels: Record<string, string> = {}, over: Partial<Clu
 });
 const none = { nodeSelector: {}, requiredNodeAffinity: [] };
 
-describe('node selector and required affinity', () => {
-  it('implements In, NotIn, Exists and DoesNotExist as Kubernetes does', () => {
-    const labels = { zone: 'a' };
-    expect(matchesRequirement(labels, { key: 'zone', operator: 'In', values: ['a', 'b'] })).toBe(true);
-    expect(matchesRequirement(labels, { key: 'zone', operator: 'In', values: ['b'] })).toBe(false);
-    expect(matchesRequirement(labels, { key: 'disk', operator: 'In', values: ['ssd'] })).toBe(false);
-    expect(matchesRequirement(labels, { key: 'zone', operator: 'NotIn', values: ['a'] })).toBe(false);
-    // NotIn matches a node without the key at all.
-    expect(matchesRequirement(labels, { key: 'disk', operator: 'NotIn', values: ['ssd'] })).toBe(true);
-    expect(matchesRequirement(labels, { key: 'zone', operator: 'Exists', values: [] })).toBe(true);
-    expect(matchesRequirement(labels, { key: 'disk', operator: 'Exists', values: [] })).toBe(false);
-    expect(matchesRequirement(labels, { key: 'disk', operator: 'DoesNotExist', values: [] })).toBe(true);
-    expect(matchesRequirement(labels, { key: 'zone', operator: 'DoesNotExist', values: [] })).toBe(false);
-  });
-
-  it('ANDs requirements inside a term, ORs terms, and ANDs the node selector with them', () => {
-    const zoneA = { key: 'zone', operator: 'In' as const, values: ['a'] };
-    const ssd = { key: 'disk', operator: 'In' as const, values: ['ssd'] };
-    const gpu = { key: 'gpu', operator: 'Exists' as const, values: [] };
-    const affinity = [{ matchExpressions: [zoneA, ssd] }, { matchExpressions: [gpu] }];
-    expect(matchesConstraints({ zone: 'a', disk: 'ssd' }, { nodeSelector: {}, requiredNodeAffinity: affinity })).toBe(true);
-    expect(matchesConstraints({ zone: 'a', disk: 'hdd' }, { nodeSelector: {}, requiredNodeAffinity: affinity })).toBe(false);
-    expect(matchesConstraints({ gpu: 'x' }, { nodeSelector: {}, requiredNodeAffinity: affinity })).toBe(true);
-    expect(matchesConstraints({ gpu: 'x' }, { nodeSelector: { tier: 'gold' }, requiredNodeAffinity: affinity })).toBe(false);
-    expect(matchesConstraints({ gpu: 'x', tier: 'gold' }, { nodeSelector: { tier: 'gold' }, requiredNodeAffinity: affinity })).toBe(true);
-    expect(matchesConstraints({}, none)).toBe(true);
-  });
-});
-
 describe('pickNode', () => {
   it('prefers the least loaded node, then the lowest id compared numerically', () => {
     const nodes = [node('10'), node('9'), node('2')];
     const load: Record<string, number> = { '10': 0, '9': 0, '2': 1 };
     expect(pickNode(nodes, none, (id) => load[id]!)?.id).toBe('9');
-    expect(compareIds('9', '10')).toBeLessThan(0);
   });
 
   it('skips excluded, cordoned, not ACTIVE and non-matching nodes; null when nothing fits', () => {
@@ -72,6 +36,14 @@ describe('pickNode', () => {
     expect(pickNode(nodes, { nodeSelector: { gpu: 'true' }, requiredNodeAffinity: [] }, () => 0, '5')).toBeNull();
   });
 
+  it('a node takes a VM when it is ACTIVE, uncordoned and matches the placement', () => {
+    const gpu = { nodeSelector: { gpu: 'true' }, requiredNodeAffinity: [] };
+    expect(canTake(node('5', { gpu: 'true' }), gpu)).toBe(true);
+    expect(canTake(node('5', {}), gpu)).toBe(false);
+    expect(canTake(node('5', { gpu: 'true' }, { cordoned: true }), gpu)).toBe(false);
+    expect(canTake(node('5', { gpu: 'true' }, { availability: 'WARMING_UP' }), gpu)).toBe(false);
+  });
+
   it('always returns a schedulable, matching node of minimal load among the candidates', () => {
     const arbNode = fc.record({
       id: fc.integer({ min: 1, max: 30 }).map(String),
@@ -85,7 +57,7 @@ describe('pickNode', () => {
         const nodes = specs.map((s) => node(s.id, s.gpu ? { gpu: 'true' } : {}, { cordoned: s.cordoned, availability: s.availability }));
         const load = (id: string) => specs.find((s) => s.id === id)!.load;
         const constraints: PlacementConstraints = { nodeSelector: wantGpu ? { gpu: 'true' } : {}, requiredNodeAffinity: [] };
-        const candidates = nodes.filter((n) => isSchedulable(n) && matchesConstraints(n.labels, constraints));
+        const candidates = nodes.filter((n) => isSchedulable(n) && matchesPlacement(n.labels, constraints));
         const picked = pickNode(nodes, constraints, load);
         if (candidates.length === 0) return picked === null;
         return !!picked && candidates.includes(picked) && candidates.every((c) => load(c.id) >= load(picked.id));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../support/virtual-clock.ts';
-import { matchesConstraints } from '../../../plugins/fake/scheduling.ts';
+import { matchesPlacement } from '../../../src/domain/placement.ts';
 import { createSimulatedCluster, demoTopology, generateTopology, topologySchema } from '../../../plugins/fake/index.ts';
 
 /** Sizes of the groups `key` makes (Node 20 has no Map.groupBy). */
@@ -49,7 +49,7 @@ describe('demo topology', () => {
     const nodes = new Map((await cluster.listNodes()).map((n) => [n.id, n]));
     for (const vm of await cluster.listVms()) {
       if (vm.nodeId === null) expect(vm.status).toBe('Stopped');
-      else expect(matchesConstraints(nodes.get(vm.nodeId)!.labels, vm), vm.id).toBe(true);
+      else expect(matchesPlacement(nodes.get(vm.nodeId)!.labels, vm), vm.id).toBe(true);
     }
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAINTENANCE_STRATEGY_LABEL } from '../../../plugins/fake/index.ts';
+import { MAINTENANCE_STRATEGY_LABEL } from '../../../src/domain/labels.ts';
 import { setup, vmEvents } from './setup.ts';
 
 describe('migrateVm', () => {

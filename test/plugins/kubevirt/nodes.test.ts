@@ -98,3 +98,14 @@ describe('kubevirt plugin: node Ready transitions', () => {
     expect(node.data.node.availability).toBe('ACTIVE');
   });
 });
+
+describe('kubevirt plugin: listing order', () => {
+  it('lists nodes and VMs in the order every backend uses (node-9 before node-10)', async () => {
+    sim = await K8sSim.start({ bookmarkIntervalMs: 50 });
+    for (const name of ['node-10', 'node-9', 'node-1']) sim.addNode(name);
+    for (const name of ['vm-10', 'vm-9']) sim.addVm({ name, nodeName: 'node-1' });
+    backend = await createKubevirtBackend({ kubeconfigPath: sim.kubeconfigFile() });
+    expect((await backend.listNodes()).map((n) => n.id)).toEqual(['node-1', 'node-9', 'node-10']);
+    expect((await backend.listVms()).map((v) => v.id)).toEqual(['default/vm-9', 'default/vm-10']);
+  });
+});

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createKubevirtBackend, STRATEGY_LABEL, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
+import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
+import { MAINTENANCE_STRATEGY_LABEL } from '../../../src/domain/labels.ts';
 import { clusterRoleRules } from '../../support/deploy-rbac.ts';
 import { K8sSim, type PolicyRule } from '../../../simulators/kubernetes/index.ts';
 
@@ -42,7 +43,7 @@ describe('deploy/rbac.yaml: least privilege', () => {
     await backend.stopVm('default/vm');
     await backend.startVm('default/vm', { runStrategy: 'Always', nodeId: 'node-1' });
     await backend.setVmMaintenanceStrategyLabel('default/vm', null);
-    expect(sim.vm('default', 'vm')!.metadata.labels?.[STRATEGY_LABEL]).toBeUndefined();
+    expect(sim.vm('default', 'vm')!.metadata.labels?.[MAINTENANCE_STRATEGY_LABEL]).toBeUndefined();
 
     const called = new Set(sim.calls.map((c) => `${c.verb} ${c.resource}.${c.group}`));
     // Nothing was refused (the calls above all succeeded), and nothing granted goes unused.
