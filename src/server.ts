@@ -13,9 +13,10 @@ import { bridgeBackendEvents } from './events/backend-bridge.ts';
 import { createEventBus, type EventBus } from './events/bus.ts';
 import { createGraphQLHandler, GRAPHQL_PATH, type LockkeeperYoga } from './graphql/yoga.ts';
 import type { Logger } from './logger.ts';
-import { OperationEngine } from './operations/engine.ts';
+import { OperationCoordinator } from './operations/core/coordinator.ts';
+import { createOperationMetrics } from './operations/core/metrics.ts';
 import { MaintenanceEngine } from './operations/maintenance/engine.ts';
-import { createOperationMetrics } from './operations/metrics.ts';
+import { StorageEngine } from './operations/storage/engine.ts';
 import { HttpError, MAX_BODY_BYTES, PayloadTooLargeError, readBody, sendJson } from './rest/http-io.ts';
 import { createNeonFacade } from './rest/neon-facade.ts';
 import { DEFAULT_OPERATION_SETTINGS, type OperationSettings } from './operations/settings.ts';
@@ -23,6 +24,7 @@ import { ApiTokenStore } from './store/api-tokens.ts';
 import { AuditLog } from './store/audit-log.ts';
 import { EventLog } from './store/event-log.ts';
 import type { PrismaClient } from './store/index.ts';
+import { createRepositories } from './store/repositories.ts';
 
 export interface AppDeps {
   backend: ClusterBackend;
@@ -57,7 +59,9 @@ export interface SecurityOptions {
 export interface App {
   yoga: LockkeeperYoga;
   bus: EventBus;
-  operations: OperationEngine;
+  /** Every operation: reads, progress, start (resumption) and stop. */
+  operations: OperationCoordinator;
+  storage: StorageEngine;
   maintenance: MaintenanceEngine;
   auth: AuthService;
   server: Server;
@@ -80,25 +84,12 @@ export function buildApp(deps: AppDeps): App {
   const stopBridge = bridgeBackendEvents(deps.backend, bus);
   const audit = new AuditLog(deps.prisma);
   const metrics = createOperationMetrics({ onError: (e) => deps.log.warn({ err: e }, 'metrics update failed') });
-  const operations = new OperationEngine({
-    prisma: deps.prisma,
-    backend: deps.backend,
-    bus,
-    clock,
-    log: deps.log,
-    settings: deps.settings ?? DEFAULT_OPERATION_SETTINGS,
-    observer: metrics.observer,
-  });
-  const maintenance = new MaintenanceEngine({
-    prisma: deps.prisma,
-    backend: deps.backend,
-    bus,
-    clock,
-    log: deps.log,
-    settings: deps.settings ?? DEFAULT_OPERATION_SETTINGS,
-    observer: metrics.observer,
-    operations,
-  });
+  const shared = { store: createRepositories(deps.prisma), bus, clock, log: deps.log, observer: metrics.observer };
+  const operations = new OperationCoordinator(shared);
+  const engineDeps = { ...shared, operations, backend: deps.backend, settings: deps.settings ?? DEFAULT_OPERATION_SETTINGS };
+  // Constructed in start order: storage policies are loaded before maintenance resumes.
+  const storage = new StorageEngine(engineDeps);
+  const maintenance = new MaintenanceEngine(engineDeps);
   const security = deps.security ?? {};
   const insecure = security.insecure ?? false;
   const allowedOrigins = security.allowedOrigins ?? [];
@@ -132,8 +123,8 @@ export function buildApp(deps: AppDeps): App {
     return { actor: identity.name };
   };
 
-  const neonFacade = createNeonFacade({ engine: operations, backend: deps.backend, audit, clock, log: deps.log, maxBodyBytes, authorize: authorizeRest });
-  const yoga = createGraphQLHandler({ backend: deps.backend, bus, operations, maintenance, audit, events: new EventLog(deps.prisma), clock, auth }, deps.log, {
+  const neonFacade = createNeonFacade({ storage, backend: deps.backend, audit, clock, log: deps.log, maxBodyBytes, authorize: authorizeRest });
+  const yoga = createGraphQLHandler({ backend: deps.backend, bus, operations, storage, maintenance, audit, events: new EventLog(deps.prisma), clock, auth }, deps.log, {
     ...(security.limits && { limits: security.limits }),
     allowedOrigins,
   });
@@ -141,7 +132,6 @@ export function buildApp(deps: AppDeps): App {
   const startEngines = async () => {
     await auth.start();
     await operations.start();
-    await maintenance.start();
   };
 
   /** Without authentication only loopback names are served: a DNS-rebinding page cannot reach us. */
@@ -274,6 +264,7 @@ export function buildApp(deps: AppDeps): App {
     yoga,
     bus,
     operations,
+    storage,
     maintenance,
     auth,
     server,
@@ -314,7 +305,6 @@ export function buildApp(deps: AppDeps): App {
         await closed;
         clearTimeout(force);
         if (engineStarted) await engineStarted.catch(() => {});
-        await maintenance.shutdown();
         await operations.shutdown();
         await deps.backend.close();
         await deps.onClose?.();
