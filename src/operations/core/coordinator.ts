@@ -1,4 +1,3 @@
-import type { ClusterBackend } from '../../cluster/backend.ts';
 import type { Clock } from '../../cluster/clock.ts';
 import type { OperationKind, OperationOutcome, OperationSnapshot, OperationState, RequestMeta, StepRecord } from '../../domain/operations.ts';
 import type { EventBus } from '../../events/bus.ts';
@@ -10,7 +9,6 @@ import type { Repositories } from '../../store/repositories.ts';
 import { Journal, type JournalWriter } from './journal.ts';
 import { LiveRuns, type LiveRun } from './live-runs.ts';
 import { Mutex } from './mutex.ts';
-import type { OperationSettings } from '../settings.ts';
 import type { OperationObserver } from './observer.ts';
 import type { OperationKindEngine, PartPlan } from './operation-kind.ts';
 
@@ -20,14 +18,6 @@ export interface CoordinatorDeps {
   clock: Clock;
   log: Logger;
   observer: OperationObserver;
-}
-
-/** What the engine of each kind is built with. */
-export interface EngineDeps extends CoordinatorDeps {
-  backend: ClusterBackend;
-  settings: OperationSettings;
-  /** The coordinator the engine registers with and runs under. */
-  operations: OperationCoordinator;
 }
 
 /**

@@ -36,8 +36,9 @@ export class LiveRuns {
     return this.runs.get(operationId);
   }
 
-  all(): LiveRun[] {
-    return [...this.runs.values()];
+  /** Every run of one of `kinds` (of any kind when omitted). */
+  all(kinds?: readonly OperationKind[]): LiveRun[] {
+    return [...this.runs.values()].filter((run) => ofKind(run.snapshot.kind, kinds));
   }
 
   /** The run on the node of one of `kinds` (of any kind when omitted); parts are not runs of their own. */

@@ -90,7 +90,7 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
   }
 
   /** Waits for `wakeUp` (from nextWakeUp) or at most `ms` of the cluster's clock. */
-  protected async sleep(wakeUp: Promise<void>, ms: number): Promise<void> {
+  protected async waitAtMost(wakeUp: Promise<void>, ms: number): Promise<void> {
     const cancel = this.host.clock.setTimer(ms, () => this.wakeUp());
     await wakeUp;
     cancel();

@@ -13,7 +13,8 @@ import type { MaintenancePhase, MaintenancePlan, MaintNode } from '../../domain/
 import { countsOf, newOperation, type OperationOutcome, type OperationSnapshot, type RequestMeta, type StepRecord } from '../../domain/operations.ts';
 import type { MaintenanceState } from '../../store/maintenance-state-store.ts';
 import type { InterruptedOperation } from '../../store/operation-repository.ts';
-import type { EngineDeps } from '../core/coordinator.ts';
+import type { LiveRun } from '../core/live-runs.ts';
+import type { EngineDeps } from '../core/engine-deps.ts';
 import type { OperationKindEngine } from '../core/operation-kind.ts';
 import { MigrationLimiter } from './migration-limiter.ts';
 import { MaintenanceRun, type MaintenanceHost } from './run.ts';
@@ -260,8 +261,8 @@ export class MaintenanceEngine implements OperationKindEngine {
     this.core.launch(new MaintenanceRun(this.host, snapshot, steps, deadline, phase));
   }
 
-  private runOn(nodeId: string): MaintenanceRun | undefined {
-    return this.core.live.on(nodeId, MAINTENANCE) as MaintenanceRun | undefined;
+  private runOn(nodeId: string): LiveRun | undefined {
+    return this.core.live.on(nodeId, MAINTENANCE);
   }
 
   private async setPhase(nodeId: string, operationId: string, event: PhaseEvent): Promise<void> {
@@ -292,7 +293,7 @@ export class MaintenanceEngine implements OperationKindEngine {
   }
 
   /** Ends the operation; the node's phase is the caller's. A failed one keeps what it waited on. */
-  private endOperation(run: MaintenanceRun, outcome: OperationOutcome, error: string | null): Promise<void> {
+  private endOperation(run: LiveRun, outcome: OperationOutcome, error: string | null): Promise<void> {
     return this.core.close(run, outcome, error, { keepWaitingOn: outcome === 'FAILED' });
   }
 
@@ -340,7 +341,7 @@ export class MaintenanceEngine implements OperationKindEngine {
         .exclusive(() => this.forgetNode(event.nodeId))
         .catch((e: unknown) => this.deps.log.error({ err: e, node: event.nodeId }, 'clearing tracking of a removed node failed'));
     }
-    for (const run of this.core.live.all()) if (run.snapshot.kind === 'MAINTENANCE') run.nudge();
+    for (const run of this.core.live.all(MAINTENANCE)) run.nudge();
   }
 
   /** R1: tracking that points at a removed node is cleared (no restart, run strategy unchanged). */

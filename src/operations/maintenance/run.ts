@@ -121,7 +121,7 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
           }
           // The backend did not answer: the operation pauses and says so (retryNote), then looks again.
           this.showWaiting([]);
-          await this.sleep(woken, Math.max(1, host.settings.migrationRetryDelayMs));
+          await this.waitAtMost(woken, Math.max(1, host.settings.migrationRetryDelayMs));
           continue;
         }
         const actionsDone = this.steps.every((s) => s.state !== 'PLANNED' && (s.state !== 'MOVING' || this.awaitingRestart(s)));
@@ -143,7 +143,7 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
           return;
         }
         // Look again now and then even without events: a backend whose watch is down sends none.
-        await this.sleep(woken, RECHECK_MS);
+        await this.waitAtMost(woken, RECHECK_MS);
       }
     } catch (e) {
       // A refusal the run cannot get past (e.g. the cordon is forbidden): ERROR, with why.

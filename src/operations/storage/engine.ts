@@ -7,8 +7,8 @@ import type { PolicyEvent, SchedulingPolicy } from '../../domain/storage/policy.
 import type { PlanNode } from '../../domain/storage/shards.ts';
 import type { InterruptedOperation } from '../../store/operation-repository.ts';
 import type { PolicyTransition } from '../../store/policy-store.ts';
-import type { EngineDeps } from '../core/coordinator.ts';
 import type { JournalWriter } from '../core/journal.ts';
+import type { EngineDeps } from '../core/engine-deps.ts';
 import type { OperationKindEngine, PartEngine, PartPlan } from '../core/operation-kind.ts';
 import { planSteps } from './plan.ts';
 import { refusalError } from './refusal.ts';
@@ -332,6 +332,6 @@ export class StorageEngine implements OperationKindEngine {
   }
 
   private nudgeAll(): void {
-    for (const run of this.core.live.all()) if (STORAGE_KINDS.includes(run.snapshot.kind as StorageKind)) run.nudge();
+    for (const run of this.core.live.all(STORAGE_KINDS)) run.nudge();
   }
 }

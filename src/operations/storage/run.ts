@@ -83,7 +83,7 @@ export class StorageRun extends StepRun<StorageRun> {
             workloadIds: this.queue.slice(0, WAITING_ON_SAMPLE).map((s) => s.workloadId),
             since: this.blockedSince,
           });
-          await this.sleep(woken, settings.operationDeadlineMs - waited);
+          await this.waitAtMost(woken, settings.operationDeadlineMs - waited);
           continue;
         }
       }
