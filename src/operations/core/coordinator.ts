@@ -30,7 +30,7 @@ export class OperationCoordinator {
   readonly journal: Journal;
   private readonly lock = new Mutex();
   private readonly engines: OperationKindEngine[] = [];
-  private halting = false;
+  private stopping = false;
 
   constructor(private readonly deps: CoordinatorDeps) {
     this.journal = new Journal(deps.store, (operations, steps) => this.published(operations, steps));
@@ -51,7 +51,7 @@ export class OperationCoordinator {
 
   /** Stops following the backend and writes what is queued; runs are left for the next start to resume. */
   async shutdown(): Promise<void> {
-    this.halting = true;
+    this.stopping = true;
     for (const engine of this.engines) engine.stop();
     for (const run of this.live.all()) run.halt();
     await this.journal.flush();
@@ -59,7 +59,7 @@ export class OperationCoordinator {
 
   /** True once shutdown began: runs that end now leave their record for the next start. */
   get stopped(): boolean {
-    return this.halting;
+    return this.stopping;
   }
 
   /** Runs `fn` alone among every admission and state change of every operation kind. */
