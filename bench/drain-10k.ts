@@ -62,11 +62,11 @@ async function once(): Promise<{ wallMs: number; moved: number; peakRss: number 
   let peakRss = process.memoryUsage().rss;
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 20);
   try {
-    await app.operations.startDrain(WARMUP_NODE, { actor: 'bench', reason: 'warm-up' });
-    await app.operations.settled(WARMUP_NODE);
+    await app.storage.startDrain(WARMUP_NODE, { actor: 'bench', reason: 'warm-up' });
+    await app.storage.settled(WARMUP_NODE);
     const started = performance.now();
-    const op = await app.operations.startDrain('1', { actor: 'bench', reason: null });
-    await app.operations.settled('1');
+    const op = await app.storage.startDrain('1', { actor: 'bench', reason: null });
+    await app.storage.settled('1');
     const wallMs = performance.now() - started;
     const done = await app.operations.getOperation(op.id);
     if (done?.state !== 'SUCCEEDED' || done.counts.moved !== SHARDS) throw new Error(`drain did not move every shard: ${JSON.stringify(done)}`);

@@ -15,14 +15,16 @@ import { requestListener } from './http/router.ts';
 import { lockkeeperRoutes } from './http/routes.ts';
 import { serveGraphQLOverWebSocket } from './http/websocket.ts';
 import type { Logger } from './logger.ts';
-import { OperationEngine } from './operations/engine.ts';
+import { OperationCoordinator } from './operations/core/coordinator.ts';
+import { createOperationMetrics } from './operations/core/metrics.ts';
 import { MaintenanceEngine } from './operations/maintenance/engine.ts';
-import { createOperationMetrics } from './operations/metrics.ts';
+import { StorageEngine } from './operations/storage/engine.ts';
 import { headerOf } from './rest/http-io.ts';
 import { createNeonFacade } from './rest/neon-facade.ts';
 import { AuditLog } from './store/audit-log.ts';
 import { EventLog } from './store/event-log.ts';
 import type { PrismaClient } from './store/index.ts';
+import { createRepositories } from './store/repositories.ts';
 
 /** The sections of the config the server uses (start.ts binds `server.port` and `server.host`). */
 type AppConfig = Pick<LockkeeperConfig, 'server' | 'operations' | 'auth' | 'limits'>;
@@ -47,7 +49,9 @@ export interface AppDeps {
 export interface App {
   yoga: LockkeeperYoga;
   bus: EventBus;
-  operations: OperationEngine;
+  /** Every operation: reads, progress, start (resumption) and stop. */
+  operations: OperationCoordinator;
+  storage: StorageEngine;
   maintenance: MaintenanceEngine;
   auth: AuthService;
   server: Server;
@@ -70,25 +74,12 @@ export function buildApp(deps: AppDeps): App {
   const stopBridge = bridgeBackendEvents(deps.backend, bus);
   const audit = new AuditLog(deps.prisma);
   const metrics = createOperationMetrics({ onError: (e) => log.warn({ err: e }, 'metrics update failed') });
-  const operations = new OperationEngine({
-    prisma: deps.prisma,
-    backend: deps.backend,
-    bus,
-    clock,
-    log,
-    settings: config.operations,
-    observer: metrics.observer,
-  });
-  const maintenance = new MaintenanceEngine({
-    prisma: deps.prisma,
-    backend: deps.backend,
-    bus,
-    clock,
-    log,
-    settings: config.operations,
-    observer: metrics.observer,
-    operations,
-  });
+  const shared = { store: createRepositories(deps.prisma), bus, clock, log, observer: metrics.observer };
+  const operations = new OperationCoordinator(shared);
+  const engineDeps = { ...shared, operations, backend: deps.backend, settings: config.operations };
+  // Constructed in start order: storage policies are loaded before maintenance resumes.
+  const storage = new StorageEngine(engineDeps);
+  const maintenance = new MaintenanceEngine(engineDeps);
   const auth = new AuthService(new ApiTokenStore(deps.prisma), log, {
     bootstrapToken: deps.bootstrapToken,
     recheckIntervalMs: config.auth.recheckIntervalMs,
@@ -98,8 +89,8 @@ export function buildApp(deps: AppDeps): App {
   const { allowedOrigins, insecure } = config.server;
   const { maxBodyBytes } = config.limits;
 
-  const neonFacade = createNeonFacade({ engine: operations, backend: deps.backend, audit, clock, log, maxBodyBytes, authorize: restAuthorizer(auth) });
-  const yoga = createGraphQLHandler({ backend: deps.backend, bus, operations, maintenance, audit, events: new EventLog(deps.prisma), clock, auth }, log, {
+  const neonFacade = createNeonFacade({ storage, backend: deps.backend, audit, clock, log, maxBodyBytes, authorize: restAuthorizer(auth) });
+  const yoga = createGraphQLHandler({ backend: deps.backend, bus, operations, storage, maintenance, audit, events: new EventLog(deps.prisma), clock, auth }, log, {
     limits: config.limits,
     allowedOrigins,
   });
@@ -130,13 +121,13 @@ export function buildApp(deps: AppDeps): App {
   const startEngines = async () => {
     await auth.start();
     await operations.start();
-    await maintenance.start();
   };
   let stopping: Promise<void> | undefined;
   return {
     yoga,
     bus,
     operations,
+    storage,
     maintenance,
     auth,
     server,
@@ -162,7 +153,6 @@ export function buildApp(deps: AppDeps): App {
         await closed;
         clearTimeout(force);
         if (engineStarted) await engineStarted.catch(() => {});
-        await maintenance.shutdown();
         await operations.shutdown();
         await deps.backend.close();
         await deps.onClose?.();

@@ -1,6 +1,6 @@
 import { createPubSub } from 'graphql-yoga';
 import type { ClusterNode, ClusterShard, ClusterVm } from '../cluster/types.ts';
-import type { OperationSnapshot, StepRecord } from '../operations/types.ts';
+import type { OperationSnapshot, StepRecord } from '../domain/operations.ts';
 
 /** A VM or shard changed (or disappeared). */
 export type WorkloadChange =

@@ -2,8 +2,9 @@ import type { ClusterBackend } from '../cluster/backend.ts';
 import { ANONYMOUS_ADMIN, type AuthService, type Identity } from '../auth/service.ts';
 import type { Clock } from '../cluster/clock.ts';
 import type { EventBus } from '../events/bus.ts';
-import type { OperationEngine } from '../operations/engine.ts';
+import type { OperationCoordinator } from '../operations/core/coordinator.ts';
 import type { MaintenanceEngine } from '../operations/maintenance/engine.ts';
+import type { StorageEngine } from '../operations/storage/engine.ts';
 import type { AuditLog } from '../store/audit-log.ts';
 import type { EventLog } from '../store/event-log.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
@@ -12,7 +13,9 @@ import { createLoaders, type Loaders } from './loaders.ts';
 export interface AppServices {
   backend: ClusterBackend;
   bus: EventBus;
-  operations: OperationEngine;
+  /** Every operation, of any kind: reads and progress. */
+  operations: OperationCoordinator;
+  storage: StorageEngine;
   maintenance: MaintenanceEngine;
   audit: AuditLog;
   events: EventLog;

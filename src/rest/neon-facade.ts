@@ -40,9 +40,9 @@ import {
 } from '../domain/errors.ts';
 import { NEON_AVAILABILITY_NAMES } from '../domain/storage/policy.ts';
 import type { Logger } from '../logger.ts';
-import { audited } from '../operations/audited.ts';
-import type { OperationEngine } from '../operations/engine.ts';
-import type { RequestMeta } from '../operations/types.ts';
+import { audited } from '../operations/core/audited.ts';
+import type { StorageEngine } from '../operations/storage/engine.ts';
+import type { RequestMeta } from '../domain/operations.ts';
 import type { Scope } from '../auth/scopes.ts';
 import type { AuditLog } from '../store/audit-log.ts';
 import { headerOf, HttpError, PayloadTooLargeError, readBody, sendJson } from './http-io.ts';
@@ -60,7 +60,7 @@ export const NEON_API_PREFIX = '/control/v1';
 export const REASON_HEADER = 'x-lockkeeper-reason';
 
 export interface NeonFacadeDeps {
-  engine: Pick<OperationEngine, 'startDrain' | 'cancelDrain' | 'startFill' | 'cancelFill' | 'configureNode' | 'policyOf' | 'activeOperation'>;
+  storage: Pick<StorageEngine, 'startDrain' | 'cancelDrain' | 'startFill' | 'cancelFill' | 'configureNode' | 'policyOf' | 'activeOperation'>;
   backend: Pick<ClusterBackend, 'listNodes' | 'getNode' | 'listShards'>;
   audit: AuditLog;
   clock: Clock;
@@ -121,7 +121,7 @@ const ACCEPTED: Reply = { status: 202, body: null };
 const OK: Reply = { status: 200, body: null };
 
 export function createNeonFacade(deps: NeonFacadeDeps): NeonFacadeHandler {
-  const { engine, backend } = deps;
+  const { storage, backend } = deps;
   const actor = deps.actor ?? 'rest';
   const { maxBodyBytes } = deps;
 
@@ -133,11 +133,11 @@ export function createNeonFacade(deps: NeonFacadeDeps): NeonFacadeHandler {
 
   const operation = (action: Action): Route['methods'] => ({
     PUT: async ({ nodeId, meta }) => {
-      await (action === 'drain' ? engine.startDrain(nodeId, meta) : engine.startFill(nodeId, meta));
+      await (action === 'drain' ? storage.startDrain(nodeId, meta) : storage.startFill(nodeId, meta));
       return ACCEPTED;
     },
     DELETE: async ({ nodeId, meta }) => {
-      await (action === 'drain' ? engine.cancelDrain(nodeId, meta) : engine.cancelFill(nodeId, meta));
+      await (action === 'drain' ? storage.cancelDrain(nodeId, meta) : storage.cancelFill(nodeId, meta));
       return ACCEPTED;
     },
   });
@@ -156,12 +156,12 @@ export function createNeonFacade(deps: NeonFacadeDeps): NeonFacadeHandler {
       methods: {
         GET: async () => {
           const nodes = (await backend.listNodes()).sort((a, b) => compareNeonNodeIds(a.id, b.id));
-          return { status: 200, body: nodes.map((n) => toNeonNode(n, engine.policyOf(n.id))) };
+          return { status: 200, body: nodes.map((n) => toNeonNode(n, storage.policyOf(n.id))) };
         },
       },
     },
     nodeRoute(null, {
-      GET: async ({ nodeId }) => ({ status: 200, body: toNeonNode(await requireNode(nodeId), engine.policyOf(nodeId)) }),
+      GET: async ({ nodeId }) => ({ status: 200, body: toNeonNode(await requireNode(nodeId), storage.policyOf(nodeId)) }),
     }),
     nodeRoute('drain', operation('drain')),
     nodeRoute('fill', operation('fill')),
@@ -201,11 +201,11 @@ export function createNeonFacade(deps: NeonFacadeDeps): NeonFacadeHandler {
       );
     }
     if (request.scheduling != null) {
-      await engine.configureNode(nodeId, request.scheduling, { actor: meta.actor, reason: null });
+      await storage.configureNode(nodeId, request.scheduling, { actor: meta.actor, reason: null });
       return OK;
     }
     // Nothing to change; still refused while an operation runs, as configureNode would be.
-    const running = engine.activeOperation(nodeId);
+    const running = storage.activeOperation(nodeId);
     if (running) {
       throw new PreconditionFailedError('OPERATION_RUNNING', `node ${nodeId} has a ${running.kind.toLowerCase()} running (operation ${running.id})`, running.id);
     }

@@ -77,7 +77,7 @@ describe('storage spec §8 with Neon pageservers (simulated, over HTTP)', () => 
     for (const sim of w.cluster.sims.values()) sim.setLatency(60);
     const before = w.cluster.attachedSingleCounts()['1']!;
     await start(w, 'startNodeDrain', '1');
-    await waitFor(() => (w.app.operations.activeOperation('1')?.counts.moved ?? 0) >= 2, { what: '2 shards moved' });
+    await waitFor(() => (w.app.storage.activeOperation('1')?.counts.moved ?? 0) >= 2, { what: '2 shards moved' });
     expect(await policy(w, '1')).toBe('DRAINING');
     expect((await start(w, 'cancelNodeDrain', '1')).__typename).toBe('Operation');
     const done = await settled(w, '1');
@@ -95,7 +95,7 @@ describe('storage spec §8 with Neon pageservers (simulated, over HTTP)', () => 
     await start(w, 'startNodeDrain', '1');
     const refused = await w.gql('mutation { configureNode(nodeId: "1", policy: PAUSE) { __typename } }');
     expect(refused.configureNode.__typename).toBe('PreconditionFailedError');
-    await waitFor(() => (w.app.operations.activeOperation('1')?.counts.moved ?? 0) >= 1, { what: 'a shard moved' });
+    await waitFor(() => (w.app.storage.activeOperation('1')?.counts.moved ?? 0) >= 1, { what: 'a shard moved' });
     await w.cluster.sim(1).restart();
     const done = await settled(w, '1');
     expect(done).toMatchObject({ state: 'FAILED', error: 'NODE_STATE_CHANGED' });

@@ -153,7 +153,6 @@ describe('M: the maintenance run', () => {
     await enable(a, '1');
     await untilPhase(a, '1', 'EVACUATING');
     const deadline = a.app.maintenance.stateOf('1')!.deadline;
-    await a.app.maintenance.shutdown();
     await a.app.operations.shutdown();
     t = await maintenanceApp(cluster([]), { clock: a.clock, databaseFile: a.db.file, backend: () => a.cluster, settings: { maxParallelMigrations: 1, maxOutboundMigrationsPerNode: 1 } });
     expect(t.app.maintenance.stateOf('1')).toMatchObject({ phase: 'EVACUATING', deadline });

@@ -15,7 +15,7 @@ export async function driveUntil(t: TestApp, until: () => boolean | Promise<bool
 
 /** Drives time until the node has no running operation, then returns the last one's final state. */
 export async function settle(t: TestApp, nodeId: string, options?: { stepMs?: number; maxMs?: number }) {
-  await driveUntil(t, () => t.app.operations.activeOperation(nodeId) === null, options);
+  await driveUntil(t, () => t.app.storage.activeOperation(nodeId) === null, options);
   const [latest] = await t.app.operations.listOperations({ nodeId });
   return latest!;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createOperationMetrics, MOVE_LATENCY_BUCKETS } from '../../src/operations/metrics.ts';
+import { createOperationMetrics, MOVE_LATENCY_BUCKETS } from '../../src/operations/core/metrics.ts';
 
 /** The value of one sample line, e.g. `lockkeeper_shards_moved_total{kind="DRAIN"}`; undefined when absent. */
 function sample(text: string, series: string): number | undefined {

@@ -107,7 +107,7 @@ describe('drain rules', () => {
     let peak = 0;
     const op = await mutate(t, 'startNodeDrain', '1');
     await driveUntil(t, () => {
-      const live = t.app.operations.activeOperation('1');
+      const live = t.app.storage.activeOperation('1');
       if (live) peak = Math.max(peak, live.counts.moving);
       return live === null;
     }, { stepMs: 100 });
@@ -133,10 +133,10 @@ describe('drain rules', () => {
     const shards = Array.from({ length: 6 }, (_, n) => shard('t', n, '1', ['2'], { shardCount: 6 }));
     t = await createTestApp({ topology: { nodes: [{ id: '1' }, { id: '2' }], shards }, latenciesMs: { cutOver: 1000 }, restartDelayMs: 500, heartbeatIntervalMs: 500, settings: { maxConcurrentMoves: 1 } });
     await mutate(t, 'startNodeDrain', '1');
-    await driveUntil(t, () => t.app.operations.activeOperation('1')!.counts.moved >= 1);
+    await driveUntil(t, () => t.app.storage.activeOperation('1')!.counts.moved >= 1);
     // configureNode is refused while the drain runs (neon #8727), naming the operation.
     const refused = await t.gql('mutation { configureNode(nodeId: "1", policy: PAUSE) { __typename ... on PreconditionFailedError { reason operationId } } }');
-    expect(refused.data.configureNode).toMatchObject({ __typename: 'PreconditionFailedError', reason: 'OPERATION_RUNNING', operationId: t.app.operations.activeOperation('1')!.id });
+    expect(refused.data.configureNode).toMatchObject({ __typename: 'PreconditionFailedError', reason: 'OPERATION_RUNNING', operationId: t.app.storage.activeOperation('1')!.id });
     await t.cluster.simulation.restartNode('1');
     const done = await settle(t, '1');
     expect(done).toMatchObject({ state: 'FAILED', error: 'NODE_STATE_CHANGED' });

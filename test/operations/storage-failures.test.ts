@@ -18,14 +18,14 @@ describe('failures (spec §6)', () => {
     const a = await createTestApp({ topology: twoNodes(6), latenciesMs: { cutOver: 1000 }, settings: { maxConcurrentMoves: 2 } });
     t = a;
     const op = await mutate(a, 'startNodeDrain', '1');
-    await driveUntil(a, () => a.app.operations.activeOperation('1')!.counts.moved >= 2);
+    await driveUntil(a, () => a.app.storage.activeOperation('1')!.counts.moved >= 2);
     // The gateway goes away; the cluster (and its database file) stay.
     await a.app.operations.shutdown();
     t = undefined;
     const b = await createTestApp({ clock: a.clock, databaseFile: a.db.file, backend: () => a.cluster });
     t = b;
     expect(await policyOf(b, '1')).toBe('DRAINING');
-    expect(b.app.operations.activeOperation('1')?.id).toBe(op.id);
+    expect(b.app.storage.activeOperation('1')?.id).toBe(op.id);
     const done = await settle(b, '1');
     expect(done).toMatchObject({ id: op.id, state: 'SUCCEEDED' });
     expect(done.counts).toMatchObject({ moved: 6, failed: 0, skipped: 0 });
@@ -38,9 +38,9 @@ describe('failures (spec §6)', () => {
   it('node OFFLINE mid-operation: moves pause and the operation says so; it fails after operationDeadline', async () => {
     t = await createTestApp({ topology: twoNodes(4), latenciesMs: { cutOver: 1000 }, settings: { maxConcurrentMoves: 1, operationDeadlineMs: 60_000 } });
     await mutate(t, 'startNodeDrain', '1');
-    await driveUntil(t, () => t!.app.operations.activeOperation('1')!.counts.moving === 1);
+    await driveUntil(t, () => t!.app.storage.activeOperation('1')!.counts.moving === 1);
     await t.cluster.simulation.setNodeOnline('1', false);
-    await driveUntil(t, () => t!.app.operations.activeOperation('1')!.waitingOn?.kind === 'NODE_OFFLINE');
+    await driveUntil(t, () => t!.app.storage.activeOperation('1')!.waitingOn?.kind === 'NODE_OFFLINE');
     const res = await t.gql(`{ node(id: "1") { ... on ClusterNode { operation { ${OPERATION_FIELDS} } } } }`);
     const waiting = res.data.node.operation.waitingOn;
     expect(waiting).toMatchObject({ kind: 'NODE_OFFLINE', nodeId: '1' });
@@ -57,7 +57,7 @@ describe('failures (spec §6)', () => {
     t = await createTestApp({ topology: twoNodes(4), latenciesMs: { cutOver: 1000 }, settings: { maxConcurrentMoves: 1, operationDeadlineMs: 60_000 } });
     await mutate(t, 'startNodeDrain', '1');
     await t.cluster.simulation.setNodeOnline('1', false);
-    await driveUntil(t, () => t!.app.operations.activeOperation('1')?.waitingOn?.kind === 'NODE_OFFLINE');
+    await driveUntil(t, () => t!.app.storage.activeOperation('1')?.waitingOn?.kind === 'NODE_OFFLINE');
     await t.clock.advance(30_000);
     await t.cluster.simulation.setNodeOnline('1', true);
     const done = await settle(t, '1');
@@ -73,7 +73,7 @@ describe('failures (spec §6)', () => {
       latenciesMs: { cutOver: 1000 },
     });
     const op = await mutate(t, 'startNodeDrain', '1');
-    await driveUntil(t, () => t!.app.operations.activeOperation('1')!.counts.moving === 3);
+    await driveUntil(t, () => t!.app.storage.activeOperation('1')!.counts.moving === 3);
     await t.cluster.simulation.setNodeOnline('3', false);
     const done = await settle(t, '1');
     expect(done.state).toBe('SUCCEEDED');
@@ -89,7 +89,7 @@ describe('failures (spec §6)', () => {
     await t.db.prisma.$executeRawUnsafe('PRAGMA query_only = ON');
     const res = await t.gql('mutation { configureNode(nodeId: "1", policy: PAUSE) { __typename } }');
     expect(res.errors?.[0]?.message).toBe('Unexpected error.');
-    expect(t.app.operations.policyOf('1')).toBe('ACTIVE');
+    expect(t.app.storage.policyOf('1')).toBe('ACTIVE');
     await t.db.prisma.$executeRawUnsafe('PRAGMA query_only = OFF');
     expect(await policyOf(t, '1')).toBe('ACTIVE');
   });
@@ -100,7 +100,7 @@ describe('failures (spec §6)', () => {
     const sub = t.app.bus.subscribe('nodeChanged');
     const reading = (async () => {
       for await (const node of sub) {
-        published.push(`${node.id}:${t!.app.operations.policyOf(node.id)}`);
+        published.push(`${node.id}:${t!.app.storage.policyOf(node.id)}`);
         if (published.length === 3) break;
       }
     })();

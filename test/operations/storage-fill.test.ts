@@ -64,14 +64,14 @@ describe('fill rules', () => {
   it('F4: a fill is cancellable and stops when the node’s policy changes, like a drain', async () => {
     t = await createTestApp({ topology: { nodes: [{ id: '1' }, { id: '2' }], shards: many('a', 8, '2', '1') }, latenciesMs: { cutOver: 1000 }, settings: { maxConcurrentMoves: 1 } });
     await mutate(t, 'startNodeFill', '1');
-    await driveUntil(t, () => t.app.operations.activeOperation('1')!.counts.moved === 1);
+    await driveUntil(t, () => t.app.storage.activeOperation('1')!.counts.moved === 1);
     expect((await mutate(t, 'cancelNodeFill', '1')).state).toBe('CANCELLING');
     const cancelled = await settle(t, '1');
     expect(cancelled.state).toBe('CANCELLED');
     expect(await policyOf(t, '1')).toBe('ACTIVE');
 
     await mutate(t, 'startNodeFill', '1');
-    await driveUntil(t, () => t.app.operations.activeOperation('1')!.counts.moving === 1);
+    await driveUntil(t, () => t.app.storage.activeOperation('1')!.counts.moving === 1);
     await t.cluster.simulation.restartNode('1');
     const failed = await settle(t, '1');
     expect(failed).toMatchObject({ state: 'FAILED', error: 'NODE_STATE_CHANGED' });

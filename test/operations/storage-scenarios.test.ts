@@ -80,7 +80,7 @@ describe('acceptance scenarios (spec §8)', () => {
     t = await createTestApp({ topology: cluster(2, 1), latenciesMs: { cutOver: 5000 }, settings: { maxConcurrentMoves: 4 } });
     const before = await attachedCounts(t);
     await mutate(t, 'startNodeDrain', '1');
-    await driveUntil(t, () => t.app.operations.activeOperation('1')!.counts.moved >= 4, { stepMs: 500 });
+    await driveUntil(t, () => t.app.storage.activeOperation('1')!.counts.moved >= 4, { stepMs: 500 });
     expect(await policyOf(t, '1')).toBe('DRAINING');
     await mutate(t, 'cancelNodeDrain', '1');
     const done = await settle(t, '1', { stepMs: 500 });
@@ -130,7 +130,7 @@ describe('P1: progress', () => {
   it('exposes kind, node, state, counts, per-shard outcome, waiting-on, times and an ETA from the observed rate', async () => {
     t = await createTestApp({ topology: cluster(2, 1), latenciesMs: { cutOver: 1000 }, settings: { maxConcurrentMoves: 4 } });
     const op = await mutate(t, 'startNodeDrain', '1', ', reason: "P1"');
-    await driveUntil(t, () => t.app.operations.activeOperation('1')!.counts.moved >= 8, { stepMs: 250 });
+    await driveUntil(t, () => t.app.storage.activeOperation('1')!.counts.moved >= 8, { stepMs: 250 });
     const res = await t.gql(`{ operation(id: "${op.id}") { ... on Operation { ${OPERATION_FIELDS}
       node { id schedulingPolicy } steps(first: 3, states: [MOVED]) { totalCount edges { node { workloadId state fromNodeId toNodeId startedAt finishedAt shard { id attachedNodeId } } } } } } }`);
     const live = res.data.operation;

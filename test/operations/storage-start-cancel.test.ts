@@ -109,7 +109,7 @@ describe('S5: cancelling', () => {
     t = await createTestApp({ topology: threeNodes(), latenciesMs: { cutOver: 1000 }, settings: { maxConcurrentMoves: 1 } });
     await mutate(t, 'startNodeDrain', '1');
     // Let the first cut-over finish and the second start.
-    await driveUntil(t, async () => (await t.app.operations.getOperation((t.app.operations.activeOperation('1')!).id))!.counts.moved === 1 && t.app.operations.activeOperation('1')!.counts.moving === 1);
+    await driveUntil(t, async () => (await t.app.operations.getOperation((t.app.storage.activeOperation('1')!).id))!.counts.moved === 1 && t.app.storage.activeOperation('1')!.counts.moving === 1);
     const cancelling = await mutate(t, 'cancelNodeDrain', '1', ', reason: "change freeze"');
     expect(cancelling).toMatchObject({ __typename: 'Operation', state: 'CANCELLING' });
     // Cancelling twice is the same answer, not an error.
@@ -141,7 +141,7 @@ describe('S5: cancelling', () => {
         if (['CANCELLED', 'FAILED', 'SUCCEEDED'].includes(p.operation.state)) break;
       }
     })();
-    await driveUntil(t, () => t.app.operations.activeOperation('1')!.counts.moved === 1);
+    await driveUntil(t, () => t.app.storage.activeOperation('1')!.counts.moved === 1);
     await mutate(t, 'cancelNodeDrain', '1');
     const done = await settle(t, '1');
     await reading;

@@ -7,11 +7,13 @@ import { VirtualClock } from '../support/virtual-clock.ts';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
 import { createEventBus } from '../../src/events/bus.ts';
 import { createLogger, type Logger } from '../../src/logger.ts';
-import { OperationEngine } from '../../src/operations/engine.ts';
-import { createOperationMetrics } from '../../src/operations/metrics.ts';
+import { OperationCoordinator } from '../../src/operations/core/coordinator.ts';
+import { createOperationMetrics } from '../../src/operations/core/metrics.ts';
+import { StorageEngine } from '../../src/operations/storage/engine.ts';
 import { createNeonFacade, type NeonFacadeDeps } from '../../src/rest/neon-facade.ts';
 import { AuditLog } from '../../src/store/audit-log.ts';
 import { openDatabase, type Database } from '../../src/store/database.ts';
+import { createRepositories } from '../../src/store/repositories.ts';
 import { useTempDir } from '../store/helpers.ts';
 
 const tempDir = useTempDir('lockkeeper-rest-');
@@ -49,7 +51,7 @@ interface Harness {
   clock: VirtualClock;
   cluster: SimulatedCluster;
   db: Database;
-  engine: OperationEngine;
+  storage: StorageEngine;
   metrics: ReturnType<typeof createOperationMetrics>;
   call(method: string, path: string, init?: { body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; json: any; text: string; headers: Headers }>;
   /** The node's `scheduling` as GET /control/v1/node/:id reports it. */
@@ -91,23 +93,17 @@ async function setup(
   });
   const db = await openDatabase({ url: `file:${tempDir()}/x.db` });
   const metrics = createOperationMetrics({ defaultMetrics: false });
-  const engine = new OperationEngine({
-    prisma: db.prisma,
-    backend: cluster,
-    bus: createEventBus(),
-    clock,
-    log: createLogger('silent'),
-    settings: DEFAULT_CONFIG.operations,
-    observer: metrics.observer,
-  });
-  await engine.start();
+  const shared = { store: createRepositories(db.prisma), bus: createEventBus(), clock, log: createLogger('silent'), observer: metrics.observer };
+  const operations = new OperationCoordinator(shared);
+  const storage = new StorageEngine({ ...shared, operations, backend: cluster, settings: DEFAULT_CONFIG.operations });
+  await operations.start();
   cleanups.push(async () => {
-    await engine.shutdown();
+    await operations.shutdown();
     await cluster.close();
     await db.close();
   });
   const facade = createNeonFacade({
-    engine,
+    storage,
     backend: options.wrapBackend ? options.wrapBackend(cluster) : cluster,
     audit: new AuditLog(db.prisma),
     clock,
@@ -143,7 +139,7 @@ async function setup(
     clock,
     cluster,
     db,
-    engine,
+    storage,
     metrics,
     call,
     async scheduling(nodeId) {
@@ -155,7 +151,7 @@ async function setup(
     },
     async runOperation(nodeId, ms) {
       await clock.advance(ms);
-      await engine.settled(nodeId);
+      await storage.settled(nodeId);
     },
     // In insertion order: the virtual clock gives many rows the same `at`.
     auditRows: () => db.prisma.$queryRawUnsafe('SELECT actor, action, arguments, reason, outcome, nodeId FROM "AuditEntry" ORDER BY rowid'),

@@ -86,7 +86,7 @@ export async function policy(w: World, nodeId: string): Promise<string> {
 }
 
 export async function settled(w: World, nodeId: string, timeoutMs = 20_000) {
-  await waitFor(() => w.app.operations.activeOperation(nodeId) === null, { timeoutMs, what: `operation on node ${nodeId} to end` });
+  await waitFor(() => w.app.storage.activeOperation(nodeId) === null, { timeoutMs, what: `operation on node ${nodeId} to end` });
   const [latest] = await w.app.operations.listOperations({ nodeId });
   return latest!;
 }

@@ -8,10 +8,10 @@ import {
 } from '../../domain/errors.ts';
 import { describeReason, nonMigratableReasons } from '../../domain/vm/migratability.ts';
 import { MAINTENANCE_PHASES, type MaintNode, type VmPlanEntry } from '../../domain/vm/types.ts';
-import { audited } from '../../operations/audited.ts';
+import { audited } from '../../operations/core/audited.ts';
 import type { DisableResult, MaintenancePlanView } from '../../operations/maintenance/engine.ts';
-import type { MaintenanceState } from '../../operations/maintenance/state-store.ts';
-import type { RequestMeta } from '../../operations/types.ts';
+import type { MaintenanceState } from '../../store/maintenance-state-store.ts';
+import type { RequestMeta } from '../../domain/operations.ts';
 import { builder } from '../builder.ts';
 import { typedBackendCall } from '../map-backend-error.ts';
 import type { GraphQLContext } from '../context.ts';

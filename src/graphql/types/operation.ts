@@ -9,7 +9,7 @@ import {
   type OperationSnapshot,
   type StepRecord,
   type WaitingOn,
-} from '../../operations/types.ts';
+} from '../../domain/operations.ts';
 import { builder } from '../builder.ts';
 import { refreshLoaders, type GraphQLContext } from '../context.ts';
 import { ClusterNodeType } from './cluster-node.ts';
@@ -115,16 +115,16 @@ OperationType.implement({
 });
 
 builder.objectField(ClusterNodeType, 'schedulingPolicy', (t) =>
-  t.field({ type: SchedulingPolicyEnum, description: 'Storage scheduling policy (persisted).', resolve: (n, _, ctx) => ctx.operations.policyOf(n.id) }),
+  t.field({ type: SchedulingPolicyEnum, description: 'Storage scheduling policy (persisted).', resolve: (n, _, ctx) => ctx.storage.policyOf(n.id) }),
 );
 builder.objectField(ClusterNodeType, 'maySchedule', (t) =>
   t.boolean({
     description: 'Whether new shards may be placed here: availability ACTIVE and policy ACTIVE or FILLING.',
-    resolve: (n, _, ctx) => n.availability === 'ACTIVE' && ['ACTIVE', 'FILLING'].includes(ctx.operations.policyOf(n.id)),
+    resolve: (n, _, ctx) => n.availability === 'ACTIVE' && ['ACTIVE', 'FILLING'].includes(ctx.storage.policyOf(n.id)),
   }),
 );
 builder.objectField(ClusterNodeType, 'operation', (t) =>
-  t.field({ type: OperationType, nullable: true, description: 'The operation running on this node, if any.', resolve: (n, _, ctx) => ctx.operations.activeOperation(n.id) }),
+  t.field({ type: OperationType, nullable: true, description: 'The operation running on this node, if any.', resolve: (n, _, ctx) => ctx.storage.activeOperation(n.id) }),
 );
 
 const ProgressType = builder.objectRef<OperationProgress>('OperationProgress').implement({

@@ -5,8 +5,8 @@ import {
   PreconditionFailedError,
   UnavailableError,
 } from '../../domain/errors.ts';
-import { audited } from '../../operations/audited.ts';
-import type { OperationSnapshot, RequestMeta } from '../../operations/types.ts';
+import { audited } from '../../operations/core/audited.ts';
+import type { OperationSnapshot, RequestMeta } from '../../domain/operations.ts';
 import { builder } from '../builder.ts';
 import type { GraphQLContext } from '../context.ts';
 import { ClusterNodeType } from './cluster-node.ts';
@@ -29,22 +29,22 @@ const OPERATION_MUTATIONS: Record<string, { description: string; errors: (typeof
   startNodeDrain: {
     description: 'Moves the node’s shards to their warm secondaries; the node ends in PAUSE_FOR_RESTART.',
     errors: START_ERRORS,
-    call: (ctx, nodeId, m) => ctx.operations.startDrain(nodeId, m),
+    call: (ctx, nodeId, m) => ctx.storage.startDrain(nodeId, m),
   },
   cancelNodeDrain: {
     description: 'Stops the drain: moves in flight finish, moved shards stay moved, the policy returns to ACTIVE.',
     errors: CANCEL_ERRORS,
-    call: (ctx, nodeId, m) => ctx.operations.cancelDrain(nodeId, m),
+    call: (ctx, nodeId, m) => ctx.storage.cancelDrain(nodeId, m),
   },
   startNodeFill: {
     description: 'Promotes the node’s secondaries back to attached, up to its fair share; the node ends ACTIVE.',
     errors: START_ERRORS,
-    call: (ctx, nodeId, m) => ctx.operations.startFill(nodeId, m),
+    call: (ctx, nodeId, m) => ctx.storage.startFill(nodeId, m),
   },
   cancelNodeFill: {
     description: 'Stops the fill: moves in flight finish, the policy returns to ACTIVE.',
     errors: CANCEL_ERRORS,
-    call: (ctx, nodeId, m) => ctx.operations.cancelFill(nodeId, m),
+    call: (ctx, nodeId, m) => ctx.storage.cancelFill(nodeId, m),
   },
 };
 
@@ -73,7 +73,7 @@ builder.mutationField('configureNode', (t) =>
     resolve: (_, args, ctx) =>
       auditedCall(ctx, 'configureNode', args, async (m) => {
         const nodeId = String(args.nodeId);
-        await ctx.operations.configureNode(nodeId, args.policy, m);
+        await ctx.storage.configureNode(nodeId, args.policy, m);
         const node = await ctx.backend.getNode(nodeId);
         if (!node) throw new NotFoundError('node', nodeId);
         return node;

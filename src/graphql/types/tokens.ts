@@ -2,7 +2,7 @@
 import { SCOPES, type Scope } from '../../auth/scopes.ts';
 import { UnknownTokenError } from '../../auth/tokens.ts';
 import { ConflictError, InvalidInputError } from '../../domain/errors.ts';
-import { audited } from '../../operations/audited.ts';
+import { audited } from '../../operations/core/audited.ts';
 import type { TokenRecord } from '../../auth/token-store.ts';
 import { builder } from '../builder.ts';
 import type { GraphQLContext } from '../context.ts';

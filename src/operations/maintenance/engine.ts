@@ -9,21 +9,19 @@ import { refusalError } from '../../domain/vm/prechecks.ts';
 import { vmLoadByNode } from '../../domain/vm/scheduling.ts';
 import { isEmptySelector, matchesSelector, parseStrategyInput, type VmSelector } from '../../domain/vm/strategy.ts';
 import { restartPlacement, restartRunStrategy, restartsOnDisable, shouldRestart, trackingToClear } from '../../domain/vm/tracking.ts';
-import type { MaintenancePhase, MaintenancePlan, MaintNode, VmPlanEntry } from '../../domain/vm/types.ts';
-import { countsOf } from '../counts.ts';
-import type { EngineDeps, OperationEngine } from '../engine.ts';
-import { writeSteps } from '../journal.ts';
-import { createOperationWrite, newOperation, snapshotOf, stepOf } from '../records.ts';
-import type { OperationSnapshot, RequestMeta, StepRecord } from '../types.ts';
+import type { MaintenancePhase, MaintenancePlan, MaintNode } from '../../domain/vm/types.ts';
+import { countsOf, newOperation, type OperationOutcome, type OperationSnapshot, type RequestMeta, type StepRecord } from '../../domain/operations.ts';
+import type { MaintenanceState } from '../../store/maintenance-state-store.ts';
+import type { InterruptedOperation } from '../../store/operation-repository.ts';
+import type { LiveRun } from '../core/live-runs.ts';
+import type { EngineDeps } from '../core/engine-deps.ts';
+import type { OperationKindEngine } from '../core/operation-kind.ts';
 import { MigrationLimiter } from './migration-limiter.ts';
-import { MaintenanceRun, VM_STEP, type MaintenanceHost } from './run.ts';
-import { MaintenanceStateStore, type MaintenanceState } from './state-store.ts';
+import { MaintenanceRun, type MaintenanceHost } from './run.ts';
+import { stepsOf } from './steps.ts';
 import { TrackingStore } from './tracking-store.ts';
 
-export interface MaintenanceDeps extends EngineDeps {
-  /** The operation framework: shared journal, live operations, progress events, shard drains. */
-  operations: OperationEngine;
-}
+const MAINTENANCE: readonly ['MAINTENANCE'] = ['MAINTENANCE'];
 
 /** The plan with its shard part: the drain steps (D1–D3; warmth is checked at cut-over time) or why a drain would be refused. */
 export interface MaintenancePlanView extends MaintenancePlan {
@@ -46,48 +44,61 @@ export interface DisableResult {
  * that leaves no trace on refusal (M1), runs that resume after a restart (M6), disable,
  * clearing an error, strategies per VM, and clearing tracking of removed nodes (R1).
  */
-export class MaintenanceEngine {
-  readonly states: MaintenanceStateStore;
-  readonly tracking: TrackingStore;
+export class MaintenanceEngine implements OperationKindEngine {
+  readonly kinds = MAINTENANCE;
+  private readonly tracking: TrackingStore;
   private readonly limiter: MigrationLimiter;
-  private readonly runs = new Map<string, MaintenanceRun>();
   private readonly nodeNames = new Map<string, string>();
   private unwatch: (() => void) | null = null;
-  private stopped = false;
   private readonly host: MaintenanceHost;
 
-  constructor(private readonly deps: MaintenanceDeps) {
-    this.states = new MaintenanceStateStore(deps.prisma);
-    this.tracking = new TrackingStore(deps.prisma, deps.backend);
+  constructor(private readonly deps: EngineDeps) {
+    this.tracking = new TrackingStore(deps.store.vmTracking, deps.backend);
     this.limiter = new MigrationLimiter(() => ({ cluster: deps.settings.maxParallelMigrations, perNode: deps.settings.maxOutboundMigrationsPerNode }));
     this.host = {
       backend: deps.backend,
       clock: deps.clock,
-      journal: deps.operations.sharedJournal,
+      journal: deps.operations.journal,
       settings: deps.settings,
       observer: deps.observer,
       log: deps.log,
       limiter: this.limiter,
       tracking: this.tracking,
       nodeName: (id) => this.nodeNames.get(id) ?? id,
-      startShardDrain: (run, steps, journal, onEnd) => deps.operations.runEmbeddedDrain(run.snapshot, steps, journal, onEnd),
+      startShardDrain: (run, steps, journal, onEnd) => deps.operations.runPart('DRAIN', run.snapshot, steps, journal, onEnd),
       setPhase: (run, phase) => this.setPhase(run.nodeId, run.snapshot.id, phase === 'EVACUATING' ? 'drained' : 'evacuated'),
-      finish: (run, phase, error) => this.finishRun(run, phase, error),
+      finish: (run, outcome, error) => this.finishRun(run, outcome, error),
     };
+    deps.operations.register(this);
   }
 
-  async start(): Promise<void> {
+  private get core() {
+    return this.deps.operations;
+  }
+
+  private get states() {
+    return this.deps.store.maintenanceStates;
+  }
+
+  /** Loads the nodes' maintenance states; without VMs in the backend nothing more (nothing resumes). */
+  async prepare(): Promise<boolean> {
     await this.states.load();
-    if (!this.deps.backend.capabilities.vms) return;
+    if (!this.deps.backend.capabilities.vms) return false;
     for (const n of await this.deps.backend.listNodes()) this.nodeNames.set(n.id, n.name);
     this.unwatch = this.deps.backend.watch((e) => this.onClusterEvent(e));
-    await this.resume();
+    return true;
   }
 
-  async shutdown(): Promise<void> {
-    this.stopped = true;
+  resume({ snapshot: stored, steps }: InterruptedOperation): void {
+    const state = this.states.get(stored.nodeId);
+    if (!state || (state.phase !== 'DRAINING' && state.phase !== 'EVACUATING')) return;
+    const snapshot = { ...stored, counts: countsOf(steps) };
+    this.deps.log.info({ operation: snapshot.id, node: snapshot.nodeId, phase: state.phase }, `resuming maintenance of node ${snapshot.nodeId} in phase ${state.phase}`);
+    this.launch(snapshot, steps, state.deadline ?? this.deps.clock.now(), state.phase);
+  }
+
+  stop(): void {
     this.unwatch?.();
-    for (const run of this.runs.values()) run.halt();
   }
 
   stateOf(nodeId: string): MaintenanceState | null {
@@ -95,7 +106,7 @@ export class MaintenanceEngine {
   }
 
   activeOperation(nodeId: string): OperationSnapshot | null {
-    return this.runs.get(nodeId)?.snapshot ?? null;
+    return this.runOn(nodeId)?.snapshot ?? null;
   }
 
   /** What enable would do now, changing nothing (the `maintenancePlan` query): VMs and, on a hyperconverged node, shards. */
@@ -105,43 +116,43 @@ export class MaintenanceEngine {
     if (this.deps.backend.capabilities.replicaHealth === false) {
       plan.warnings.push('LastHealthyReplica (N1) not checked: the backend cannot see volume replicas (e.g. Longhorn is not installed)');
     }
-    const shards = plan.refusals.some((r) => r.code === 'NOT_FOUND') ? null : await this.shardPart(nodeId, this.deps.clock.now());
+    const shards = plan.refusals.some((r) => r.code === 'NOT_FOUND') ? null : await this.core.planPart('DRAIN', nodeId, this.deps.clock.now());
     return { ...plan, shards: shards?.steps ?? [], shardRefusal: shards?.refusal ?? null };
   }
 
   async enable(nodeId: string, options: { force: boolean; deadlineMs?: number }, meta: RequestMeta): Promise<OperationSnapshot> {
-    return this.deps.operations.exclusive(async () => {
+    return this.core.exclusive(async () => {
       const { nodes, vms } = await this.view();
       const plan = planMaintenance({ nodeId, force: options.force, nodes, vms });
       const [refusal] = plan.refusals;
       if (refusal) throw this.refusal(nodeId, refusal, plan);
-      // A storage drain or fill on the same node is its own maintenance; one at a time.
-      const storageOp = this.deps.operations.activeOperation(nodeId);
-      if (storageOp) {
-        throw new PreconditionFailedError('OPERATION_RUNNING', `node ${nodeId} has a ${storageOp.kind.toLowerCase()} running (operation ${storageOp.id})`, storageOp.id);
+      // Another operation on the node (a storage drain or fill is its own maintenance): one at a time.
+      const running = this.core.live.holder(nodeId);
+      if (running) {
+        throw new PreconditionFailedError('OPERATION_RUNNING', `node ${nodeId} has a ${running.kind.toLowerCase()} running (operation ${running.id})`, running.id);
       }
       for (const w of plan.warnings) this.deps.log.warn({ node: nodeId }, w);
       const now = this.deps.clock.now();
       const deadline = now + (options.deadlineMs ?? this.deps.settings.maintenanceDeadlineMs);
       const id = randomUUID();
       // A hyperconverged node: its shards drain by the storage rules under this operation.
-      const shards = await this.shardPart(nodeId, now);
+      const shards = await this.core.planPart('DRAIN', nodeId, now);
       if (shards?.refusal) throw shards.refusal;
       const vmSteps = stepsOf(plan);
       const steps = [...vmSteps, ...(shards?.steps ?? []).map((s) => ({ ...s, seq: s.seq + vmSteps.length }))];
-      const policy = shards ? shards.policyWrites(id) : null;
+      const claim = shards ? shards.claim(id) : null;
       const snapshot = newOperation({ id, kind: 'MAINTENANCE', nodeId, meta, steps, now });
       nextPhase(nextPhase(this.states.phaseOf(nodeId), 'enableRequested'), 'validated');
       const state: MaintenanceState = { phase: 'DRAINING', deadline, force: options.force, reason: meta.reason };
-      const { prisma } = this.deps;
-      await prisma.$transaction([
-        createOperationWrite(prisma, snapshot, { force: options.force, deadline: new Date(deadline).toISOString(), warnings: plan.warnings }),
-        ...writeSteps(prisma, steps.map((step) => ({ operationId: id, step }))),
+      const { store } = this.deps;
+      await store.commit([
+        store.operations.create(snapshot, { force: options.force, deadline: new Date(deadline).toISOString(), warnings: plan.warnings }),
+        ...store.operations.writeSteps(steps.map((step) => ({ operationId: id, step }))),
         ...this.states.writes(nodeId, state, { at: now, operationId: id, payload: { cause: 'validated', actor: meta.actor, reason: meta.reason, force: options.force } }),
-        ...(policy?.writes ?? []),
+        ...(claim?.writes ?? []),
       ]);
       this.states.applied(nodeId, state);
-      policy?.commit();
+      claim?.applied();
       this.deps.observer.operationStarted('MAINTENANCE');
       this.deps.log.info({ operation: id, node: nodeId, force: options.force, vms: steps.length }, `maintenance of node ${nodeId} started (${steps.length} VM action(s))`);
       this.launch(snapshot, steps, deadline, 'DRAINING');
@@ -152,14 +163,14 @@ export class MaintenanceEngine {
 
   /** D1–D3: out of maintenance from any phase; restarts what was tracked to restart on disable. */
   async disable(nodeId: string, meta: RequestMeta): Promise<DisableResult> {
-    return this.deps.operations.exclusive(async () => {
+    return this.core.exclusive(async () => {
       const node = await this.requireNode(nodeId);
       const state = this.states.get(nodeId);
       if (!state) throw new PreconditionFailedError('NOT_IN_MAINTENANCE', `node ${nodeId} is not in maintenance`);
-      const run = this.runs.get(nodeId);
+      const run = this.runOn(nodeId);
       if (run) {
         run.halt();
-        await this.deps.operations.sharedJournal.flush();
+        await this.core.journal.flush();
         await this.endOperation(run, 'CANCELLED', 'DISABLED');
       }
       // An unreachable node cannot be uncordoned now; that must not keep its VMs off (T4).
@@ -176,16 +187,17 @@ export class MaintenanceEngine {
         this.deps.log.warn({ node: nodeId }, uncordonWarning);
         result.warnings.unshift(uncordonWarning);
       }
-      const fill = await this.refillShards(nodeId, meta);
+      // A hyperconverged node: its storage policy back to ACTIVE, then a fill brings its shards back.
+      const fill = await this.core.releasePart('DRAIN', nodeId, meta);
       if (fill.warning) result.warnings.push(fill.warning);
       await this.publishNode(nodeId);
-      return { ...result, fillOperationId: fill.fillOperationId, node: (await this.deps.backend.getNode(nodeId)) ?? node };
+      return { ...result, fillOperationId: fill.operationId, node: (await this.deps.backend.getNode(nodeId)) ?? node };
     });
   }
 
   /** M5: ERROR → not in maintenance; the node is uncordoned and tracking kept, so nothing is lost. */
   async clearError(nodeId: string, meta: RequestMeta): Promise<ClusterNode> {
-    return this.deps.operations.exclusive(async () => {
+    return this.core.exclusive(async () => {
       await this.requireNode(nodeId);
       const phase = this.states.phaseOf(nodeId);
       if (phase !== 'ERROR') throw new PreconditionFailedError('NOT_IN_ERROR', `node ${nodeId} is ${phase ? `in maintenance phase ${phase}` : 'not in maintenance'}, not in ERROR`);
@@ -213,31 +225,6 @@ export class MaintenanceEngine {
     }
     for (const id of ids) await backend.setVmMaintenanceStrategyLabel(id, strategy);
     return (await backend.getVms(ids)).filter((vm): vm is ClusterVm => vm !== null);
-  }
-
-  /** The shard part of a maintenance: null when the backend serves no shards or the node holds none. */
-  private async shardPart(nodeId: string, now: number) {
-    if (!this.deps.backend.capabilities.shards) return null;
-    if ((await this.deps.backend.listShards({ attachedNodeId: nodeId })).length === 0) return null;
-    return this.deps.operations.planEmbeddedDrain(nodeId, now);
-  }
-
-  /** Disable of a hyperconverged node: its storage policy back to ACTIVE, then a fill brings its shards back. */
-  private async refillShards(nodeId: string, meta: RequestMeta): Promise<{ fillOperationId: string | null; warning: string | null }> {
-    const { operations, backend } = this.deps;
-    if (!backend.capabilities.shards) return { fillOperationId: null, warning: null };
-    operations.releaseNode(nodeId);
-    const policy = operations.policyOf(nodeId);
-    if (policy === 'DRAINING' || policy === 'PAUSE_FOR_RESTART') await operations.setPolicyUnchecked(nodeId, 'ACTIVE', meta);
-    if ((await backend.listShards({ secondaryNodeId: nodeId })).length === 0) return { fillOperationId: null, warning: null };
-    try {
-      const fill = await operations.startFillUnlocked(nodeId, meta);
-      return { fillOperationId: fill.id, warning: null };
-    } catch (e) {
-      const warning = `the fill of node ${nodeId}'s shards did not start: ${e instanceof Error ? e.message : String(e)}`;
-      this.deps.log.warn({ node: nodeId }, warning);
-      return { fillOperationId: null, warning };
-    }
   }
 
   // --- internals
@@ -271,10 +258,11 @@ export class MaintenanceEngine {
   }
 
   private launch(snapshot: OperationSnapshot, steps: StepRecord[], deadline: number, phase: MaintenancePhase): void {
-    const run = new MaintenanceRun(this.host, snapshot, steps, deadline, phase);
-    this.runs.set(snapshot.nodeId, run);
-    this.deps.operations.trackLive(snapshot);
-    run.start().catch((e: unknown) => this.deps.log.error({ err: e, operation: snapshot.id }, 'maintenance run crashed'));
+    this.core.launch(new MaintenanceRun(this.host, snapshot, steps, deadline, phase));
+  }
+
+  private runOn(nodeId: string): LiveRun | undefined {
+    return this.core.live.on(nodeId, MAINTENANCE);
   }
 
   private async setPhase(nodeId: string, operationId: string, event: PhaseEvent): Promise<void> {
@@ -287,40 +275,26 @@ export class MaintenanceEngine {
 
   private async writeState(nodeId: string, state: MaintenanceState | null, operationId: string | null, cause: PhaseEvent, meta: RequestMeta | null): Promise<void> {
     nextPhase(this.states.phaseOf(nodeId), cause);
-    await this.deps.prisma.$transaction(
+    await this.deps.store.commit(
       this.states.writes(nodeId, state, { at: this.deps.clock.now(), operationId, payload: { cause, ...(meta && { actor: meta.actor, reason: meta.reason }) } }),
     );
     this.states.applied(nodeId, state);
     this.deps.log.info({ node: nodeId, phase: state?.phase ?? null, cause }, `node ${nodeId} maintenance ${state ? `phase ${state.phase}` : 'ended'} (${cause})`);
   }
 
-  private async finishRun(run: MaintenanceRun, phase: 'COMPLETED' | 'ERROR', error: string | null): Promise<void> {
-    if (this.stopped) return;
-    await this.deps.operations.exclusive(async () => {
-      if (this.runs.get(run.nodeId) !== run) return;
-      await this.deps.operations.sharedJournal.flush();
-      await this.setPhase(run.nodeId, run.snapshot.id, phase === 'COMPLETED' ? 'evacuated' : 'failed');
-      await this.endOperation(run, phase === 'COMPLETED' ? 'SUCCEEDED' : 'FAILED', error);
+  private async finishRun(run: MaintenanceRun, outcome: OperationOutcome, error: string | null): Promise<void> {
+    if (this.core.stopped) return;
+    await this.core.exclusive(async () => {
+      if (this.core.live.get(run.snapshot.id) !== run) return;
+      await this.core.journal.flush();
+      await this.setPhase(run.nodeId, run.snapshot.id, outcome === 'SUCCEEDED' ? 'evacuated' : 'failed');
+      await this.endOperation(run, outcome, error);
     });
   }
 
-  private async endOperation(run: MaintenanceRun, state: 'SUCCEEDED' | 'FAILED' | 'CANCELLED', error: string | null): Promise<void> {
-    const { snapshot } = run;
-    const now = this.deps.clock.now();
-    Object.assign(snapshot, { state, error, finishedAt: now, etaAt: null, waitingOn: state === 'FAILED' ? snapshot.waitingOn : null });
-    await this.deps.prisma.$transaction([
-      this.deps.prisma.operation.update({
-        where: { id: snapshot.id },
-        data: { state, error, finishedAt: new Date(now), counts: JSON.stringify(snapshot.counts), waitingOn: snapshot.waitingOn ? JSON.stringify(snapshot.waitingOn) : null },
-      }),
-      this.deps.prisma.event.create({
-        data: { at: new Date(now), type: 'OPERATION_FINISHED', nodeId: snapshot.nodeId, operationId: snapshot.id, payload: JSON.stringify({ outcome: state, error, counts: snapshot.counts }) },
-      }),
-    ]);
-    this.runs.delete(run.nodeId);
-    this.deps.operations.untrackLive(snapshot.id);
-    this.deps.observer.operationFinished('MAINTENANCE', state);
-    this.deps.operations.publishProgress(snapshot, []);
+  /** Ends the operation; the node's phase is the caller's. A failed one keeps what it waited on. */
+  private endOperation(run: LiveRun, outcome: OperationOutcome, error: string | null): Promise<void> {
+    return this.core.close(run, outcome, error, { keepWaitingOn: outcome === 'FAILED' });
   }
 
   /** D1, T2, T4, T5, D2: restart tracked VMs; one failure does not stop the others. */
@@ -353,35 +327,21 @@ export class MaintenanceEngine {
         const message = e instanceof Error ? e.message : String(e);
         failures.push({ vmId: vm.id, message });
         log.warn({ vm: vm.id, node: node.id, err: e }, `restart of VM ${vm.id} after maintenance failed: ${message}`);
-        await this.deps.prisma.event.create({
-          data: { at: new Date(clock.now()), type: 'VM_RESTART_FAILED', nodeId: node.id, payload: JSON.stringify({ vm: vm.id, message }) },
-        });
+        await this.deps.store.events.append({ at: clock.now(), type: 'VM_RESTART_FAILED', nodeId: node.id, operationId: null, payload: { vm: vm.id, message } });
       }
     }
     return { restarted, trackingCleared, failures, warnings };
   }
 
-  private async resume(): Promise<void> {
-    const rows = await this.deps.prisma.operation.findMany({ where: { kind: 'MAINTENANCE', state: { in: ['RUNNING', 'CANCELLING'] } }, include: { steps: true } });
-    for (const row of rows) {
-      const state = this.states.get(row.nodeId);
-      if (!state || (state.phase !== 'DRAINING' && state.phase !== 'EVACUATING')) continue;
-      const steps = row.steps.map(stepOf);
-      const snapshot = { ...snapshotOf(row), counts: countsOf(steps) };
-      this.deps.log.info({ operation: row.id, node: row.nodeId, phase: state.phase }, `resuming maintenance of node ${row.nodeId} in phase ${state.phase}`);
-      this.launch(snapshot, steps, state.deadline ?? this.deps.clock.now(), state.phase);
-    }
-  }
-
   private onClusterEvent(event: ClusterEvent): void {
-    if (this.stopped) return;
+    if (this.core.stopped) return;
     if (event.type === 'nodeChanged') this.nodeNames.set(event.node.id, event.node.name);
     if (event.type === 'nodeRemoved') {
-      void this.deps.operations
+      void this.core
         .exclusive(() => this.forgetNode(event.nodeId))
         .catch((e: unknown) => this.deps.log.error({ err: e, node: event.nodeId }, 'clearing tracking of a removed node failed'));
     }
-    for (const run of this.runs.values()) run.nudge();
+    for (const run of this.core.live.all(MAINTENANCE)) run.nudge();
   }
 
   /** R1: tracking that points at a removed node is cleared (no restart, run strategy unchanged). */
@@ -392,7 +352,7 @@ export class MaintenanceEngine {
       await this.tracking.clear(vm.id);
       this.deps.log.info({ vm: vm.id, node: nodeId }, `tracking of VM ${vm.id} cleared: node ${name} was removed`);
     }
-    const run = this.runs.get(nodeId);
+    const run = this.runOn(nodeId);
     if (run) {
       run.halt();
       await this.endOperation(run, 'CANCELLED', 'NODE_REMOVED');
@@ -404,25 +364,4 @@ export class MaintenanceEngine {
     const node = await this.deps.backend.getNode(nodeId);
     if (node) this.deps.bus.publish('nodeChanged', node);
   }
-}
-
-/** The plan's actions as persisted steps, in namespace/name order (M2). */
-function stepsOf(plan: MaintenancePlan): StepRecord[] {
-  const steps: StepRecord[] = [];
-  for (const entry of plan.vms) {
-    const step = stepOf0(entry, plan.nodeId, steps.length);
-    if (step) steps.push(step);
-  }
-  return steps;
-}
-
-function stepOf0(entry: VmPlanEntry, nodeId: string, seq: number): StepRecord | null {
-  const base = { workloadKind: 'vm' as const, workloadId: entry.vmId, state: 'PLANNED' as const, error: null, fromNodeId: nodeId, seq, startedAt: null, finishedAt: null };
-  const a = entry.action;
-  if (a.kind === 'MIGRATE') return { ...base, action: VM_STEP.MIGRATE, reason: null, toNodeId: a.targetNodeId };
-  if (a.kind === 'STOP') {
-    const action = a.restart === 'AFTER_ENABLE' ? VM_STEP.STOP_AND_RESTART : VM_STEP.STOP;
-    return { ...base, action, reason: a.forced ? 'FORCED' : a.restart, toNodeId: a.restartNodeId };
-  }
-  return null;
 }

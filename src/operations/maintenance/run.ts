@@ -1,37 +1,29 @@
-import type { ClusterBackend } from '../../cluster/backend.ts';
-import type { Clock } from '../../cluster/clock.ts';
 import { isBackendError } from '../../cluster/errors.ts';
+import type { ClusterBackend } from '../../cluster/backend.ts';
 import type { ClusterVm, RunStrategy } from '../../cluster/types.ts';
+import { countsOf, type OperationCounts, type OperationOutcome, type OperationSnapshot, type StepRecord, type WaitingOn } from '../../domain/operations.ts';
 import type { MaintenancePhase } from '../../domain/vm/types.ts';
-import type { Logger } from '../../logger.ts';
-import { countTransition } from '../counts.ts';
-import { estimateCompletion } from '../eta.ts';
-import type { Journal } from '../journal.ts';
-import type { JournalWriter, StorageRun } from '../storage-run.ts';
+import type { JournalWriter } from '../core/journal.ts';
+import type { LiveRun } from '../core/live-runs.ts';
+import { StepRun, type FinishedStepState, type StepRunHost } from '../core/step-run.ts';
 import type { OperationSettings } from '../../config/schema.ts';
-import type { OperationCounts, OperationObserver, OperationOutcome, OperationSnapshot, StepRecord, WaitingOn } from '../types.ts';
-import { countsOf } from '../counts.ts';
 import type { MigrationLimiter } from './migration-limiter.ts';
+import { VM_STEP } from './steps.ts';
 import type { TrackingStore } from './tracking-store.ts';
 
-/** Step actions of a maintenance: what each VM on the node is put through. */
-export const VM_STEP = { MIGRATE: 'MIGRATE', STOP: 'STOP', STOP_AND_RESTART: 'STOP_AND_RESTART' } as const;
-
-export interface MaintenanceHost {
+/**
+ * A run ends SUCCEEDED when the node reached COMPLETED and FAILED when it went to ERROR;
+ * either way the node stays in maintenance.
+ */
+export interface MaintenanceHost extends StepRunHost<MaintenanceRun> {
   backend: ClusterBackend;
-  clock: Clock;
-  journal: Journal;
   settings: OperationSettings;
-  observer: OperationObserver;
-  log: Logger;
   limiter: MigrationLimiter;
   tracking: TrackingStore;
   nodeName(nodeId: string): string;
   setPhase(run: MaintenanceRun, phase: MaintenancePhase): Promise<void>;
   /** Starts the drain of the node's shards inside this operation (hyperconverged nodes). */
-  startShardDrain(run: MaintenanceRun, steps: StepRecord[], journal: JournalWriter, onEnd: (outcome: OperationOutcome, failure: string | null) => void): StorageRun;
-  /** Ends the run: COMPLETED (operation SUCCEEDED) or ERROR (FAILED); the node stays in maintenance. */
-  finish(run: MaintenanceRun, phase: 'COMPLETED' | 'ERROR', error: string | null): Promise<void>;
+  startShardDrain(run: MaintenanceRun, steps: StepRecord[], journal: JournalWriter, onEnd: (outcome: OperationOutcome, failure: string | null) => void): LiveRun;
 }
 
 const WAITING_SAMPLE = 20;
@@ -47,15 +39,12 @@ const isRunning = (vm: ClusterVm) => vm.status !== 'Stopped';
  * the RestartAfterEnable VMs elsewhere and COMPLETED (spec M2–M4). A deadline moves it to
  * ERROR with every VM still on the node and its blocker (M5).
  */
-export class MaintenanceRun {
+export class MaintenanceRun extends StepRun<MaintenanceRun> {
   private readonly steps: StepRecord[];
   private readonly shardSteps: StepRecord[];
-  private shardRun: StorageRun | null = null;
+  private shardRun: LiveRun | null = null;
   /** How the shard drain ended; null while it runs. */
   private shardEnd: { outcome: OperationOutcome; failure: string | null } | null = null;
-  private readonly vmCounts: OperationCounts;
-  private wakeUp: () => void = () => {};
-  private halted = false;
   /** Set while a backend call waits to be retried (shown in waitingOn). */
   private retryNote: string | null = null;
   /**
@@ -64,63 +53,32 @@ export class MaintenanceRun {
    * migration object waits in its Pending phase.
    */
   private issuedAll: boolean;
-  private firstMoveAt: number | null = null;
-  private finished = 0;
   private blockers = new Map<string, string>();
   /** STOP_AND_RESTART VMs that are stopped and wait for the node to empty (M4). */
   private readonly stoppedForRestart = new Set<string>();
-  readonly done: Promise<void>;
-  private begin!: () => void;
 
   constructor(
-    private readonly host: MaintenanceHost,
-    readonly snapshot: OperationSnapshot,
+    protected override readonly host: MaintenanceHost,
+    snapshot: OperationSnapshot,
     steps: StepRecord[],
     readonly deadlineAt: number,
     public phase: MaintenancePhase,
   ) {
+    super(host, snapshot);
     this.steps = steps.filter((s) => s.workloadKind === 'vm').sort((a, b) => a.seq - b.seq);
     this.shardSteps = steps.filter((s) => s.workloadKind === 'shard');
-    this.vmCounts = countsOf(this.steps);
+    this.counts = countsOf(this.steps);
     if (!this.shardSteps.some((s) => s.state === 'PLANNED' || s.state === 'MOVING')) this.shardEnd = { outcome: 'SUCCEEDED', failure: null };
     this.issuedAll = phase !== 'DRAINING';
-    this.done = new Promise<void>((resolve) => {
-      this.begin = resolve;
-    }).then(() => this.loop());
   }
 
-  get nodeId(): string {
-    return this.snapshot.nodeId;
-  }
-
-  start(): Promise<void> {
-    this.begin();
-    return this.done;
-  }
-
-  nudge(): void {
-    this.wakeUp();
-  }
-
-  /** Disable or shutdown: start nothing more, record nothing more. */
-  halt(): void {
-    this.halted = true;
+  protected override onHalt(): void {
     this.shardRun?.halt();
-    this.wakeUp();
   }
 
-  /** The shard drain's steps and counts, for progress; null when the node holds no shards. */
-  get shardDrain(): StorageRun | null {
-    return this.shardRun;
-  }
-
-  get stepList(): readonly StepRecord[] {
-    return this.steps;
-  }
-
-  private async loop(): Promise<void> {
+  protected async run(): Promise<void> {
     const { host } = this;
-    const cancelDeadline = host.clock.setTimer(Math.max(0, this.deadlineAt - host.clock.now()), () => this.wakeUp());
+    const cancelDeadline = host.clock.setTimer(Math.max(0, this.deadlineAt - host.clock.now()), () => this.nudge());
     try {
       if (!this.shardEnd) {
         // Shards go by the storage drain rules, alongside the VMs, under this operation.
@@ -132,7 +90,7 @@ export class MaintenanceRun {
         this.shardRun = host.startShardDrain(this, this.shardSteps.map((s) => (s.state === 'MOVING' ? { ...s, state: 'PLANNED' as const, startedAt: null } : s)), journal, (outcome, failure) => {
           this.shardEnd = { outcome, failure };
           this.publishCounts();
-          this.wakeUp();
+          this.nudge();
         });
       }
       if (this.phase === 'DRAINING') {
@@ -151,54 +109,48 @@ export class MaintenanceRun {
         }
       }
       for (;;) {
-        const woken = new Promise<void>((resolve) => {
-          this.wakeUp = resolve;
-        });
+        const woken = this.nextWakeUp();
         if (this.halted) return;
         if (this.phase === 'DRAINING' && this.issuedAll) await this.enterPhase('EVACUATING');
         const onNode = await this.runningOnNode();
         if (this.halted) return;
         if (onNode === null) {
           if (host.clock.now() >= this.deadlineAt) {
-            await host.finish(this, 'ERROR', `DEADLINE_EXCEEDED: ${this.retryNote}`);
+            await this.end('FAILED', `DEADLINE_EXCEEDED: ${this.retryNote}`);
             return;
           }
           // The backend did not answer: the operation pauses and says so (retryNote), then looks again.
           this.showWaiting([]);
-          const cancelRetry = host.clock.setTimer(Math.max(1, host.settings.migrationRetryDelayMs), () => this.wakeUp());
-          await woken;
-          cancelRetry();
+          await this.waitAtMost(woken, Math.max(1, host.settings.migrationRetryDelayMs));
           continue;
         }
         const actionsDone = this.steps.every((s) => s.state !== 'PLANNED' && (s.state !== 'MOVING' || this.awaitingRestart(s)));
         if (this.shardEnd && this.shardEnd.outcome !== 'SUCCEEDED') {
-          await host.finish(this, 'ERROR', `SHARD_DRAIN_${this.shardEnd.outcome}${this.shardEnd.failure ? `: ${this.shardEnd.failure}` : ''}`);
+          await this.end('FAILED', `SHARD_DRAIN_${this.shardEnd.outcome}${this.shardEnd.failure ? `: ${this.shardEnd.failure}` : ''}`);
           return;
         }
         if (actionsDone && onNode.length === 0 && this.shardEnd) {
           await this.restartAfterEnable();
           if (this.halted) return;
-          await host.finish(this, 'COMPLETED', null);
+          await this.end('SUCCEEDED', null);
           return;
         }
         this.showWaiting(onNode);
         if (host.clock.now() >= this.deadlineAt) {
           const list = onNode.map((vm) => `${vm.id} (${this.blockers.get(vm.id) ?? this.describe(vm)})`).join(', ');
           host.log.warn({ node: this.nodeId, operation: this.snapshot.id, vms: onNode.map((v) => v.id) }, `maintenance of node ${this.nodeId} missed its deadline; still on the node: ${list}`);
-          await host.finish(this, 'ERROR', `DEADLINE_EXCEEDED: still on the node: ${list || 'none'}`);
+          await this.end('FAILED', `DEADLINE_EXCEEDED: still on the node: ${list || 'none'}`);
           return;
         }
         // Look again now and then even without events: a backend whose watch is down sends none.
-        const cancelRecheck = host.clock.setTimer(RECHECK_MS, () => this.wakeUp());
-        await woken;
-        cancelRecheck();
+        await this.waitAtMost(woken, RECHECK_MS);
       }
     } catch (e) {
       // A refusal the run cannot get past (e.g. the cordon is forbidden): ERROR, with why.
       if (this.halted) return;
       const message = e instanceof Error ? e.message : String(e);
       host.log.error({ err: e, node: this.nodeId, operation: this.snapshot.id }, `maintenance of node ${this.nodeId} failed: ${message}`);
-      await host.finish(this, 'ERROR', `FAILED: ${message}`);
+      await this.end('FAILED', `FAILED: ${message}`);
     } finally {
       cancelDeadline();
     }
@@ -207,20 +159,6 @@ export class MaintenanceRun {
   private async enterPhase(phase: MaintenancePhase): Promise<void> {
     this.phase = phase;
     await this.host.setPhase(this, phase);
-  }
-
-  private launch(step: StepRecord, work: () => Promise<void>): void {
-    work()
-      .catch((e: unknown) => {
-        this.host.log.error({ err: e, operation: this.snapshot.id, vm: step.workloadId }, 'maintenance step crashed');
-        this.finishStep(step, 'FAILED', 'INTERNAL', String(e));
-      })
-      .finally(() => this.wakeUp());
-  }
-
-  private started(step: StepRecord): void {
-    this.firstMoveAt ??= this.host.clock.now();
-    this.update(step, { state: 'MOVING', startedAt: this.host.clock.now() });
   }
 
   /** A STOP_AND_RESTART VM that is stopped and waits for the node to empty (M4). */
@@ -232,7 +170,7 @@ export class MaintenanceRun {
     const { backend, tracking, clock, log } = this.host;
     const vm = await this.retrying(`read ${step.workloadId}`, () => backend.getVm(step.workloadId));
     if (!vm) return this.finishStep(step, 'SKIPPED', 'VM_GONE', 'the VM was deleted during maintenance');
-    this.started(step);
+    this.startStep(step);
     const restartsLater = step.reason === 'AFTER_ENABLE' || step.reason === 'AFTER_DISABLE';
     if (vm.runStrategy !== 'Halted' && restartsLater) {
       // T1: record before stopping; the strategy in force now decides the restart (T3).
@@ -265,12 +203,12 @@ export class MaintenanceRun {
       const vm = await this.retrying(`read ${step.workloadId}`, () => backend.getVm(step.workloadId));
       if (!vm) return this.finishStep(step, 'SKIPPED', 'VM_GONE', 'the VM was deleted during maintenance');
       if (vm.nodeId !== this.nodeId || !isRunning(vm)) {
-        if (step.state === 'PLANNED') this.started(step);
+        if (step.state === 'PLANNED') this.startStep(step);
         return this.finishStep(step, 'MOVED', null, null);
       }
       const release = await limiter.acquire(this.nodeId);
       if (this.halted) return release();
-      if (step.state === 'PLANNED') this.started(step);
+      if (step.state === 'PLANNED') this.startStep(step);
       try {
         log.info({ operation: this.snapshot.id, vm: vm.id, node: this.nodeId, to: step.toNodeId }, `migrating VM ${vm.id} to node ${step.toNodeId}`);
         await backend.migrateVm(vm.id, { fromNodeId: this.nodeId, ...(step.toNodeId && { toNodeId: step.toNodeId }) });
@@ -342,7 +280,7 @@ export class MaintenanceRun {
         log.warn({ node: this.nodeId, err: e }, `${what} failed, retrying: ${e.message}`);
         // Say so in the progress: the operation is paused on the backend, not stuck.
         this.retryNote = `${what} failed (${e.message}); retrying every ${every(settings.migrationRetryDelayMs)}`;
-        this.wakeUp();
+        this.nudge();
         await clock.sleep(Math.max(1, settings.migrationRetryDelayMs));
         this.retryNote = null;
       }
@@ -360,15 +298,13 @@ export class MaintenanceRun {
   }
 
   /** VM and shard counts together: the operation's counts. */
-  private combinedCounts(): OperationCounts {
+  protected override totalCounts(): OperationCounts {
     const shards = this.shardRun?.snapshot.counts ?? countsOf(this.shardSteps);
-    return addCounts(this.vmCounts, shards);
+    return addCounts(this.counts, shards);
   }
 
-  private publishCounts(): void {
-    if (this.halted) return;
-    this.snapshot.counts = this.combinedCounts();
-    this.host.journal.operation(this.snapshot);
+  protected stepEvent(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null) {
+    return { type: `VM_${step.action}_${state}`, payload: { vm: step.workloadId, to: step.toNodeId, reason, error } };
   }
 
   private showWaiting(onNode: ClusterVm[]): void {
@@ -383,37 +319,7 @@ export class MaintenanceRun {
       workloadIds: onNode.slice(0, WAITING_SAMPLE).map((vm) => vm.id),
       since: this.snapshot.startedAt,
     };
-    const prev = this.snapshot.waitingOn;
-    if (prev && prev.description === waiting.description) return;
-    this.snapshot.waitingOn = waiting;
-    this.host.journal.operation(this.snapshot);
-  }
-
-  private finishStep(step: StepRecord, state: 'MOVED' | 'SKIPPED' | 'FAILED', reason: string | null, error: string | null): void {
-    if (this.halted) return;
-    const now = this.host.clock.now();
-    this.update(step, { state, reason: reason ?? step.reason, error, finishedAt: now });
-    if (state !== 'SKIPPED') this.finished++;
-    this.host.observer.stepFinished('MAINTENANCE', state, reason, step.startedAt === null ? null : now - step.startedAt);
-    this.host.journal.event({
-      type: `VM_${step.action}_${state}`,
-      nodeId: this.nodeId,
-      operationId: this.snapshot.id,
-      at: now,
-      payload: { vm: step.workloadId, to: step.toNodeId, reason, error },
-    });
-  }
-
-  private update(step: StepRecord, change: Partial<StepRecord>): void {
-    if (this.halted) return;
-    const before = { ...step };
-    Object.assign(step, change);
-    countTransition(this.vmCounts, before, step);
-    this.snapshot.counts = this.combinedCounts();
-    const c = this.snapshot.counts;
-    this.snapshot.etaAt = estimateCompletion({ now: this.host.clock.now(), firstMoveAt: this.firstMoveAt, finished: this.finished, remaining: c.planned + c.moving });
-    this.host.journal.step(this.snapshot.id, step);
-    this.host.journal.operation(this.snapshot);
+    this.setWaiting(waiting);
   }
 }
 

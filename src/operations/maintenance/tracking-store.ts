@@ -1,6 +1,6 @@
 import type { ClusterBackend } from '../../cluster/backend.ts';
 import type { VmMaintenanceTracking } from '../../cluster/types.ts';
-import type { PrismaClient } from '../../store/index.ts';
+import type { VmTrackingRepository } from '../../store/vm-tracking-repository.ts';
 
 /**
  * Restart tracking lives on the VM itself (Kubernetes: Harvester's annotations, so its
@@ -10,24 +10,22 @@ import type { PrismaClient } from '../../store/index.ts';
  */
 export class TrackingStore {
   constructor(
-    private readonly prisma: PrismaClient,
+    private readonly copies: VmTrackingRepository,
     private readonly backend: ClusterBackend,
   ) {}
 
   async record(vmId: string, tracking: VmMaintenanceTracking, at: number): Promise<void> {
-    const data = { nodeName: tracking.nodeName, strategy: tracking.strategy, savedRunStrategy: tracking.savedRunStrategy, recordedAt: new Date(at) };
-    await this.prisma.vmTracking.upsert({ where: { vmId }, create: { vmId, ...data }, update: data });
+    await this.copies.record(vmId, tracking, at);
     await this.backend.setVmTracking(vmId, tracking);
   }
 
   async clear(vmId: string): Promise<void> {
     await this.backend.setVmTracking(vmId, null);
-    await this.prisma.vmTracking.deleteMany({ where: { vmId } });
+    await this.copies.clear(vmId);
   }
 
   /** The database copy, for VMs whose backend record lost its tracking. */
-  async all(): Promise<Map<string, VmMaintenanceTracking>> {
-    const rows = await this.prisma.vmTracking.findMany();
-    return new Map(rows.map((r) => [r.vmId, { nodeName: r.nodeName, strategy: r.strategy, savedRunStrategy: r.savedRunStrategy as VmMaintenanceTracking['savedRunStrategy'] }]));
+  all(): Promise<Map<string, VmMaintenanceTracking>> {
+    return this.copies.all();
   }
 }

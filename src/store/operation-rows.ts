@@ -1,8 +1,6 @@
-import type { Operation, OperationStep, Prisma, PrismaClient } from '../store/index.ts';
-import { countsOf } from './counts.ts';
-import { emptyCounts } from './counts.ts';
-import type { RequestMeta } from './types.ts';
-import type { OperationKind, OperationSnapshot, OperationState, StepRecord, StepState } from './types.ts';
+/** Operation and step rows ↔ the records callers see, and the compact form of a stored plan. */
+import { emptyCounts, type OperationKind, type OperationSnapshot, type OperationState, type StepRecord, type StepState } from '../domain/operations.ts';
+import type { Operation, OperationStep } from './index.ts';
 
 const time = (d: Date | null) => (d ? d.getTime() : null);
 
@@ -39,44 +37,6 @@ export function stepOf(row: OperationStep): StepRecord {
     startedAt: time(row.startedAt),
     finishedAt: time(row.finishedAt),
   };
-}
-
-/** A new operation, RUNNING from `now`, with the counts of its planned steps. */
-export function newOperation(input: { id: string; kind: OperationKind; nodeId: string; meta: RequestMeta; steps: StepRecord[]; now: number }): OperationSnapshot {
-  const { id, kind, nodeId, meta, steps, now } = input;
-  return {
-    id,
-    kind,
-    nodeId,
-    state: 'RUNNING',
-    reason: meta.reason,
-    actor: meta.actor,
-    error: null,
-    counts: countsOf(steps),
-    waitingOn: null,
-    createdAt: now,
-    startedAt: now,
-    finishedAt: null,
-    etaAt: null,
-  };
-}
-
-/** The row of a new operation, to be written in the transaction that starts it. */
-export function createOperationWrite(prisma: PrismaClient, op: OperationSnapshot, params: object): Prisma.PrismaPromise<unknown> {
-  return prisma.operation.create({
-    data: {
-      id: op.id,
-      kind: op.kind,
-      nodeId: op.nodeId,
-      state: op.state,
-      reason: op.reason,
-      actor: op.actor,
-      counts: JSON.stringify(op.counts),
-      params: JSON.stringify(params),
-      createdAt: new Date(op.createdAt),
-      startedAt: new Date(op.startedAt),
-    },
-  });
 }
 
 type PlannedRow = [workloadKind: StepRecord['workloadKind'], workloadId: string, action: string, state: StepRecord['state'], reason: string | null, fromNodeId: string | null, toNodeId: string | null];

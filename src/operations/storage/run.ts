@@ -1,36 +1,23 @@
-import type { ClusterBackend } from '../cluster/backend.ts';
-import type { Clock } from '../cluster/clock.ts';
-import { isBackendError } from '../cluster/errors.ts';
-import type { ClusterShard } from '../cluster/types.ts';
-import { planDrain, warmthVerdict } from '../domain/storage/drain-plan.ts';
-import type { PlanNode } from '../domain/storage/shards.ts';
-import type { Logger } from '../logger.ts';
-import { countTransition } from './counts.ts';
-import { estimateCompletion } from './eta.ts';
-import type { Journal } from './journal.ts';
-import type { PolicyStore } from './policy-store.ts';
-import type { OperationSettings } from '../config/schema.ts';
-import type { OperationObserver, OperationOutcome, OperationSnapshot, StepRecord, StorageKind, WaitingOn } from './types.ts';
+import type { ClusterBackend } from '../../cluster/backend.ts';
+import { isBackendError } from '../../cluster/errors.ts';
+import type { ClusterShard } from '../../cluster/types.ts';
+import type { OperationOutcome, OperationSnapshot, StepRecord, StorageKind } from '../../domain/operations.ts';
+import { planDrain, warmthVerdict } from '../../domain/storage/drain-plan.ts';
+import type { PlanNode } from '../../domain/storage/shards.ts';
+import type { PolicyStore } from '../../store/policy-store.ts';
+import { StepRun, type FinishedStepState, type StepRunHost } from '../core/step-run.ts';
+import type { OperationSettings } from '../../config/schema.ts';
 
-/** What a run writes through: the group-commit journal, or a proxy of it (embedded drains). */
-export type JournalWriter = Pick<Journal, 'step' | 'operation' | 'event'>;
-
-export interface RunHost {
+export interface StorageRunHost extends StepRunHost<StorageRun> {
   backend: ClusterBackend;
-  clock: Clock;
-  journal: JournalWriter;
   policies: PolicyStore;
   settings: OperationSettings;
-  observer: OperationObserver;
-  log: Logger;
   /** The cluster's nodes as last seen, with their policies. */
   planNodes(): Map<string, PlanNode>;
-  /** Ends the operation: policy transition, final record, release of the node. */
-  finishRun(run: StorageRun, outcome: OperationOutcome, failure: string | null): Promise<void>;
 }
 
 /** Reason recorded on steps that never ran because the operation ended first. */
-export const NOT_ATTEMPTED = { CANCELLED: 'CANCELLED', FAILED: 'NOT_ATTEMPTED' } as const;
+const NOT_ATTEMPTED = { CANCELLED: 'CANCELLED', FAILED: 'NOT_ATTEMPTED' } as const;
 const WAITING_ON_SAMPLE = 20;
 
 /**
@@ -38,65 +25,35 @@ const WAITING_ON_SAMPLE = 20;
  * (D6): the next starts as soon as one finishes. Before each start the run checks for a
  * cancel (S5) and that the node still has the operation's policy (D7, F4).
  */
-export class StorageRun {
+export class StorageRun extends StepRun<StorageRun> {
   private readonly steps: Map<string, StepRecord>;
   private queue: StepRecord[];
   private readonly inFlight = new Set<string>();
-  private wakeUp: () => void = () => {};
-  private firstMoveAt: number | null = null;
-  private finishedMoves = 0;
   private blockedSince: number | null = null;
-  private halted = false;
-  readonly done: Promise<void>;
-  private startLoop!: () => void;
 
   constructor(
-    private readonly host: RunHost,
-    readonly snapshot: OperationSnapshot,
+    protected override readonly host: StorageRunHost,
+    snapshot: OperationSnapshot,
     steps: StepRecord[],
   ) {
+    super(host, snapshot);
     this.steps = new Map(steps.map((s) => [s.workloadId, s]));
     this.queue = steps.filter((s) => s.state === 'PLANNED').sort((a, b) => a.seq - b.seq);
-    this.done = new Promise<void>((resolve) => {
-      this.startLoop = resolve;
-    }).then(() => this.loop());
   }
 
   get kind(): StorageKind {
     return this.snapshot.kind as StorageKind;
   }
 
-  start(): Promise<void> {
-    this.startLoop();
-    return this.done;
-  }
-
-  /**
-   * The gateway is shutting down: start nothing, record nothing more. The persisted
-   * record stays RUNNING (or CANCELLING) and the next start resumes it; moves still in
-   * flight in the backend are re-checked then (they are idempotent).
-   */
-  halt(): void {
-    this.halted = true;
-    this.wakeUp();
-  }
-
-  /** Node availability or policy changed, or a cancel arrived: look again. */
-  nudge(): void {
-    this.wakeUp();
-  }
-
   private get expectedPolicy() {
     return this.kind === 'DRAIN' ? 'DRAINING' : 'FILLING';
   }
 
-  private async loop(): Promise<void> {
+  protected async run(): Promise<void> {
     let failure: string | null = null;
     const { clock, settings, policies } = this.host;
     for (;;) {
-      const woken = new Promise<void>((resolve) => {
-        this.wakeUp = resolve;
-      });
+      const woken = this.nextWakeUp();
       if (this.halted) return;
       if (this.snapshot.state === 'CANCELLING') break;
       if (policies.get(this.snapshot.nodeId) !== this.expectedPolicy) {
@@ -107,7 +64,7 @@ export class StorageRun {
       if (this.inFlight.size < settings.maxConcurrentMoves) {
         const next = this.takeRunnable();
         if (next) {
-          this.launch(next);
+          this.launchMove(next);
           continue;
         }
         if (this.queue.length && this.inFlight.size === 0) {
@@ -126,9 +83,7 @@ export class StorageRun {
             workloadIds: this.queue.slice(0, WAITING_ON_SAMPLE).map((s) => s.workloadId),
             since: this.blockedSince,
           });
-          const cancelTimer = clock.setTimer(settings.operationDeadlineMs - waited, () => this.wakeUp());
-          await woken;
-          cancelTimer();
+          await this.waitAtMost(woken, settings.operationDeadlineMs - waited);
           continue;
         }
       }
@@ -139,19 +94,17 @@ export class StorageRun {
       if (this.halted) return;
       // S5: moves in flight finish; nothing new starts.
       this.showMovesInFlight();
-      await new Promise<void>((resolve) => {
-        this.wakeUp = resolve;
-      });
+      await this.nextWakeUp();
     }
     const outcome: OperationOutcome = this.snapshot.state === 'CANCELLING' ? 'CANCELLED' : failure ? 'FAILED' : 'SUCCEEDED';
-    const leftReason = outcome === 'CANCELLED' ? NOT_ATTEMPTED.CANCELLED : NOT_ATTEMPTED.FAILED;
-    for (const step of this.queue) {
-      this.update(step, { state: 'SKIPPED', reason: leftReason, finishedAt: clock.now() });
-      this.host.observer.stepFinished(this.kind, 'SKIPPED', leftReason, null);
-    }
+    this.skipUnattempted(this.queue, outcome === 'CANCELLED' ? NOT_ATTEMPTED.CANCELLED : NOT_ATTEMPTED.FAILED);
     this.queue = [];
     this.snapshot.waitingOn = null;
-    await this.host.finishRun(this, outcome, failure);
+    await this.end(outcome, failure);
+  }
+
+  protected stepEvent(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null) {
+    return { type: `SHARD_${state}`, payload: { shard: step.workloadId, from: step.fromNodeId, to: step.toNodeId, reason, error } };
   }
 
   private offlineNodesOf(step: StepRecord): string[] {
@@ -168,18 +121,13 @@ export class StorageRun {
     return this.queue.splice(index, 1)[0];
   }
 
-  private launch(step: StepRecord): void {
+  private launchMove(step: StepRecord): void {
     this.inFlight.add(step.workloadId);
-    const move = this.kind === 'DRAIN' ? this.drainOne(step) : this.fillOne(step);
-    move
-      .catch((e: unknown) => {
-        this.host.log.error({ err: e, operation: this.snapshot.id, shard: step.workloadId }, 'move crashed');
-        this.finish(step, 'FAILED', 'INTERNAL', String(e));
-      })
-      .finally(() => {
-        this.inFlight.delete(step.workloadId);
-        this.wakeUp();
-      });
+    this.launch(
+      step,
+      () => (this.kind === 'DRAIN' ? this.drainOne(step) : this.fillOne(step)),
+      () => this.inFlight.delete(step.workloadId),
+    );
   }
 
   private async drainOne(step: StepRecord): Promise<void> {
@@ -197,7 +145,7 @@ export class StorageRun {
     const shard = await this.readShard(step);
     if (!shard) return;
     const nodeId = this.snapshot.nodeId;
-    if (shard.attachedNodeId === nodeId) return this.finish(step, 'MOVED', null, null);
+    if (shard.attachedNodeId === nodeId) return this.finishStep(step, 'MOVED', null, null);
     if (shard.policy === 'PAUSE' || shard.policy === 'STOP') return this.skip(step, `SHARD_POLICY_${shard.policy}`);
     if (!shard.secondaryNodeIds.includes(nodeId)) return this.skip(step, 'NO_SECONDARY_ON_NODE');
     await this.cutOver(step, shard, shard.attachedNodeId, nodeId);
@@ -211,30 +159,28 @@ export class StorageRun {
 
   /** The shard is no longer where the plan found it: done if it is where we sent it (a resumed step). */
   private alreadyDone(step: StepRecord, shard: ClusterShard): void {
-    if (step.toNodeId !== null && shard.attachedNodeId === step.toNodeId) this.finish(step, 'MOVED', null, null);
+    if (step.toNodeId !== null && shard.attachedNodeId === step.toNodeId) this.finishStep(step, 'MOVED', null, null);
     else this.skip(step, 'NOT_ATTACHED_HERE', `attached to node ${shard.attachedNodeId} by someone else`);
   }
 
   /** D4 (warmth), then the role swap (D5). A failure is recorded and not retried (D6). */
   private async cutOver(step: StepRecord, shard: ClusterShard, fromNodeId: string, toNodeId: string): Promise<void> {
-    const { backend, clock, settings, observer } = this.host;
+    const { backend, settings, observer } = this.host;
     const status = await backend.getSecondaryStatus(shard.id, toNodeId).catch(() => null);
     const verdict = warmthVerdict(status, settings.maxSecondaryLagBytes);
     if (!verdict.ok) {
       const detail = verdict.lagBytes === null ? 'secondary lag unknown' : `secondary lagging by ${verdict.lagBytes} bytes`;
       return this.skip(step, verdict.reason, `${detail} on node ${toNodeId}`);
     }
-    const startedAt = clock.now();
-    this.firstMoveAt ??= startedAt;
-    this.update(step, { state: 'MOVING', fromNodeId, toNodeId, startedAt });
+    this.startStep(step, { fromNodeId, toNodeId });
     observer.movesInFlight(this.kind, 1);
     try {
       const result = await backend.cutOverShard(shard.id, { fromNodeId, toNodeId });
       // A note on a moved step says what happened on the way (retries); on a failed one, why.
-      this.finish(step, 'MOVED', null, result?.note ?? null);
+      this.finishStep(step, 'MOVED', null, result?.note ?? null);
     } catch (e) {
       const code = isBackendError(e) ? e.code.toUpperCase() : 'ERROR';
-      this.finish(step, 'FAILED', code, e instanceof Error ? e.message : String(e));
+      this.finishStep(step, 'FAILED', code, e instanceof Error ? e.message : String(e));
       this.host.log.warn({ operation: this.snapshot.id, shard: shard.id, node: toNodeId, err: e }, `cut-over of shard ${shard.id} to node ${toNodeId} failed`);
     } finally {
       observer.movesInFlight(this.kind, -1);
@@ -246,40 +192,7 @@ export class StorageRun {
       { operation: this.snapshot.id, shard: step.workloadId, node: this.snapshot.nodeId, reason },
       `shard ${step.workloadId} skipped: ${detail ?? reason}`,
     );
-    this.finish(step, 'SKIPPED', reason, detail ?? null);
-  }
-
-  private finish(step: StepRecord, state: 'MOVED' | 'SKIPPED' | 'FAILED', reason: string | null, error: string | null): void {
-    if (this.halted) return;
-    const now = this.host.clock.now();
-    const duration = step.startedAt === null ? null : now - step.startedAt;
-    // A moved fill step keeps the reason it was planned for (HOME_AZ or FAIR_SHARE).
-    this.update(step, { state, reason: reason ?? step.reason, error, finishedAt: now });
-    if (state !== 'SKIPPED') this.finishedMoves++;
-    this.host.observer.stepFinished(this.kind, state, reason, state === 'MOVED' ? duration : null);
-    this.host.journal.event({
-      type: `SHARD_${state}`,
-      nodeId: this.snapshot.nodeId,
-      operationId: this.snapshot.id,
-      at: now,
-      payload: { shard: step.workloadId, from: step.fromNodeId, to: step.toNodeId, reason, error },
-    });
-  }
-
-  private update(step: StepRecord, change: Partial<StepRecord>): void {
-    if (this.halted) return;
-    const before = { ...step };
-    Object.assign(step, change);
-    countTransition(this.snapshot.counts, before, step);
-    const { counts } = this.snapshot;
-    this.snapshot.etaAt = estimateCompletion({
-      now: this.host.clock.now(),
-      firstMoveAt: this.firstMoveAt,
-      finished: this.finishedMoves,
-      remaining: counts.planned + counts.moving,
-    });
-    this.host.journal.step(this.snapshot.id, step);
-    this.host.journal.operation(this.snapshot);
+    this.finishStep(step, 'SKIPPED', reason, detail ?? null);
   }
 
   private showMovesInFlight(): void {
@@ -293,12 +206,5 @@ export class StorageRun {
       workloadIds: ids,
       since,
     });
-  }
-
-  private setWaiting(waiting: WaitingOn): void {
-    const prev = this.snapshot.waitingOn;
-    if (prev && prev.kind === waiting.kind && prev.description === waiting.description && prev.workloadIds.join() === waiting.workloadIds.join()) return;
-    this.snapshot.waitingOn = waiting;
-    this.host.journal.operation(this.snapshot);
   }
 }

@@ -1,7 +1,7 @@
-import type { Clock } from '../cluster/clock.ts';
-import { LockkeeperError } from '../domain/errors.ts';
-import type { AuditLog } from '../store/audit-log.ts';
-import type { RequestMeta } from './types.ts';
+import type { Clock } from '../../cluster/clock.ts';
+import { LockkeeperError } from '../../domain/errors.ts';
+import type { AuditLog } from '../../store/audit-log.ts';
+import type { RequestMeta } from '../../domain/operations.ts';
 
 /**
  * Runs a state-changing call and records it in the audit log with its outcome, whether

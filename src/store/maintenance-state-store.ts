@@ -1,5 +1,7 @@
-import type { MaintenancePhase } from '../../domain/vm/types.ts';
-import type { Prisma, PrismaClient } from '../../store/index.ts';
+import type { MaintenancePhase } from '../domain/vm/types.ts';
+import type { EventLog } from './event-log.ts';
+import type { PrismaClient } from './index.ts';
+import type { PendingWrite } from './pending-write.ts';
 
 export interface MaintenanceState {
   phase: MaintenancePhase;
@@ -15,7 +17,10 @@ export interface MaintenanceState {
 export class MaintenanceStateStore {
   private cache = new Map<string, MaintenanceState>();
 
-  constructor(private readonly prisma: PrismaClient) {}
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly events: EventLog,
+  ) {}
 
   async load(): Promise<void> {
     const rows = await this.prisma.nodeState.findMany({ where: { maintenancePhase: { not: null } } });
@@ -40,7 +45,7 @@ export class MaintenanceStateStore {
   }
 
   /** The writes that set (or with null clear) a node's maintenance state; commit them, then call `applied`. */
-  writes(nodeId: string, state: MaintenanceState | null, event: { at: number; operationId: string | null; payload: object }): Prisma.PrismaPromise<unknown>[] {
+  writes(nodeId: string, state: MaintenanceState | null, event: { at: number; operationId: string | null; payload: object }): PendingWrite[] {
     const data = {
       maintenancePhase: state?.phase ?? null,
       maintenanceDeadline: state?.deadline != null ? new Date(state.deadline) : null,
@@ -49,14 +54,12 @@ export class MaintenanceStateStore {
     };
     return [
       this.prisma.nodeState.upsert({ where: { id: nodeId }, create: { id: nodeId, ...data }, update: data }),
-      this.prisma.event.create({
-        data: {
-          at: new Date(event.at),
-          type: 'MAINTENANCE_PHASE_CHANGED',
-          nodeId,
-          operationId: event.operationId,
-          payload: JSON.stringify({ from: this.phaseOf(nodeId), to: state?.phase ?? null, ...event.payload }),
-        },
+      this.events.append({
+        at: event.at,
+        type: 'MAINTENANCE_PHASE_CHANGED',
+        nodeId,
+        operationId: event.operationId,
+        payload: { from: this.phaseOf(nodeId), to: state?.phase ?? null, ...event.payload },
       }),
     ];
   }

@@ -1,5 +1,8 @@
-/** Records of background node operations, as persisted and as shown to callers. */
-import type { SchedulingPolicy } from '../domain/storage/policy.ts';
+/**
+ * Records of background node operations, as persisted and as shown to callers, and the
+ * pure rules over them (counts). Here rather than in src/operations so that the event
+ * bus and the store can read them without importing the operations that use both.
+ */
 
 export const OPERATION_KINDS = ['DRAIN', 'FILL', 'MAINTENANCE'] as const;
 export type OperationKind = (typeof OPERATION_KINDS)[number];
@@ -76,14 +79,59 @@ export interface RequestMeta {
 /** Outcome labels for metrics and audit. */
 export type OperationOutcome = 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
 
-/**
- * Who watches operations besides subscribers: metrics (P2). Every hook is synchronous
- * and must not throw.
- */
-export interface OperationObserver {
-  operationStarted(kind: OperationKind): void;
-  operationFinished(kind: OperationKind, outcome: OperationOutcome): void;
-  stepFinished(kind: OperationKind, state: 'MOVED' | 'SKIPPED' | 'FAILED', reason: string | null, durationMs: number | null): void;
-  movesInFlight(kind: OperationKind, delta: number): void;
-  policyChanged(nodeId: string, policy: SchedulingPolicy): void;
+export function emptyCounts(): OperationCounts {
+  return { planned: 0, moving: 0, moved: 0, skipped: 0, failed: 0, skippedByReason: {}, failedByReason: {} };
+}
+
+const FIELD: Record<StepState, keyof Omit<OperationCounts, 'skippedByReason' | 'failedByReason'>> = {
+  PLANNED: 'planned',
+  MOVING: 'moving',
+  MOVED: 'moved',
+  SKIPPED: 'skipped',
+  FAILED: 'failed',
+};
+
+/** Adjusts `counts` for a step going from `before` (null: new) to `after`. */
+export function countTransition(counts: OperationCounts, before: StepRecord | null, after: StepRecord): void {
+  if (before) {
+    counts[FIELD[before.state]]--;
+    if (before.state === 'SKIPPED') bump(counts.skippedByReason, before.reason, -1);
+    if (before.state === 'FAILED') bump(counts.failedByReason, before.reason, -1);
+  }
+  counts[FIELD[after.state]]++;
+  if (after.state === 'SKIPPED') bump(counts.skippedByReason, after.reason, 1);
+  if (after.state === 'FAILED') bump(counts.failedByReason, after.reason, 1);
+}
+
+function bump(map: Record<string, number>, key: string | null, delta: number) {
+  const k = key ?? 'UNKNOWN';
+  const v = (map[k] ?? 0) + delta;
+  if (v) map[k] = v;
+  else delete map[k];
+}
+
+export function countsOf(steps: Iterable<StepRecord>): OperationCounts {
+  const counts = emptyCounts();
+  for (const s of steps) countTransition(counts, null, s);
+  return counts;
+}
+
+/** A new operation, RUNNING from `now`, with the counts of its planned steps. */
+export function newOperation(input: { id: string; kind: OperationKind; nodeId: string; meta: RequestMeta; steps: StepRecord[]; now: number }): OperationSnapshot {
+  const { id, kind, nodeId, meta, steps, now } = input;
+  return {
+    id,
+    kind,
+    nodeId,
+    state: 'RUNNING',
+    reason: meta.reason,
+    actor: meta.actor,
+    error: null,
+    counts: countsOf(steps),
+    waitingOn: null,
+    createdAt: now,
+    startedAt: now,
+    finishedAt: null,
+    etaAt: null,
+  };
 }

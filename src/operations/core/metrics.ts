@@ -10,8 +10,9 @@
  * value everywhere.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { SCHEDULING_POLICIES, type SchedulingPolicy } from '../domain/storage/policy.ts';
-import { OPERATION_KINDS, type OperationObserver, type OperationOutcome } from './types.ts';
+import { SCHEDULING_POLICIES, type SchedulingPolicy } from '../../domain/storage/policy.ts';
+import { OPERATION_KINDS, type OperationOutcome } from '../../domain/operations.ts';
+import type { OperationObserver } from './observer.ts';
 
 export const METRICS_PREFIX = 'lockkeeper_';
 

@@ -1,0 +1,165 @@
+import type { Clock } from '../../cluster/clock.ts';
+import type { OperationKind, OperationOutcome, OperationSnapshot, OperationState, RequestMeta, StepRecord } from '../../domain/operations.ts';
+import type { EventBus } from '../../events/bus.ts';
+import type { Logger } from '../../logger.ts';
+import type { LoggedEvent } from '../../store/event-log.ts';
+import type { OperationFilter } from '../../store/operation-repository.ts';
+import type { PendingWrite } from '../../store/pending-write.ts';
+import type { Repositories } from '../../store/repositories.ts';
+import { Journal, type JournalWriter } from './journal.ts';
+import { LiveRuns, type LiveRun } from './live-runs.ts';
+import { Mutex } from './mutex.ts';
+import type { OperationObserver } from './observer.ts';
+import type { OperationKindEngine, PartPlan } from './operation-kind.ts';
+
+export interface CoordinatorDeps {
+  store: Repositories;
+  bus: EventBus;
+  clock: Clock;
+  log: Logger;
+  observer: OperationObserver;
+}
+
+/**
+ * What every kind of operation shares: one admission lock, the runs of every kind while
+ * they run, the journal they write through, progress events, reads that prefer the live
+ * record, and the start (resumption, kind by kind) and stop of them all.
+ */
+export class OperationCoordinator {
+  readonly live = new LiveRuns();
+  readonly journal: Journal;
+  private readonly lock = new Mutex();
+  private readonly engines: OperationKindEngine[] = [];
+  private stopping = false;
+
+  constructor(private readonly deps: CoordinatorDeps) {
+    this.journal = new Journal(deps.store, (operations, steps) => this.published(operations, steps));
+  }
+
+  /** Engines call this when they are built; start() prepares and resumes them in this order. */
+  register(engine: OperationKindEngine): void {
+    this.engines.push(engine);
+  }
+
+  /** Prepares every engine and resumes the operations that were running when the process stopped. */
+  async start(): Promise<void> {
+    for (const engine of this.engines) {
+      if (!(await engine.prepare())) continue;
+      for (const operation of await this.deps.store.operations.interrupted(engine.kinds)) engine.resume(operation);
+    }
+  }
+
+  /** Stops following the backend and writes what is queued; runs are left for the next start to resume. */
+  async shutdown(): Promise<void> {
+    this.stopping = true;
+    for (const engine of this.engines) engine.stop();
+    for (const run of this.live.all()) run.halt();
+    await this.journal.flush();
+  }
+
+  /** True once shutdown began: runs that end now leave their record for the next start. */
+  get stopped(): boolean {
+    return this.stopping;
+  }
+
+  /** Runs `fn` alone among every admission and state change of every operation kind. */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return this.lock.run(fn);
+  }
+
+  /** Registers the run and starts it. */
+  launch(run: LiveRun): void {
+    this.live.add(run);
+    run.start().catch((e: unknown) => this.deps.log.error({ err: e, operation: run.snapshot.id, kind: run.snapshot.kind }, 'operation run crashed'));
+  }
+
+  /**
+   * Moves a running operation to another state (CANCELLING; a pause would be another) with
+   * an event saying why; subscribers hear of it and the run looks again. Hold the lock.
+   */
+  async changeState(run: LiveRun, state: OperationState, event: Omit<LoggedEvent, 'nodeId' | 'operationId' | 'at'>): Promise<void> {
+    const { snapshot } = run;
+    const at = this.deps.clock.now();
+    await this.deps.store.commit([
+      this.deps.store.operations.setState(snapshot.id, state),
+      this.deps.store.events.append({ ...event, at, nodeId: snapshot.nodeId, operationId: snapshot.id }),
+    ]);
+    snapshot.state = state;
+    this.publishProgress(snapshot, []);
+    run.nudge();
+  }
+
+  /**
+   * Ends an operation: its final record and OPERATION_FINISHED, committed with `alsoWrite`
+   * (the kind's own end transitions); then `committed`, the run leaves the registry and
+   * subscribers hear the end. Hold the lock.
+   */
+  async close(
+    run: LiveRun,
+    outcome: OperationOutcome,
+    error: string | null,
+    options: { at?: number; alsoWrite?: PendingWrite[]; committed?: () => void; keepWaitingOn?: boolean } = {},
+  ): Promise<void> {
+    const { snapshot } = run;
+    const now = options.at ?? this.deps.clock.now();
+    Object.assign(snapshot, { state: outcome, error, finishedAt: now, etaAt: null, waitingOn: options.keepWaitingOn ? snapshot.waitingOn : null });
+    const { store } = this.deps;
+    await store.commit([
+      store.operations.finish({ ...snapshot, finishedAt: now }),
+      store.events.append({ at: now, type: 'OPERATION_FINISHED', nodeId: snapshot.nodeId, operationId: snapshot.id, payload: { outcome, error, counts: snapshot.counts } }),
+      ...(options.alsoWrite ?? []),
+    ]);
+    options.committed?.();
+    this.live.remove(run);
+    this.deps.observer.operationFinished(snapshot.kind, outcome);
+    this.publishProgress(snapshot, []);
+  }
+
+  async getOperation(id: string): Promise<OperationSnapshot | null> {
+    return this.live.get(id)?.snapshot ?? (await this.deps.store.operations.find(id));
+  }
+
+  /** Newest first. Live operations come from memory, the rest from the database. */
+  async listOperations(filter: OperationFilter = {}): Promise<OperationSnapshot[]> {
+    const stored = await this.deps.store.operations.list(filter);
+    return stored.map((op) => this.live.get(op.id)?.snapshot ?? op).filter((op) => !filter.states?.length || filter.states.includes(op.state));
+  }
+
+  async getSteps(operationId: string, states?: StepRecord['state'][]): Promise<StepRecord[]> {
+    await this.journal.flush();
+    const steps = await this.deps.store.operations.steps(operationId);
+    return states?.length ? steps.filter((s) => states.includes(s.state)) : steps;
+  }
+
+  publishProgress(operation: OperationSnapshot, steps: StepRecord[]): void {
+    this.deps.bus.publish('operationProgress', operation.id, { operation: { ...operation, counts: structuredClone(operation.counts) }, steps });
+  }
+
+  /** The part `kind` would run on the node for another operation; null when it would run none. */
+  planPart(kind: OperationKind, nodeId: string, now: number): Promise<PartPlan | null> {
+    return this.partEngine(kind)?.plan(nodeId, now) ?? Promise.resolve(null);
+  }
+
+  /** Runs a part of `kind` under `owner`'s record; it holds the node for its kind until it ends or is released. */
+  runPart(kind: OperationKind, owner: OperationSnapshot, steps: StepRecord[], journal: JournalWriter, onEnd: (outcome: OperationOutcome, failure: string | null) => void): LiveRun {
+    const engine = this.partEngine(kind);
+    if (!engine) throw new Error(`no engine runs ${kind} parts`);
+    return engine.run(owner, steps, journal, onEnd);
+  }
+
+  /** The owner is done with the node: the part's engine undoes what it changed. Hold the lock. */
+  async releasePart(kind: OperationKind, nodeId: string, meta: RequestMeta): Promise<{ operationId: string | null; warning: string | null }> {
+    return (await this.partEngine(kind)?.release(nodeId, meta)) ?? { operationId: null, warning: null };
+  }
+
+  private partEngine(kind: OperationKind) {
+    return this.engines.find((e) => e.kinds.includes(kind))?.parts;
+  }
+
+  private published(operations: OperationSnapshot[], steps: { operationId: string; step: StepRecord }[]): void {
+    for (const op of operations) {
+      const live = this.live.get(op.id)?.snapshot ?? op;
+      this.publishProgress(live, steps.filter((s) => s.operationId === op.id).map((s) => s.step));
+    }
+  }
+}

@@ -1,0 +1,71 @@
+import type { OperationKind, OperationSnapshot } from '../../domain/operations.ts';
+
+const ofKind = (kind: OperationKind, kinds: readonly OperationKind[] | undefined) => !kinds || kinds.includes(kind);
+
+/** What the coordinator needs of a run of any kind. */
+export interface LiveRun {
+  readonly snapshot: OperationSnapshot;
+  /** Resolves when the run has stopped (ended, or halted). */
+  readonly done: Promise<void>;
+  /** Lets the run begin; returns `done`. */
+  start(): Promise<void>;
+  /** The gateway is stopping (or the operation was ended from outside): start nothing, record nothing more. */
+  halt(): void;
+  /** Something the run waits on may have changed: look again. */
+  nudge(): void;
+}
+
+/**
+ * The runs of every kind while they run, by operation id and node; and the parts: runs of
+ * one kind inside an operation of another (a hyperconverged node's shard drain inside its
+ * maintenance), which hold the node for their kind on behalf of their owner.
+ */
+export class LiveRuns {
+  private readonly runs = new Map<string, LiveRun>();
+  private readonly parts = new Map<string, { kind: OperationKind; owner: OperationSnapshot }>();
+
+  add(run: LiveRun): void {
+    this.runs.set(run.snapshot.id, run);
+  }
+
+  remove(run: LiveRun): void {
+    if (this.runs.get(run.snapshot.id) === run) this.runs.delete(run.snapshot.id);
+  }
+
+  get(operationId: string): LiveRun | undefined {
+    return this.runs.get(operationId);
+  }
+
+  /** Every run of one of `kinds` (of any kind when omitted). */
+  all(kinds?: readonly OperationKind[]): LiveRun[] {
+    return [...this.runs.values()].filter((run) => ofKind(run.snapshot.kind, kinds));
+  }
+
+  /** The run on the node of one of `kinds` (of any kind when omitted); parts are not runs of their own. */
+  on(nodeId: string, kinds?: readonly OperationKind[]): LiveRun | undefined {
+    for (const run of this.runs.values()) if (run.snapshot.nodeId === nodeId && ofKind(run.snapshot.kind, kinds)) return run;
+    return undefined;
+  }
+
+  /** The operation holding the node for one of `kinds` (for any kind when omitted): its own run's, or a part's owner. */
+  holder(nodeId: string, kinds?: readonly OperationKind[]): OperationSnapshot | undefined {
+    const part = this.parts.get(nodeId);
+    return this.on(nodeId, kinds)?.snapshot ?? (part && ofKind(part.kind, kinds) ? part.owner : undefined);
+  }
+
+  /** Nodes held for one of `kinds`, one entry per run or part. */
+  heldNodes(kinds: readonly OperationKind[]): string[] {
+    const nodes: string[] = [];
+    for (const run of this.runs.values()) if (kinds.includes(run.snapshot.kind)) nodes.push(run.snapshot.nodeId);
+    for (const [nodeId, part] of this.parts) if (kinds.includes(part.kind)) nodes.push(nodeId);
+    return nodes;
+  }
+
+  addPart(nodeId: string, kind: OperationKind, owner: OperationSnapshot): void {
+    this.parts.set(nodeId, { kind, owner });
+  }
+
+  removePart(nodeId: string): void {
+    this.parts.delete(nodeId);
+  }
+}

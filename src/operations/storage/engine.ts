@@ -1,0 +1,337 @@
+import { randomUUID } from 'node:crypto';
+import type { ClusterEvent, ClusterNode } from '../../cluster/types.ts';
+import { NotFoundError, PreconditionFailedError } from '../../domain/errors.ts';
+import { countsOf, newOperation, type OperationOutcome, type OperationSnapshot, type RequestMeta, type StepRecord, type StorageKind } from '../../domain/operations.ts';
+import { checkAdmission } from '../../domain/storage/admission.ts';
+import type { PolicyEvent, SchedulingPolicy } from '../../domain/storage/policy.ts';
+import type { PlanNode } from '../../domain/storage/shards.ts';
+import type { InterruptedOperation } from '../../store/operation-repository.ts';
+import type { PolicyTransition } from '../../store/policy-store.ts';
+import type { JournalWriter } from '../core/journal.ts';
+import type { EngineDeps } from '../core/engine-deps.ts';
+import type { OperationKindEngine, PartEngine, PartPlan } from '../core/operation-kind.ts';
+import { planSteps } from './plan.ts';
+import { refusalError } from './refusal.ts';
+import { StorageRun, type StorageRunHost } from './run.ts';
+
+const STORAGE_KINDS: readonly StorageKind[] = ['DRAIN', 'FILL'];
+const POLICY_OF_KIND = { DRAIN: 'DRAINING', FILL: 'FILLING' } as const;
+const END_EVENT: Record<StorageKind, Record<OperationOutcome, PolicyEvent['type']>> = {
+  DRAIN: { SUCCEEDED: 'drainFinished', CANCELLED: 'drainCancelled', FAILED: 'drainFailed' },
+  FILL: { SUCCEEDED: 'fillFinished', CANCELLED: 'fillCancelled', FAILED: 'fillFailed' },
+};
+
+/**
+ * Storage drains and fills: admission (S3, S4), the persisted plan, runs, cancellation
+ * (S5), re-attach handling (§2), configureNode, and resumption on start (§6). A drain
+ * also runs as a part of another operation (a hyperconverged node's maintenance).
+ */
+export class StorageEngine implements OperationKindEngine {
+  readonly kinds = STORAGE_KINDS;
+  readonly parts: PartEngine;
+  private nodes = new Map<string, ClusterNode>();
+  private unwatch: (() => void) | null = null;
+  private readonly host: StorageRunHost;
+
+  constructor(private readonly deps: EngineDeps) {
+    this.host = {
+      backend: deps.backend,
+      clock: deps.clock,
+      journal: deps.operations.journal,
+      policies: deps.store.policies,
+      settings: deps.settings,
+      observer: deps.observer,
+      log: deps.log,
+      planNodes: () => this.planNodes(),
+      finish: (run, outcome, failure) => this.finishRun(run, outcome, failure),
+    };
+    this.parts = {
+      plan: (nodeId, now) => this.planShardDrain(nodeId, now),
+      run: (owner, steps, journal, onEnd) => this.runShardDrain(owner, steps, journal, onEnd),
+      release: (nodeId, meta) => this.restoreNode(nodeId, meta),
+    };
+    deps.operations.register(this);
+  }
+
+  private get core() {
+    return this.deps.operations;
+  }
+
+  private get policies() {
+    return this.deps.store.policies;
+  }
+
+  /** Loads policies and nodes and starts following the backend. */
+  async prepare(): Promise<boolean> {
+    await this.policies.load();
+    this.unwatch = this.deps.backend.watch((event) => this.onClusterEvent(event));
+    await this.refreshNodes();
+    for (const node of this.nodes.values()) this.deps.observer.policyChanged(node.id, this.policies.get(node.id));
+    return true;
+  }
+
+  resume({ snapshot: stored, steps: recorded }: InterruptedOperation): void {
+    // A move that was in flight when the process died runs again: cut-overs are idempotent.
+    const steps = recorded.map((s) => (s.state === 'MOVING' ? { ...s, state: 'PLANNED' as const, startedAt: null } : s));
+    const snapshot = { ...stored, counts: countsOf(steps), waitingOn: null };
+    this.deps.log.info({ operation: snapshot.id, node: snapshot.nodeId, state: stored.state, left: snapshot.counts.planned }, `resuming ${snapshot.kind.toLowerCase()} of node ${snapshot.nodeId}`);
+    this.core.launch(new StorageRun(this.host, snapshot, steps));
+  }
+
+  stop(): void {
+    this.unwatch?.();
+  }
+
+  policyOf(nodeId: string): SchedulingPolicy {
+    return this.policies.get(nodeId);
+  }
+
+  /** The drain or fill on the node, or the operation whose part drains it. */
+  activeOperation(nodeId: string): OperationSnapshot | null {
+    return this.core.live.holder(nodeId, STORAGE_KINDS) ?? null;
+  }
+
+  startDrain(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
+    return this.core.exclusive(() => this.admitAndStart('DRAIN', nodeId, meta));
+  }
+
+  startFill(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
+    return this.core.exclusive(() => this.admitAndStart('FILL', nodeId, meta));
+  }
+
+  cancelDrain(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
+    return this.cancel('DRAIN', nodeId, meta);
+  }
+
+  cancelFill(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
+    return this.cancel('FILL', nodeId, meta);
+  }
+
+  /** Sets a node's policy by hand; refused while an operation runs on it (neon #8727). */
+  configureNode(nodeId: string, policy: SchedulingPolicy, meta: RequestMeta): Promise<SchedulingPolicy> {
+    return this.core.exclusive(async () => {
+      await this.requireNode(nodeId);
+      const running = this.activeOperation(nodeId);
+      if (running) {
+        throw new PreconditionFailedError(
+          'OPERATION_RUNNING',
+          `node ${nodeId} has a ${running.kind.toLowerCase()} running (operation ${running.id}); cancel it or wait for it to end`,
+          running.id,
+        );
+      }
+      await this.changePolicy(nodeId, { type: 'configure', policy }, null, { actor: meta.actor, reason: meta.reason });
+      return policy;
+    });
+  }
+
+  /** Resolves when the node's current drain or fill has ended (tests and scripts). */
+  async settled(nodeId: string): Promise<void> {
+    await this.runOn(nodeId)?.done;
+  }
+
+  // --- a drain as a part of another operation
+
+  /**
+   * The shard part of another operation (VM maintenance of a hyperconverged node): the
+   * same admission (S3, except that the caller holds the operation), plan (D1–D3) and
+   * policy transitions as a drain, run inside the owner's operation record.
+   */
+  private async planShardDrain(nodeId: string, now: number): Promise<PartPlan | null> {
+    const { backend } = this.deps;
+    if (!backend.capabilities.shards) return null;
+    if ((await backend.listShards({ attachedNodeId: nodeId })).length === 0) return null;
+    await this.refreshNodes();
+    const planNodes = [...this.planNodes().values()];
+    const refusal = checkAdmission('DRAIN', nodeId, { nodes: planNodes, runningOperationNodeIds: this.busyNodeIds(), operationLimit: Number.POSITIVE_INFINITY });
+    const steps = refusal ? [] : await planSteps(backend, 'DRAIN', nodeId, planNodes, now);
+    return {
+      steps,
+      refusal: refusal ? refusalError(refusal, nodeId, this.activeOperation(nodeId)?.id ?? null) : null,
+      claim: (operationId) => this.policies.prepare(nodeId, { type: 'drainAccepted' }, operationId, now),
+    };
+  }
+
+  private runShardDrain(owner: OperationSnapshot, steps: StepRecord[], journal: JournalWriter, onEnd: (outcome: OperationOutcome, failure: string | null) => void): StorageRun {
+    this.core.live.addPart(owner.nodeId, 'DRAIN', owner);
+    this.afterPolicyChange(owner.nodeId);
+    const inner: OperationSnapshot = { ...owner, kind: 'DRAIN', counts: countsOf(steps), waitingOn: null, state: 'RUNNING' };
+    const run = new StorageRun({ ...this.host, journal, finish: (r, outcome, failure) => this.endShardDrain(r, outcome, failure, onEnd) }, inner, steps);
+    run.start().catch((e: unknown) => this.deps.log.error({ err: e, operation: owner.id }, 'embedded drain crashed'));
+    return run;
+  }
+
+  private async endShardDrain(run: StorageRun, outcome: OperationOutcome, failure: string | null, onEnd: (outcome: OperationOutcome, failure: string | null) => void): Promise<void> {
+    if (this.core.stopped) return;
+    await this.core.exclusive(async () => {
+      const transition = this.endTransition(run, outcome, failure, this.deps.clock.now());
+      if (transition) {
+        await this.deps.store.commit(transition.writes);
+        transition.applied();
+        this.afterPolicyChange(run.nodeId);
+      }
+      this.core.live.removePart(run.nodeId);
+    });
+    onEnd(outcome, failure);
+  }
+
+  /** The owner is done with the node: its policy back to ACTIVE, then a fill brings its shards back. */
+  private async restoreNode(nodeId: string, meta: RequestMeta): Promise<{ operationId: string | null; warning: string | null }> {
+    const { backend } = this.deps;
+    if (!backend.capabilities.shards) return { operationId: null, warning: null };
+    this.core.live.removePart(nodeId);
+    const policy = this.policies.get(nodeId);
+    if (policy === 'DRAINING' || policy === 'PAUSE_FOR_RESTART') await this.changePolicy(nodeId, { type: 'configure', policy: 'ACTIVE' }, null, { actor: meta.actor, reason: meta.reason });
+    if ((await backend.listShards({ secondaryNodeId: nodeId })).length === 0) return { operationId: null, warning: null };
+    try {
+      const fill = await this.admitAndStart('FILL', nodeId, meta);
+      return { operationId: fill.id, warning: null };
+    } catch (e) {
+      const warning = `the fill of node ${nodeId}'s shards did not start: ${e instanceof Error ? e.message : String(e)}`;
+      this.deps.log.warn({ node: nodeId }, warning);
+      return { operationId: null, warning };
+    }
+  }
+
+  // --- internals
+
+  /** The drain or fill run on the node (not a part). */
+  private runOn(nodeId: string) {
+    return this.core.live.on(nodeId, STORAGE_KINDS);
+  }
+
+  private busyNodeIds(): string[] {
+    return this.core.live.heldNodes(STORAGE_KINDS);
+  }
+
+  private planNodes(): Map<string, PlanNode> {
+    const out = new Map<string, PlanNode>();
+    for (const n of this.nodes.values()) out.set(n.id, { id: n.id, zone: n.zone, availability: n.availability, policy: this.policies.get(n.id) });
+    return out;
+  }
+
+  private async refreshNodes(): Promise<ClusterNode[]> {
+    const nodes = await this.deps.backend.listNodes();
+    this.nodes = new Map(nodes.map((n) => [n.id, n]));
+    return nodes;
+  }
+
+  private async requireNode(nodeId: string): Promise<ClusterNode> {
+    const node = await this.deps.backend.getNode(nodeId);
+    if (!node) throw new NotFoundError('node', nodeId);
+    this.nodes.set(node.id, node);
+    return node;
+  }
+
+  private async admitAndStart(kind: StorageKind, nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
+    const nodes = await this.refreshNodes();
+    const planNodes = [...this.planNodes().values()];
+    const refusal = checkAdmission(kind, nodeId, {
+      nodes: planNodes,
+      runningOperationNodeIds: this.busyNodeIds(),
+      operationLimit: this.deps.settings.maxConcurrentOperations,
+    });
+    if (refusal) throw refusalError(refusal, nodeId, this.activeOperation(nodeId)?.id ?? null);
+    if (!nodes.some((n) => n.id === nodeId)) throw new NotFoundError('node', nodeId);
+
+    const now = this.deps.clock.now();
+    const id = randomUUID();
+    const steps = await planSteps(this.deps.backend, kind, nodeId, planNodes, now);
+    const snapshot = newOperation({ id, kind, nodeId, meta, steps, now });
+    const { store } = this.deps;
+    await this.policies.transition(nodeId, { type: kind === 'DRAIN' ? 'drainAccepted' : 'fillAccepted' }, id, now, [
+      store.operations.create(snapshot, { settings: this.deps.settings }, steps),
+      store.events.append({ at: now, type: 'OPERATION_STARTED', nodeId, operationId: id, payload: { kind, actor: meta.actor, reason: meta.reason, counts: snapshot.counts } }),
+    ]);
+    this.deps.observer.operationStarted(kind);
+    for (const s of steps) if (s.state === 'SKIPPED') this.deps.observer.stepFinished(kind, 'SKIPPED', s.reason, null);
+    this.deps.log.info({ operation: id, node: nodeId, kind, planned: snapshot.counts.planned, skipped: snapshot.counts.skipped }, `${kind.toLowerCase()} of node ${nodeId} started`);
+    this.afterPolicyChange(nodeId);
+    this.core.launch(new StorageRun(this.host, snapshot, steps));
+    this.core.publishProgress(snapshot, steps);
+    return snapshot;
+  }
+
+  private cancel(kind: StorageKind, nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
+    return this.core.exclusive(async () => {
+      await this.requireNode(nodeId);
+      const run = this.runOn(nodeId);
+      if (!run || run.snapshot.kind !== kind) {
+        const what = kind === 'DRAIN' ? 'drain' : 'fill';
+        throw new PreconditionFailedError(`NO_${kind}_IN_PROGRESS`, `no ${what} in progress on node ${nodeId}`);
+      }
+      if (run.snapshot.state === 'CANCELLING') return run.snapshot;
+      await this.core.changeState(run, 'CANCELLING', { type: 'OPERATION_CANCELLING', payload: { actor: meta.actor, reason: meta.reason } });
+      this.deps.log.info({ operation: run.snapshot.id, node: nodeId }, `${kind.toLowerCase()} of node ${nodeId} cancelling: moves in flight finish, nothing new starts`);
+      return run.snapshot;
+    });
+  }
+
+  /** D7 / §6: the policy transition that ends a run, unless the node's state changed under it. */
+  private endTransition(run: StorageRun, outcome: OperationOutcome, failure: string | null, at: number): PolicyTransition | null {
+    if (failure === 'NODE_STATE_CHANGED' || this.policies.get(run.nodeId) !== POLICY_OF_KIND[run.kind]) return null;
+    return this.policies.prepare(run.nodeId, { type: END_EVENT[run.kind][outcome] } as PolicyEvent, run.snapshot.id, at);
+  }
+
+  private async finishRun(run: StorageRun, outcome: OperationOutcome, failure: string | null): Promise<void> {
+    if (this.core.stopped) return;
+    await this.core.journal.flush();
+    await this.core.exclusive(async () => {
+      const at = this.deps.clock.now();
+      const transition = this.endTransition(run, outcome, failure, at);
+      await this.core.close(run, outcome, failure, {
+        at,
+        alsoWrite: transition?.writes ?? [],
+        committed: () => {
+          if (!transition) return;
+          transition.applied();
+          this.afterPolicyChange(run.nodeId);
+        },
+      });
+      const { snapshot } = run;
+      const c = snapshot.counts;
+      this.deps.log.info(
+        { operation: snapshot.id, node: snapshot.nodeId, outcome, error: failure, moved: c.moved, skipped: c.skippedByReason, failed: c.failedByReason },
+        `${snapshot.kind.toLowerCase()} of node ${snapshot.nodeId} ${outcome.toLowerCase()}${failure ? ` (${failure})` : ''}: ${c.moved} moved, ${c.skipped} skipped, ${c.failed} failed`,
+      );
+    });
+  }
+
+  private onClusterEvent(event: ClusterEvent): void {
+    if (this.core.stopped) return;
+    switch (event.type) {
+      case 'nodeChanged':
+        this.nodes.set(event.node.id, event.node);
+        this.nudgeAll();
+        break;
+      case 'nodeRemoved':
+        this.nodes.delete(event.nodeId);
+        this.nudgeAll();
+        break;
+      case 'nodeReattached':
+        void this.core
+          .exclusive(() => this.changePolicy(event.nodeId, { type: 'reattached' }, this.runOn(event.nodeId)?.snapshot.id ?? null))
+          .catch((e: unknown) => this.deps.log.error({ err: e, node: event.nodeId }, 're-attach handling failed'));
+        break;
+      default:
+        break;
+    }
+  }
+
+  private async changePolicy(nodeId: string, event: PolicyEvent, operationId: string | null, details?: object): Promise<void> {
+    const { from, to } = await this.policies.transition(nodeId, event, operationId, this.deps.clock.now(), [], details);
+    if (event.type === 'reattached') this.deps.log.info({ node: nodeId, from, to }, `node ${nodeId} re-attached: policy ${from} -> ${to}`);
+    else this.deps.log.info({ node: nodeId, from, to, cause: event.type }, `node ${nodeId} policy ${from} -> ${to}`);
+    if (from !== to) this.afterPolicyChange(nodeId);
+  }
+
+  private afterPolicyChange(nodeId: string): void {
+    this.deps.observer.policyChanged(nodeId, this.policies.get(nodeId));
+    const node = this.nodes.get(nodeId);
+    if (node) this.deps.bus.publish('nodeChanged', node);
+    this.runOn(nodeId)?.nudge();
+  }
+
+  private nudgeAll(): void {
+    for (const run of this.core.live.all(STORAGE_KINDS)) run.nudge();
+  }
+}

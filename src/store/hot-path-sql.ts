@@ -1,0 +1,20 @@
+import type { Prisma } from './generated/client.ts';
+
+/**
+ * The statements of an operation's hot path, written by hand because Prisma's query
+ * compiler costs more than the write there. One implementation per database dialect
+ * (SQLite today: sqlite-hot-path.ts); the repositories take one.
+ */
+export interface HotPathSql {
+  /**
+   * Upserts steps given as one JSON array parameter (rows as written by
+   * OperationRepository.writeSteps), keyed by (operationId, workloadKind, workloadId).
+   */
+  upsertSteps(rowsJson: string): Prisma.Sql;
+  /** Sets an operation's progress columns: state, error, counts, waiting-on, finish time. */
+  updateProgress(progress: { id: string; state: string; error: string | null; counts: string; waitingOn: string | null; finishedAt: string | null; updatedAt: string }): Prisma.Sql;
+  /** Appends event-log rows with one multi-row statement. */
+  insertEvents(rows: { at: string; type: string; nodeId: string | null; operationId: string | null; payload: string }[]): Prisma.Sql;
+  /** Rows per multi-row statement: under the dialect's bound-parameter limit. */
+  readonly maxRowsPerStatement: number;
+}
