@@ -20,18 +20,29 @@ import { openDatabase } from '../src/store/database.ts';
 import type { Benchmark, BenchOptions, BenchReport } from './benchmark.ts';
 import { quantile, runLoad, type PhaseResult } from './load.ts';
 
-export const READ_PATH_QUERY = '{ vms(first: 500) { edges { node { name node { name } } } } }';
+const READ_PATH_QUERY = '{ vms(first: 500) { edges { node { name node { name } } } } }';
 const NODES = 4;
 const VMS_PER_NODE = 125;
 /** Throughput of Lockkeeper relative to bare yoga that the read path must reach. */
 const GOAL_RATIO = 0.5;
 
 const BARE_SDL = /* GraphQL */ `
-  type Query { vms(first: Int): VirtualMachineConnection! }
-  type VirtualMachineConnection { edges: [VirtualMachineEdge!]! }
-  type VirtualMachineEdge { node: VirtualMachine! }
-  type VirtualMachine { name: String! node: ClusterNode }
-  type ClusterNode { name: String! }
+  type Query {
+    vms(first: Int): VirtualMachineConnection!
+  }
+  type VirtualMachineConnection {
+    edges: [VirtualMachineEdge!]!
+  }
+  type VirtualMachineEdge {
+    node: VirtualMachine!
+  }
+  type VirtualMachine {
+    name: String!
+    node: ClusterNode
+  }
+  type ClusterNode {
+    name: String!
+  }
 `;
 
 interface Target {

@@ -37,7 +37,12 @@ function parseArgs(argv: string[]): { names: string[]; options: BenchOptions } {
     const [key, inline] = arg.slice(2).split('=', 2) as [string, string | undefined];
     const set = numeric[key];
     const value = Number(inline ?? argv[++i]);
-    if (!set || !Number.isFinite(value) || value <= 0) throw new Error(`unknown option or bad value: ${arg} (options: ${Object.keys(numeric).map((k) => `--${k}`).join(', ')})`);
+    if (!set || !Number.isFinite(value) || value <= 0)
+      throw new Error(
+        `unknown option or bad value: ${arg} (options: ${Object.keys(numeric)
+          .map((k) => `--${k}`)
+          .join(', ')})`,
+      );
     set(value);
   }
   return { names, options };

@@ -60,7 +60,17 @@ const PROGRESS = `subscription($id: ID!) { operationProgress(id: $id) { operatio
 function follow(client: Client, id: string, label: string, log: Log): Promise<string> {
   return new Promise((resolve, reject) => {
     let last = '';
-    client.subscribe<{ operationProgress: { operation: { state: string; error: string | null; counts: Record<string, number>; etaSeconds: number | null; waitingOn: { description: string } | null } } }>(
+    client.subscribe<{
+      operationProgress: {
+        operation: {
+          state: string;
+          error: string | null;
+          counts: Record<string, number>;
+          etaSeconds: number | null;
+          waitingOn: { description: string } | null;
+        };
+      };
+    }>(
       { query: PROGRESS, variables: { id } },
       {
         next: ({ data }) => {
@@ -100,7 +110,10 @@ async function restartNode(url: string, nodeId: string): Promise<void> {
 export async function rollingRestart(url: string, log: Log = console.log): Promise<void> {
   const client = createClient({ url: url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, retryAttempts: 3 });
   try {
-    const { nodes } = await request<{ nodes: { edges: { node: { id: string; name: string } }[] } }>(url, `{ nodes(role: "storage", first: 1000) { edges { node { id name } } } }`);
+    const { nodes } = await request<{ nodes: { edges: { node: { id: string; name: string } }[] } }>(
+      url,
+      `{ nodes(role: "storage", first: 1000) { edges { node { id name } } } }`,
+    );
     log(`rolling restart of ${nodes.edges.length} storage node(s)`);
     for (const { node } of nodes.edges) {
       log(`node ${node.name} (${node.id}): drain`);

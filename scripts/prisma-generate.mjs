@@ -29,9 +29,7 @@ let cli;
 try {
   cli = require.resolve('prisma/build/index.js', { paths: [root] });
 } catch {
-  console.error(
-    'prisma-generate: the `prisma` package is not installed; run `npm install` (it is a dependency of this project).',
-  );
+  console.error('prisma-generate: the `prisma` package is not installed; run `npm install` (it is a dependency of this project).');
   process.exit(1);
 }
 

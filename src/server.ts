@@ -90,10 +90,14 @@ export function buildApp(deps: AppDeps): App {
   const { maxBodyBytes } = config.limits;
 
   const neonFacade = createNeonFacade({ storage, backend: deps.backend, audit, clock, log, maxBodyBytes, authorize: restAuthorizer(auth) });
-  const yoga = createGraphQLHandler({ backend: deps.backend, bus, operations, storage, maintenance, audit, events: new EventLog(deps.prisma), clock, auth }, log, {
-    limits: config.limits,
-    allowedOrigins,
-  });
+  const yoga = createGraphQLHandler(
+    { backend: deps.backend, bus, operations, storage, maintenance, audit, events: new EventLog(deps.prisma), clock, auth },
+    log,
+    {
+      limits: config.limits,
+      allowedOrigins,
+    },
+  );
   const refusesHost = createHostCheck(auth, insecure);
   const routes = lockkeeperRoutes({
     auth,

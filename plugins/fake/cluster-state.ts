@@ -60,7 +60,12 @@ export class ClusterState {
       this.shards.set(id, { id, ...rest, secondaryNodeIds: secondaries.map((x) => x.nodeId) });
       this.shardSizes.set(id, sizeBytes);
       for (const sec of secondaries) {
-        lag.set(id, sec.nodeId, { bytesTotal: Math.max(sizeBytes, sec.lagBytes), lagBytes: sec.lagBytes, bytesPerSecond: sec.downloadBytesPerSecond, heatmapKnown: sec.heatmapKnown });
+        lag.set(id, sec.nodeId, {
+          bytesTotal: Math.max(sizeBytes, sec.lagBytes),
+          lagBytes: sec.lagBytes,
+          bytesPerSecond: sec.downloadBytesPerSecond,
+          heatmapKnown: sec.heatmapKnown,
+        });
       }
     }
   }

@@ -21,10 +21,7 @@ function resolveTopology(topology: FakeOptions['topology']): Topology {
  * Builds from options already validated by `fakeOptionsSchema` (the plugin path). A
  * relative `statePath` is resolved against `baseDir`.
  */
-export function clusterFromOptions(
-  options: FakeOptions,
-  env: { clock: Clock; baseDir: string; onListenerError?: (error: unknown) => void },
-): SimulatedCluster {
+export function clusterFromOptions(options: FakeOptions, env: { clock: Clock; baseDir: string; onListenerError?: (error: unknown) => void }): SimulatedCluster {
   const { clock, onListenerError } = env;
   return new SimulatedCluster({
     topology: resolveTopology(options.topology),

@@ -43,8 +43,7 @@ function everydayVms(): VmSpec[] {
         // Caches on fast disks want to stay on them: cache-1 and cache-3 may only go to nodes 1 and 3.
         nodeSelector: app === 'cache' && node.labels?.disktype === 'ssd' ? { disktype: 'ssd' } : {},
         // Reports stay in their zone: on zone-b nodes they can only move between 3 and 4.
-        requiredNodeAffinity:
-          app === 'report' ? [{ matchExpressions: [{ key: ZONE_LABEL, operator: 'In', values: [node.zone!] }] }] : [],
+        requiredNodeAffinity: app === 'report' ? [{ matchExpressions: [{ key: ZONE_LABEL, operator: 'In', values: [node.zone!] }] }] : [],
       };
     }),
   );

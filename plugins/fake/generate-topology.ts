@@ -24,11 +24,14 @@ const zoneName = (i: number) => (i < 26 ? `zone-${String.fromCharCode(97 + i)}` 
 /** A Neon-style 32-hex-digit tenant id. */
 function tenantIdFrom(random: () => number): string {
   let id = '';
-  for (let i = 0; i < 4; i++) id += Math.floor(random() * 2 ** 32).toString(16).padStart(8, '0');
+  for (let i = 0; i < 4; i++)
+    id += Math.floor(random() * 2 ** 32)
+      .toString(16)
+      .padStart(8, '0');
   return id;
 }
 
-export function generateNodes(count: number, zones: number, controlPlaneNodes: number): NodeSpec[] {
+function generateNodes(count: number, zones: number, controlPlaneNodes: number): NodeSpec[] {
   return Array.from({ length: count }, (_, i) => ({
     id: String(i + 1),
     zone: zoneName(i % Math.max(1, Math.min(zones, count))),

@@ -68,7 +68,10 @@ export class NodeLifecycle {
       nodeChanged(this.rt, node);
     }
     const stopped = interruptWorkloads(this.rt, nodeId, 'restarted');
-    this.restarting.set(nodeId, stopped.filter((vm) => RESTARTS_BY_ITSELF.has(vm.runStrategy)).map((vm) => vm.id));
+    this.restarting.set(
+      nodeId,
+      stopped.filter((vm) => RESTARTS_BY_ITSELF.has(vm.runStrategy)).map((vm) => vm.id),
+    );
     this.schedule(nodeId, this.rt.restartDelayMs, () => this.reattach(nodeId));
     // A node already OFFLINE emits nothing above, but the pending restart is state too.
     this.rt.changed();
@@ -94,7 +97,8 @@ export class NodeLifecycle {
   async removeNode(nodeId: string): Promise<void> {
     this.rt.state.node(nodeId);
     const orphan = [...this.rt.state.shards.values()].find((s) => s.attachedNodeId === nodeId && s.secondaryNodeIds.length === 0);
-    if (orphan) throw new BackendError('Conflict', `node ${nodeId} holds shard ${orphan.id}, which has no secondary to take over`, { kind: 'node', id: nodeId });
+    if (orphan)
+      throw new BackendError('Conflict', `node ${nodeId} holds shard ${orphan.id}, which has no secondary to take over`, { kind: 'node', id: nodeId });
     this.cancelTimer(nodeId);
     this.restarting.delete(nodeId);
     interruptWorkloads(this.rt, nodeId, 'was removed');

@@ -7,10 +7,7 @@ export const DEFAULT_LATENCIES_MS: LatencySettings = { migrate: 800, stop: 400, 
 
 const ms = z.number().int().nonnegative();
 
-export const latenciesSchema = z
-  .object({ migrate: ms, stop: ms, start: ms, cutOver: ms, cordon: ms })
-  .partial()
-  .strict();
+export const latenciesSchema = z.object({ migrate: ms, stop: ms, start: ms, cutOver: ms, cordon: ms }).partial().strict();
 
 /** Options of the `fake` plugin (config file `backend.options`); unknown keys are rejected by name. */
 export const fakeOptionsSchema = z
@@ -22,7 +19,10 @@ export const fakeOptionsSchema = z
     /** Time from re-attach (WARMING_UP) to the first good heartbeat (ACTIVE). */
     heartbeatIntervalMs: ms.default(1000),
     /** How fast lagging secondaries catch up. */
-    secondaryDownloadBytesPerSecond: z.number().nonnegative().default(16 * 1024 ** 2),
+    secondaryDownloadBytesPerSecond: z
+      .number()
+      .nonnegative()
+      .default(16 * 1024 ** 2),
     /** Seed of the PRNG behind injected failures. */
     seed: z.number().int().default(1),
     /**

@@ -7,6 +7,11 @@ export const isSchedulable = (node: ClusterNode): boolean => node.availability =
 export const canTake = (node: ClusterNode, vm: PlacementConstraints): boolean => isSchedulable(node) && matchesPlacement(node.labels, vm);
 
 /** Where a VM goes on the simulated cluster: the shared placement rule over its schedulable nodes. */
-export function pickNode(nodes: Iterable<ClusterNode>, constraints: PlacementConstraints, load: (nodeId: string) => number, exclude?: string): ClusterNode | null {
+export function pickNode(
+  nodes: Iterable<ClusterNode>,
+  constraints: PlacementConstraints,
+  load: (nodeId: string) => number,
+  exclude?: string,
+): ClusterNode | null {
   return pickByPlacement(constraints, nodes, { schedulable: isSchedulable, load, exclude: exclude ?? null });
 }

@@ -24,11 +24,7 @@ export class SecondaryLagTable {
     private readonly defaultBytesPerSecond: number,
   ) {}
 
-  set(
-    shardId: string,
-    nodeId: string,
-    s: { bytesTotal: number; lagBytes: number; bytesPerSecond?: number; heatmapKnown?: boolean },
-  ): void {
+  set(shardId: string, nodeId: string, s: { bytesTotal: number; lagBytes: number; bytesPerSecond?: number; heatmapKnown?: boolean }): void {
     const now = this.now();
     this.downloads.set(key(shardId, nodeId), {
       bytesTotal: s.bytesTotal,

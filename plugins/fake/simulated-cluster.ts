@@ -54,9 +54,7 @@ export interface SimulatedClusterConfig {
 }
 
 const matchesVmFilter = (vm: ClusterVm, f: VmFilter) =>
-  (f.nodeId === undefined || vm.nodeId === f.nodeId) &&
-  (f.namespace === undefined || vm.namespace === f.namespace) &&
-  matchesLabels(vm.labels, f.labels ?? {});
+  (f.nodeId === undefined || vm.nodeId === f.nodeId) && (f.namespace === undefined || vm.namespace === f.namespace) && matchesLabels(vm.labels, f.labels ?? {});
 
 const matchesShardFilter = (s: ClusterShard, f: ShardFilter) =>
   (f.attachedNodeId === undefined || s.attachedNodeId === f.attachedNodeId) &&
@@ -171,9 +169,7 @@ export class SimulatedCluster implements ClusterBackend {
   // --- tenant shards
 
   listShards(filter: ShardFilter = {}): Promise<ClusterShard[]> {
-    return this.call('listShards', async () =>
-      [...this.rt.state.shards.values()].filter((s) => matchesShardFilter(s, filter)).map(copyShard),
-    );
+    return this.call('listShards', async () => [...this.rt.state.shards.values()].filter((s) => matchesShardFilter(s, filter)).map(copyShard));
   }
 
   getShard(id: string): Promise<ClusterShard | null> {

@@ -47,13 +47,14 @@ const vmSchema = z
     requiredNodeAffinity: z.array(
       z
         .object({
-          matchExpressions: z.array(
-            z.object({ key: z.string(), operator: z.enum(NODE_SELECTOR_OPERATORS), values: z.array(z.string()) }).strict(),
-          ),
+          matchExpressions: z.array(z.object({ key: z.string(), operator: z.enum(NODE_SELECTOR_OPERATORS), values: z.array(z.string()) }).strict()),
         })
         .strict(),
     ),
-    tracking: z.object({ nodeName: z.string(), strategy: z.string(), savedRunStrategy: z.enum(RUN_STRATEGIES).nullable() }).strict().nullable(),
+    tracking: z
+      .object({ nodeName: z.string(), strategy: z.string(), savedRunStrategy: z.enum(RUN_STRATEGIES).nullable() })
+      .strict()
+      .nullable(),
   })
   .strict();
 
@@ -87,7 +88,7 @@ const secondarySchema = z
 
 const rate = z.number().min(0).max(1);
 
-export const stateFileSchema = z
+const stateFileSchema = z
   .object({
     format: z.literal(STATE_FILE_FORMAT),
     version: z.literal(STATE_FILE_VERSION),
@@ -98,9 +99,7 @@ export const stateFileSchema = z
     shards: z.array(shardSchema),
     secondaries: z.array(secondarySchema),
     latencies: z.object({ migrate: ms, stop: ms, start: ms, cutOver: ms, cordon: ms }).strict(),
-    faults: z
-      .object({ failureRate: z.partialRecord(z.enum(ACTION_KINDS), rate), stuck: z.array(z.string()) })
-      .strict(),
+    faults: z.object({ failureRate: z.partialRecord(z.enum(ACTION_KINDS), rate), stuck: z.array(z.string()) }).strict(),
     /** Nodes between going down for a restart and re-attaching; `heldDown` = kept OFFLINE by setNodeOnline(false). */
     restarts: z.array(z.object({ nodeId: z.string(), vmIds: z.array(z.string()), heldDown: z.boolean() }).strict()),
     /** Nodes re-attached (WARMING_UP) whose first heartbeat was still pending. */

@@ -9,7 +9,7 @@ import { NODE_SELECTOR_OPERATORS, RUN_STRATEGIES, SHARD_POLICIES, VM_STATUSES } 
 
 const labelsSchema = z.record(z.string(), z.string());
 
-export const nodeSpecSchema = z
+const nodeSpecSchema = z
   .object({
     id: z.string().min(1),
     /** Defaults to `node-<id>`; also the `kubernetes.io/hostname` label. */
@@ -36,7 +36,7 @@ const nodeSelectorTermSchema = z
   })
   .strict();
 
-export const vmSpecSchema = z
+const vmSpecSchema = z
   .object({
     namespace: z.string().min(1).default('default'),
     name: z.string().min(1),
@@ -73,7 +73,7 @@ export const vmSpecSchema = z
   })
   .strict();
 
-export const secondarySpecSchema = z
+const secondarySpecSchema = z
   .object({
     nodeId: z.string(),
     /** Bytes this secondary still has to download (0 = warm). */
@@ -85,7 +85,7 @@ export const secondarySpecSchema = z
   })
   .strict();
 
-export const shardSpecSchema = z
+const shardSpecSchema = z
   .object({
     tenantId: z.string().min(1),
     shardNumber: z.number().int().nonnegative().default(0),
@@ -96,7 +96,11 @@ export const shardSpecSchema = z
     preferredZone: z.string().nullable().default(null),
     policy: z.enum(SHARD_POLICIES).default('ACTIVE'),
     /** Size of the shard's layers: what a secondary holds when it is fully warm. */
-    sizeBytes: z.number().int().nonnegative().default(1024 ** 3),
+    sizeBytes: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(1024 ** 3),
   })
   .strict();
 

@@ -32,7 +32,11 @@ function migrationTarget(rt: Runtime, vm: ClusterVm, fromNodeId: string, toNodeI
   if (toNodeId === fromNodeId) throw new BackendError('Conflict', `VM ${vm.id} cannot migrate to the node it leaves`, vmSubject(vm.id));
   const target = rt.state.requireOnline(toNodeId);
   if (!canTake(target, vm)) {
-    throw new BackendError('Conflict', `node ${toNodeId} cannot take VM ${vm.id} (not ready, cordoned or not matching its node selector/affinity)`, vmSubject(vm.id));
+    throw new BackendError(
+      'Conflict',
+      `node ${toNodeId} cannot take VM ${vm.id} (not ready, cordoned or not matching its node selector/affinity)`,
+      vmSubject(vm.id),
+    );
   }
   return target;
 }

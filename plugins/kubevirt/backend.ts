@@ -4,7 +4,17 @@ import { BackendError, notFound } from '../../src/cluster/errors.ts';
 import { EventFanout } from '../../src/cluster/event-fanout.ts';
 import type { PluginContext } from '../../src/cluster/plugin.ts';
 import { retry } from '../../src/cluster/retry.ts';
-import type { ClusterEvent, ClusterEventListener, ClusterNode, ClusterShard, ClusterVm, RunStrategy, SecondaryStatus, VmMaintenanceTracking, VmVolume } from '../../src/cluster/types.ts';
+import type {
+  ClusterEvent,
+  ClusterEventListener,
+  ClusterNode,
+  ClusterShard,
+  ClusterVm,
+  RunStrategy,
+  SecondaryStatus,
+  VmMaintenanceTracking,
+  VmVolume,
+} from '../../src/cluster/types.ts';
 import { compareNatural, compareNodeIds } from '../../src/domain/compare.ts';
 import { HOSTNAME_LABEL, MAINTENANCE_STRATEGY_LABEL } from '../../src/domain/labels.ts';
 import { matchesPlacement } from '../../src/domain/placement.ts';
@@ -130,7 +140,9 @@ export class KubevirtBackend implements ClusterBackend {
     const result = (await call('list', r, () => {
       if (r === RESOURCES.nodes) return this.k.core.listNode({ labelSelector }) as Promise<unknown>;
       if (r === RESOURCES.pvcs) {
-        return (namespace ? this.k.core.listNamespacedPersistentVolumeClaim({ namespace }) : this.k.core.listPersistentVolumeClaimForAllNamespaces()) as Promise<unknown>;
+        return (
+          namespace ? this.k.core.listNamespacedPersistentVolumeClaim({ namespace }) : this.k.core.listPersistentVolumeClaimForAllNamespaces()
+        ) as Promise<unknown>;
       }
       const base = { group: r.group, version: r.version, plural: r.plural, ...(labelSelector && { labelSelector }) };
       return namespace ? this.k.custom.listNamespacedCustomObject({ ...base, namespace }) : this.k.custom.listClusterCustomObject(base);
@@ -148,7 +160,12 @@ export class KubevirtBackend implements ClusterBackend {
 
   private async getCustom(r: Resource, namespace: string, name: string, subject: { kind: 'node' | 'vm'; id: string }): Promise<KObject | null> {
     try {
-      return (await call('get', r, () => this.k.custom.getNamespacedCustomObject({ group: r.group, version: r.version, plural: r.plural, namespace, name }), subject)) as KObject;
+      return (await call(
+        'get',
+        r,
+        () => this.k.custom.getNamespacedCustomObject({ group: r.group, version: r.version, plural: r.plural, namespace, name }),
+        subject,
+      )) as KObject;
     } catch (e) {
       if (e instanceof BackendError && e.code === 'NotFound') return null;
       throw e;
@@ -156,7 +173,12 @@ export class KubevirtBackend implements ClusterBackend {
   }
 
   private async patchCustom(r: Resource, namespace: string, name: string, body: unknown, subject: { kind: 'node' | 'vm'; id: string }): Promise<KObject> {
-    return (await call('patch', r, () => this.k.custom.patchNamespacedCustomObject({ group: r.group, version: r.version, plural: r.plural, namespace, name, body }, mergePatch), subject)) as KObject;
+    return (await call(
+      'patch',
+      r,
+      () => this.k.custom.patchNamespacedCustomObject({ group: r.group, version: r.version, plural: r.plural, namespace, name, body }, mergePatch),
+      subject,
+    )) as KObject;
   }
 
   private *cached(informers: Informer[]): Iterable<[string, KObject]> {
@@ -248,7 +270,13 @@ export class KubevirtBackend implements ClusterBackend {
    * undefined, or throws; Transient after `timeoutMs`. No polling: the watches drive it.
    * Unless `throughOutage`, a failed watch connection rejects it Unavailable (see `watchFailed`).
    */
-  private waitFor<T>(what: string, timeoutMs: number, check: () => T | undefined, subject?: { kind: 'node' | 'vm'; id: string }, throughOutage = false): Promise<T> {
+  private waitFor<T>(
+    what: string,
+    timeoutMs: number,
+    check: () => T | undefined,
+    subject?: { kind: 'node' | 'vm'; id: string },
+    throughOutage = false,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let cancelTimer = () => {};
       const finish = (fn: () => void) => {
@@ -268,11 +296,21 @@ export class KubevirtBackend implements ClusterBackend {
         },
         ...(!throughOutage && {
           watchLost: (error: BackendError) =>
-            finish(() => reject(new BackendError('Unavailable', `${what}: lost the watch on the Kubernetes API server, the outcome is not known yet (${error.message})`, subject))),
+            finish(() =>
+              reject(
+                new BackendError(
+                  'Unavailable',
+                  `${what}: lost the watch on the Kubernetes API server, the outcome is not known yet (${error.message})`,
+                  subject,
+                ),
+              ),
+            ),
         }),
       };
       this.waiters.add(waiter);
-      cancelTimer = this.clock.setTimer(timeoutMs, () => finish(() => reject(new BackendError('Transient', `${what}: not done after ${timeoutMs} ms`, subject))));
+      cancelTimer = this.clock.setTimer(timeoutMs, () =>
+        finish(() => reject(new BackendError('Transient', `${what}: not done after ${timeoutMs} ms`, subject))),
+      );
       waiter.check();
     });
   }
@@ -282,7 +320,14 @@ export class KubevirtBackend implements ClusterBackend {
    * that means for the action (a stop is then complete; a migration rejects Transient so
    * that the caller re-reads and finds the VM gone; anything else rejects NotFound).
    */
-  private waitVm(id: string, what: string, timeoutMs: number, done: (vm: ClusterVm) => boolean, gone: 'resolve' | 'transient' | 'notFound' = 'notFound', throughOutage = false): Promise<ClusterVm | null> {
+  private waitVm(
+    id: string,
+    what: string,
+    timeoutMs: number,
+    done: (vm: ClusterVm) => boolean,
+    gone: 'resolve' | 'transient' | 'notFound' = 'notFound',
+    throughOutage = false,
+  ): Promise<ClusterVm | null> {
     return this.waitFor<ClusterVm | null>(
       what,
       timeoutMs,
@@ -324,7 +369,9 @@ export class KubevirtBackend implements ClusterBackend {
     return replicas;
   }
 
-  private async volumeSource(namespace?: string): Promise<{ pvc: (ns: string, claim: string) => string | undefined; replicas: ReturnType<typeof replicasByVolume> | null }> {
+  private async volumeSource(
+    namespace?: string,
+  ): Promise<{ pvc: (ns: string, claim: string) => string | undefined; replicas: ReturnType<typeof replicasByVolume> | null }> {
     const replicas = await this.longhornReplicas();
     if (replicas === null) return { pvc: () => undefined, replicas: null };
     const pvcs = await this.listScoped(RESOURCES.pvcs, namespace);
@@ -385,14 +432,29 @@ export class KubevirtBackend implements ClusterBackend {
     const node = toClusterNode(raw);
     if (node.cordoned === cordoned) return;
     if (node.availability === 'OFFLINE') throw new BackendError('Unavailable', `node ${id} is not Ready`, nodeSubject(id));
-    await call('patch', RESOURCES.nodes, () => this.k.core.patchNode({ name: id, body: { spec: { unschedulable: cordoned ? true : null } } }, mergePatch), nodeSubject(id));
-    await this.waitFor(`${cordoned ? 'cordon' : 'uncordon'} node ${id}`, this.options.vmActionTimeoutMs, () => (this.nodeFromCache(id)?.cordoned === cordoned ? true : undefined), nodeSubject(id));
+    await call(
+      'patch',
+      RESOURCES.nodes,
+      () => this.k.core.patchNode({ name: id, body: { spec: { unschedulable: cordoned ? true : null } } }, mergePatch),
+      nodeSubject(id),
+    );
+    await this.waitFor(
+      `${cordoned ? 'cordon' : 'uncordon'} node ${id}`,
+      this.options.vmActionTimeoutMs,
+      () => (this.nodeFromCache(id)?.cordoned === cordoned ? true : undefined),
+      nodeSubject(id),
+    );
   }
 
   // ------------------------------------------------------------------ VMs: reads
 
   async listVms(filter: VmFilter = {}): Promise<ClusterVm[]> {
-    const selector = filter.labels && Object.keys(filter.labels).length ? Object.entries(filter.labels).map(([k, v]) => `${k}=${v}`).join(',') : undefined;
+    const selector =
+      filter.labels && Object.keys(filter.labels).length
+        ? Object.entries(filter.labels)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(',')
+        : undefined;
     const [vms, vmis, source] = await Promise.all([
       this.listScoped(RESOURCES.vms, filter.namespace, selector),
       this.listScoped(RESOURCES.vmis, filter.namespace),
@@ -488,7 +550,8 @@ export class KubevirtBackend implements ClusterBackend {
     const running = (v: ClusterVm) => v.runStrategy === runStrategy && v.status === 'Running' && v.nodeId !== null;
     if (vm.runStrategy !== 'Halted') {
       // Already running (or starting): only the run strategy may need to change.
-      if (vm.runStrategy !== runStrategy) await this.updateVm(id, (raw) => (raw.spec?.runStrategy === runStrategy ? null : { spec: this.runStrategyPatch(raw, runStrategy) }));
+      if (vm.runStrategy !== runStrategy)
+        await this.updateVm(id, (raw) => (raw.spec?.runStrategy === runStrategy ? null : { spec: this.runStrategyPatch(raw, runStrategy) }));
       if (!running(vm)) await this.waitVm(id, `start VM ${id}`, this.options.vmActionTimeoutMs, running);
       return;
     }
@@ -497,7 +560,8 @@ export class KubevirtBackend implements ClusterBackend {
     let preferHost: string | null = null;
     if (options.nodeId) {
       const node = await this.readNode(options.nodeId);
-      if (node && toClusterNode(node).availability === 'ACTIVE' && !toClusterNode(node).cordoned) preferHost = node.metadata?.labels?.[HOSTNAME_LABEL] ?? options.nodeId;
+      if (node && toClusterNode(node).availability === 'ACTIVE' && !toClusterNode(node).cordoned)
+        preferHost = node.metadata?.labels?.[HOSTNAME_LABEL] ?? options.nodeId;
     }
     await this.updateVm(id, (raw) => ({
       ...(preferHost && { metadata: { annotations: { [START_PREFERENCE_KEY]: preferHost } } }),
@@ -506,7 +570,10 @@ export class KubevirtBackend implements ClusterBackend {
     try {
       await this.waitVm(id, `start VM ${id}`, this.options.vmActionTimeoutMs, running);
     } finally {
-      if (preferHost) await this.dropStartPreference(id).catch((e: unknown) => this.log.warn({ err: e, vm: id }, `kubevirt: removing the start preference of VM ${id} failed`));
+      if (preferHost)
+        await this.dropStartPreference(id).catch((e: unknown) =>
+          this.log.warn({ err: e, vm: id }, `kubevirt: removing the start preference of VM ${id} failed`),
+        );
     }
   }
 
@@ -531,7 +598,8 @@ export class KubevirtBackend implements ClusterBackend {
       const t = toClusterNode(target);
       if (t.availability === 'OFFLINE') throw new BackendError('Unavailable', `migrate VM ${id}: target node ${toNodeId} is not Ready`, vmSubject(id));
       if (t.cordoned) throw new BackendError('Conflict', `migrate VM ${id}: target node ${toNodeId} is cordoned`, vmSubject(id));
-      if (!matchesPlacement(t.labels, vm)) throw new BackendError('Rejected', `migrate VM ${id}: target node ${toNodeId} does not satisfy the VM's node selector/affinity`, vmSubject(id));
+      if (!matchesPlacement(t.labels, vm))
+        throw new BackendError('Rejected', `migrate VM ${id}: target node ${toNodeId} does not satisfy the VM's node selector/affinity`, vmSubject(id));
       addedNodeSelector = { [HOSTNAME_LABEL]: t.labels[HOSTNAME_LABEL] ?? toNodeId };
     }
     const namespace = vm.namespace;
@@ -554,7 +622,10 @@ export class KubevirtBackend implements ClusterBackend {
         vmSubject(id),
       )) as KObject;
       migrationName = created.metadata!.name!;
-      this.log.info({ vm: id, migration: migrationName, from: fromNodeId, to: toNodeId }, `kubevirt: created VirtualMachineInstanceMigration ${namespace}/${migrationName}`);
+      this.log.info(
+        { vm: id, migration: migrationName, from: fromNodeId, to: toNodeId },
+        `kubevirt: created VirtualMachineInstanceMigration ${namespace}/${migrationName}`,
+      );
     }
     const key = `${namespace}/${migrationName}`;
     const what = `migrate VM ${id}`;
@@ -564,7 +635,12 @@ export class KubevirtBackend implements ClusterBackend {
       () => {
         if (!this.vmFromCache(id)) throw new BackendError('Transient', `${what}: VM ${id} was deleted during the migration`, vmSubject(id));
         const m = this.fromCache(this.migrationInformers, key);
-        if (m?.status?.phase === 'Failed') return { failed: String(m.status?.migrationState?.failureReason ?? this.fromCache(this.vmiInformers, id)?.status?.migrationState?.failureReason ?? 'unknown reason') };
+        if (m?.status?.phase === 'Failed')
+          return {
+            failed: String(
+              m.status?.migrationState?.failureReason ?? this.fromCache(this.vmiInformers, id)?.status?.migrationState?.failureReason ?? 'unknown reason',
+            ),
+          };
         if (m?.status?.phase === 'Succeeded') return { failed: null };
         return undefined;
       },
@@ -590,11 +666,19 @@ export class KubevirtBackend implements ClusterBackend {
 
   async setVmTracking(id: string, tracking: VmMaintenanceTracking | null): Promise<void> {
     const { raw } = await this.requireVm(id);
-    if (json(trackingOf(raw)) === json(tracking && { nodeName: tracking.nodeName, strategy: tracking.strategy, savedRunStrategy: tracking.savedRunStrategy })) return;
+    if (json(trackingOf(raw)) === json(tracking && { nodeName: tracking.nodeName, strategy: tracking.strategy, savedRunStrategy: tracking.savedRunStrategy }))
+      return;
     const { namespace, name } = parseVmId(id)!;
     await this.patchCustom(RESOURCES.vms, namespace, name, { metadata: { annotations: trackingAnnotations(tracking) } }, vmSubject(id));
     // Waits through an outage: the write is done, and tracking is recorded as part of a stop, not retried on its own.
-    await this.waitVm(id, `record tracking on VM ${id}`, this.options.vmActionTimeoutMs, (v) => json(v.tracking) === json(tracking && { nodeName: tracking.nodeName, strategy: tracking.strategy, savedRunStrategy: tracking.savedRunStrategy }), 'notFound', true);
+    await this.waitVm(
+      id,
+      `record tracking on VM ${id}`,
+      this.options.vmActionTimeoutMs,
+      (v) => json(v.tracking) === json(tracking && { nodeName: tracking.nodeName, strategy: tracking.strategy, savedRunStrategy: tracking.savedRunStrategy }),
+      'notFound',
+      true,
+    );
   }
 
   // ------------------------------------------------------------------ shards: not served
@@ -623,7 +707,10 @@ export class KubevirtBackend implements ClusterBackend {
 
   /** Watch statistics, for tests of reconnects. */
   get watchStats(): { watchesStarted: number; relists: number } {
-    return this.informers.reduce((acc, i) => ({ watchesStarted: acc.watchesStarted + i.watchesStarted, relists: acc.relists + i.relists }), { watchesStarted: 0, relists: 0 });
+    return this.informers.reduce((acc, i) => ({ watchesStarted: acc.watchesStarted + i.watchesStarted, relists: acc.relists + i.relists }), {
+      watchesStarted: 0,
+      relists: 0,
+    });
   }
 
   async close(): Promise<void> {
@@ -660,4 +747,3 @@ function withoutPreference(vm: KObject, host: string): unknown {
   if (rest.length === 0 && nodeAffinityKeys.length === 0) return { nodeAffinity: null };
   return { nodeAffinity: { [PREFERRED]: rest.length ? rest : null } };
 }
-

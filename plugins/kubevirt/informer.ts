@@ -21,7 +21,7 @@ export interface InformerDeps {
   log: { warn(obj: object, msg?: string): void; info(obj: object, msg?: string): void };
 }
 
-export const keyOf = (o: KObject) => (o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata?.name ?? ''));
+const keyOf = (o: KObject) => (o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata?.name ?? ''));
 
 class Expired extends Error {}
 

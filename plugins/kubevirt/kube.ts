@@ -72,7 +72,7 @@ function statusMessage(e: unknown): string | null {
   return null;
 }
 
-export const resourceName = (r: Resource) => (r.group ? `${r.plural}.${r.group}` : r.plural);
+const resourceName = (r: Resource) => (r.group ? `${r.plural}.${r.group}` : r.plural);
 
 /**
  * Translates a failed API call into the backend's closed error set (DESIGN.md §2):

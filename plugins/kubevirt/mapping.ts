@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- Kubernetes objects are free-form JSON here, read field by field */
 /** Kubernetes / KubeVirt / Longhorn objects → the backend's value types. Pure functions. */
 import {
   RUN_STRATEGIES,
@@ -137,7 +138,11 @@ function statusOf(vm: KObject, vmi: KObject | null): VmStatus {
 function requiredAffinityOf(podSpec: any): NodeSelectorTerm[] {
   const terms: any[] = podSpec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
   return terms.map((t) => ({
-    matchExpressions: (t.matchExpressions ?? []).map((e: any) => ({ key: String(e.key), operator: e.operator as NodeSelectorOperator, values: [...(e.values ?? [])].map(String) })),
+    matchExpressions: (t.matchExpressions ?? []).map((e: any) => ({
+      key: String(e.key),
+      operator: e.operator as NodeSelectorOperator,
+      values: [...(e.values ?? [])].map(String),
+    })),
   }));
 }
 
@@ -168,7 +173,11 @@ export function replicasByVolume(replicas: readonly KObject[]): Map<string, { no
  * A VM's volumes with their replicas: VM volume → PVC (`spec.volumeName`, the Longhorn
  * volume) → replicas. Without Longhorn (`replicas` null) every volume has none.
  */
-export function volumesOf(vm: KObject, pvcVolumeName: (namespace: string, claim: string) => string | undefined, replicas: Map<string, { nodeId: string; healthy: boolean }[]> | null): VmVolume[] {
+export function volumesOf(
+  vm: KObject,
+  pvcVolumeName: (namespace: string, claim: string) => string | undefined,
+  replicas: Map<string, { nodeId: string; healthy: boolean }[]> | null,
+): VmVolume[] {
   const namespace = vm.metadata?.namespace ?? '';
   return claimVolumes(vm).map(({ name, claim }) => {
     const longhornVolume = replicas ? pvcVolumeName(namespace, claim) : undefined;

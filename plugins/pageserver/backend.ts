@@ -2,23 +2,10 @@ import type { ClusterBackend, CutOverResult, ShardFilter, VmFilter } from '../..
 import type { Clock } from '../../src/cluster/clock.ts';
 import { BackendError, isBackendError, notFound } from '../../src/cluster/errors.ts';
 import { EventFanout } from '../../src/cluster/event-fanout.ts';
-import type {
-  ClusterEvent,
-  ClusterEventListener,
-  ClusterNode,
-  ClusterShard,
-  ClusterVm,
-  NodeAvailability,
-  SecondaryStatus,
-} from '../../src/cluster/types.ts';
+import type { ClusterEvent, ClusterEventListener, ClusterNode, ClusterShard, ClusterVm, NodeAvailability, SecondaryStatus } from '../../src/cluster/types.ts';
 import { compareNodeIds } from '../../src/domain/compare.ts';
 import { LISTEN_LABELS } from '../../src/domain/labels.ts';
-import {
-  checkLocationConfigList,
-  checkLocationConfigResponse,
-  checkSecondaryProgress,
-  checkUtilization,
-} from './checks.ts';
+import { checkLocationConfigList, checkLocationConfigResponse, checkSecondaryProgress, checkUtilization } from './checks.ts';
 import { PageserverHttp, PageserverRequestError, type HttpTarget } from './http-client.ts';
 import type { PageserverOptions } from './options.ts';
 import { parseTenantShardId } from './shard-id.ts';
@@ -203,7 +190,8 @@ export class PageserverBackend implements ClusterBackend {
       const attached = locations.filter((l) => ATTACHED.includes(l.config.mode));
       if (intent) {
         for (const l of attached) {
-          if (l.nodeId !== intent.attachedNodeId) report.extraAttachments.push({ shardId, nodeId: l.nodeId, mode: l.config.mode, generation: l.config.generation });
+          if (l.nodeId !== intent.attachedNodeId)
+            report.extraAttachments.push({ shardId, nodeId: l.nodeId, mode: l.config.mode, generation: l.config.generation });
         }
         // A generation seen on a pageserver was issued: never issue it again.
         const seen = Math.max(0, ...locations.map((l) => l.config.generation ?? 0));
@@ -233,7 +221,10 @@ export class PageserverBackend implements ClusterBackend {
         shardCount: parsed.shardCount,
         stripeSize: winner.config.shard_stripe_size ?? 0,
         attachedNodeId: winner.nodeId,
-        secondaryNodeIds: locations.filter((l) => l.config.mode === 'Secondary').map((l) => l.nodeId).sort(compareNodeIds),
+        secondaryNodeIds: locations
+          .filter((l) => l.config.mode === 'Secondary')
+          .map((l) => l.nodeId)
+          .sort(compareNodeIds),
         generation: Math.max(0, ...locations.map((l) => l.config.generation ?? 0)),
         preferredZone: this.nodes.get(winner.nodeId)?.zone ?? null,
         policy: 'ACTIVE',
@@ -252,7 +243,10 @@ export class PageserverBackend implements ClusterBackend {
     }
     const { adopted, extraAttachments, missing, unattached } = report;
     if (extraAttachments.length || missing.length || unattached.length) {
-      this.config.log.warn({ extraAttachments, missing, unattached }, 'pageserver discovery: observed locations differ from the persisted placement (the placement wins)');
+      this.config.log.warn(
+        { extraAttachments, missing, unattached },
+        'pageserver discovery: observed locations differ from the persisted placement (the placement wins)',
+      );
     }
     if (adopted.length) this.config.log.info({ count: adopted.length }, `pageserver discovery: adopted ${adopted.length} shard(s) found on the pageservers`);
   }
@@ -367,7 +361,10 @@ export class PageserverBackend implements ClusterBackend {
           await this.putLocation(attached, shard, mode, shard.generation);
           u.attachedAs = mode;
           if (mode === 'AttachedSingle') u.pending.delete(attachedId);
-          this.config.log.info({ shard: shardId, node: attachedId }, `shard ${shardId} re-attached to node ${attachedId} (${mode}, generation ${shard.generation}) by re-synchronisation`);
+          this.config.log.info(
+            { shard: shardId, node: attachedId },
+            `shard ${shardId} re-attached to node ${attachedId} (${mode}, generation ${shard.generation}) by re-synchronisation`,
+          );
         } catch {
           // still pending
         }
@@ -526,7 +523,8 @@ export class PageserverBackend implements ClusterBackend {
     if (!shard) throw notFound('shard', shardId);
     const node = this.nodes.get(nodeId);
     if (!node) throw notFound('node', nodeId);
-    if (!shard.secondaryNodeIds.includes(nodeId)) throw new BackendError('NotFound', `shard ${shardId} has no secondary on node ${nodeId}`, { kind: 'shard', id: shardId });
+    if (!shard.secondaryNodeIds.includes(nodeId))
+      throw new BackendError('NotFound', `shard ${shardId} has no secondary on node ${nodeId}`, { kind: 'shard', id: shardId });
     if (node.availability === 'OFFLINE') throw new BackendError('Unavailable', `pageserver ${nodeId} is OFFLINE`, { kind: 'node', id: nodeId });
     const { json } = await this.http.request<SecondaryProgress>(node, 'GET', `/v1/tenant/${shardId}/secondary/status`, { check: checkSecondaryProgress });
     return {
@@ -593,7 +591,9 @@ export class PageserverBackend implements ClusterBackend {
     };
     try {
       await put(from, 'AttachedStale', shard.generation);
-      await this.waitForDownload(to, id, (r) => retried.push(`POST secondary/download on node ${to.nodeId} took ${r.attempts} attempts (${r.failures.join(', ')})`));
+      await this.waitForDownload(to, id, (r) =>
+        retried.push(`POST secondary/download on node ${to.nodeId} took ${r.attempts} attempts (${r.failures.join(', ')})`),
+      );
       if (m.superseded) throw new Superseded();
       shard.generation += 1;
       this.persist();
@@ -607,11 +607,18 @@ export class PageserverBackend implements ClusterBackend {
       await put(to, 'AttachedSingle', generation);
       this.setRoles(shard, to.nodeId, from.nodeId);
       const note = retried.length ? `retried: ${retried.join('; ')}` : undefined;
-      this.config.log.info({ shard: id, node: to.nodeId, from: from.nodeId, generation }, `shard ${id} cut over from node ${from.nodeId} to node ${to.nodeId} (generation ${generation})${note ? `; ${note}` : ''}`);
+      this.config.log.info(
+        { shard: id, node: to.nodeId, from: from.nodeId, generation },
+        `shard ${id} cut over from node ${from.nodeId} to node ${to.nodeId} (generation ${generation})${note ? `; ${note}` : ''}`,
+      );
       return note ? { note } : {};
     } catch (e) {
       if (e instanceof Superseded || m.superseded) {
-        throw new BackendError('Conflict', `cut-over of shard ${id} abandoned: node ${from.nodeId} re-attached during it and keeps the shard (generation ${shard.generation})`, { kind: 'shard', id });
+        throw new BackendError(
+          'Conflict',
+          `cut-over of shard ${id} abandoned: node ${from.nodeId} re-attached during it and keeps the shard (generation ${shard.generation})`,
+          { kind: 'shard', id },
+        );
       }
       if (this.closed) throw new BackendError('Unavailable', `cut-over of shard ${id} interrupted: the backend is closed`, { kind: 'shard', id });
       // A request the destination refused outright (an error status) did not attach it.
@@ -637,7 +644,14 @@ export class PageserverBackend implements ClusterBackend {
    * one we could not confirm gone (a timed-out request may have been applied); otherwise
    * `AttachedMulti`, and `resync` makes it `AttachedSingle` once the other node answers.
    */
-  private async recover(shard: ShardIntent, from: NodeRuntime, to: NodeRuntime, progress: CutOverProgress, cause: unknown, retried: string[]): Promise<CutOverResult> {
+  private async recover(
+    shard: ShardIntent,
+    from: NodeRuntime,
+    to: NodeRuntime,
+    progress: CutOverProgress,
+    cause: unknown,
+    retried: string[],
+  ): Promise<CutOverResult> {
     const id = shard.id;
     const why = `cut-over of shard ${id} from node ${from.nodeId} to node ${to.nodeId} failed: ${describeFailure(cause)}`;
     const code = isBackendError(cause) ? cause.code : 'Transient';
@@ -688,7 +702,11 @@ export class PageserverBackend implements ClusterBackend {
         this.unsettle(id, new Set([to.nodeId, from.nodeId]), { attachedAs: 'AttachedMulti', generationMayBeOn: from.nodeId });
         tail = `; node ${to.nodeId} did not confirm it is no longer attached (${describeFailure(demoteError)}): it is set Secondary, and node ${from.nodeId} AttachedSingle, when it answers`;
       }
-      throw new BackendError(code === 'NotFound' ? 'Conflict' : code, `${why}; rolled back to node ${from.nodeId}: re-attached ${backMode} with generation ${back}${tail}${retriedNote}`, { kind: 'shard', id });
+      throw new BackendError(
+        code === 'NotFound' ? 'Conflict' : code,
+        `${why}; rolled back to node ${from.nodeId}: re-attached ${backMode} with generation ${back}${tail}${retriedNote}`,
+        { kind: 'shard', id },
+      );
     }
 
     // Roll forward: the destination, AttachedMulti while the origin may have taken the shard after all.
@@ -730,7 +748,12 @@ export class PageserverBackend implements ClusterBackend {
   }
 
   /** One location change; resolves with the attempts it took and why earlier ones failed. */
-  private async putLocation(node: NodeRuntime, shard: ShardIntent, mode: LocationConfigMode, generation: number | null): Promise<{ attempts: number; failures: string[] }> {
+  private async putLocation(
+    node: NodeRuntime,
+    shard: ShardIntent,
+    mode: LocationConfigMode,
+    generation: number | null,
+  ): Promise<{ attempts: number; failures: string[] }> {
     const body: LocationConfig = {
       mode,
       generation,
@@ -750,11 +773,16 @@ export class PageserverBackend implements ClusterBackend {
     const deadline = clock.now() + downloadWaitMs;
     for (;;) {
       const left = Math.max(0, deadline - clock.now());
-      const { status, json, attempts, failures } = await this.http.request<SecondaryProgress>(node, 'POST', `/v1/tenant/${shardId}/secondary/download?wait_ms=${left}`, {
-        okStatuses: [200, 202],
-        check: checkSecondaryProgress,
-        timeoutMs: requestTimeoutMs + left,
-      });
+      const { status, json, attempts, failures } = await this.http.request<SecondaryProgress>(
+        node,
+        'POST',
+        `/v1/tenant/${shardId}/secondary/download?wait_ms=${left}`,
+        {
+          okStatuses: [200, 202],
+          check: checkSecondaryProgress,
+          timeoutMs: requestTimeoutMs + left,
+        },
+      );
       if (attempts > 1) onRetried({ attempts, failures });
       if (status === 200) return;
       if (clock.now() >= deadline) {

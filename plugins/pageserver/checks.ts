@@ -5,7 +5,7 @@ import { LOCATION_MODES } from './wire.ts';
 
 const num = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
 
-export function checkLocationConfig(v: unknown): string | null {
+function checkLocationConfig(v: unknown): string | null {
   if (!isObject(v)) return 'location config is not an object';
   if (!LOCATION_MODES.includes(v.mode as never)) return `unknown mode ${JSON.stringify(v.mode)}`;
   if (v.generation !== undefined && v.generation !== null && !num(v.generation)) return 'generation is not a number';
@@ -29,7 +29,8 @@ export function checkSecondaryProgress(v: unknown): string | null {
   for (const key of ['bytes_total', 'bytes_downloaded', 'layers_total', 'layers_downloaded']) {
     if (!num(v[key])) return `${key} is not a number`;
   }
-  if (v.heatmap_mtime !== null && (typeof v.heatmap_mtime !== 'string' || Number.isNaN(Date.parse(v.heatmap_mtime)))) return 'heatmap_mtime is neither null nor a time';
+  if (v.heatmap_mtime !== null && (typeof v.heatmap_mtime !== 'string' || Number.isNaN(Date.parse(v.heatmap_mtime))))
+    return 'heatmap_mtime is neither null nor a time';
   return null;
 }
 

@@ -160,7 +160,11 @@ export class PageserverHttp {
         });
         text = await res.text();
       } catch (e) {
-        const why = timedOut ? `timed out after ${timeoutMs} ms` : controller.signal.aborted ? String((controller.signal.reason as Error)?.message ?? 'aborted') : (e as Error).message;
+        const why = timedOut
+          ? `timed out after ${timeoutMs} ms`
+          : controller.signal.aborted
+            ? String((controller.signal.reason as Error)?.message ?? 'aborted')
+            : (e as Error).message;
         throw new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, why);
       }
       const ok = options.okStatuses ? options.okStatuses.includes(res.status) : res.status >= 200 && res.status < 300;

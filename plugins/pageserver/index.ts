@@ -25,7 +25,10 @@ export class PageserverController extends PageserverBackend {
 }
 
 /** Creates, discovers, starts heartbeats and the upcall listener. */
-export async function createPageserverBackend(options: PageserverOptions, context: Pick<PluginContext, 'configDir' | 'log'> & { clock?: Clock; onListenerError?: (e: unknown) => void }): Promise<PageserverController> {
+export async function createPageserverBackend(
+  options: PageserverOptions,
+  context: Pick<PluginContext, 'configDir' | 'log'> & { clock?: Clock; onListenerError?: (e: unknown) => void },
+): Promise<PageserverController> {
   const stateFile = isAbsolute(options.stateFile) ? options.stateFile : resolve(context.configDir, options.stateFile);
   const backend = new PageserverController({
     ...options,

@@ -26,7 +26,7 @@ const shardSchema = z
   })
   .strict();
 
-export const stateSchema = z
+const stateSchema = z
   .object({
     format: z.literal(STATE_FORMAT),
     version: z.literal(STATE_VERSION),

@@ -8,8 +8,24 @@ import { ObjectStore, type K8sObject, type ResourceDef } from './store.ts';
 export { ObjectStore, type K8sObject, type ResourceDef } from './store.ts';
 export type { PolicyRule, RecordedCall, Verb } from './server.ts';
 
-const core = (plural: string, kind: string, namespaced: boolean): ResourceDef => ({ group: '', version: 'v1', plural, kind, namespaced, statusSubresource: false, strategicMerge: true });
-const crd = (group: string, version: string, plural: string, kind: string): ResourceDef => ({ group, version, plural, kind, namespaced: true, statusSubresource: true, strategicMerge: false });
+const core = (plural: string, kind: string, namespaced: boolean): ResourceDef => ({
+  group: '',
+  version: 'v1',
+  plural,
+  kind,
+  namespaced,
+  statusSubresource: false,
+  strategicMerge: true,
+});
+const crd = (group: string, version: string, plural: string, kind: string): ResourceDef => ({
+  group,
+  version,
+  plural,
+  kind,
+  namespaced: true,
+  statusSubresource: true,
+  strategicMerge: false,
+});
 
 const LONGHORN_REPLICAS = crd('longhorn.io', 'v1beta2', 'replicas', 'Replica');
 
@@ -106,7 +122,10 @@ export class K8sSim {
     return this.store.def(plural, group);
   }
 
-  addNode(name: string, options: { zone?: string; roles?: string[]; labels?: Record<string, string>; ready?: boolean; unschedulable?: boolean } = {}): K8sObject {
+  addNode(
+    name: string,
+    options: { zone?: string; roles?: string[]; labels?: Record<string, string>; ready?: boolean; unschedulable?: boolean } = {},
+  ): K8sObject {
     const labels: Record<string, string> = { 'kubernetes.io/hostname': name, ...options.labels };
     if (options.zone) labels['topology.kubernetes.io/zone'] = options.zone;
     for (const role of options.roles ?? []) labels[`node-role.kubernetes.io/${role}`] = 'true';
@@ -128,7 +147,9 @@ export class K8sSim {
       const before = (n.status.conditions ?? []).find((c: { type: string }) => c.type === 'Ready');
       const now = new Date().toISOString();
       const reason = ready ? 'KubeletReady' : status === 'Unknown' ? 'NodeStatusUnknown' : 'KubeletNotReady';
-      n.status.conditions = [{ type: 'Ready', status, reason, lastHeartbeatTime: now, lastTransitionTime: before?.status === status ? before.lastTransitionTime : now }];
+      n.status.conditions = [
+        { type: 'Ready', status, reason, lastHeartbeatTime: now, lastTransitionTime: before?.status === status ? before.lastTransitionTime : now },
+      ];
     });
   }
 
@@ -176,7 +197,12 @@ export class K8sSim {
     const running = input.nodeName != null;
     const runStrategy = input.runStrategy ?? (running ? 'Always' : 'Halted');
     const templateSpec: Record<string, unknown> = {
-      domain: { devices: { disks: (input.claims ?? []).map((c) => ({ name: c, disk: { bus: 'virtio' } })), ...(input.gpu && { gpus: [{ name: 'gpu1', deviceName: 'nvidia.com/A100' }] }) } },
+      domain: {
+        devices: {
+          disks: (input.claims ?? []).map((c) => ({ name: c, disk: { bus: 'virtio' } })),
+          ...(input.gpu && { gpus: [{ name: 'gpu1', deviceName: 'nvidia.com/A100' }] }),
+        },
+      },
       volumes: (input.claims ?? []).map((c) => ({ name: c, persistentVolumeClaim: { claimName: c } })),
       ...(input.nodeSelector && { nodeSelector: input.nodeSelector }),
       ...(input.affinity !== undefined && { affinity: input.affinity }),

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- Kubernetes objects are free-form JSON here, read field by field */
 import type { K8sObject, ObjectStore, ResourceDef, StoreEvent } from './store.ts';
 
 export interface ControllerDelays {
@@ -11,7 +12,7 @@ export interface ControllerDelays {
 
 type Requirement = { key: string; operator: string; values?: string[] };
 
-export const isNodeReady = (node: K8sObject): boolean =>
+const isNodeReady = (node: K8sObject): boolean =>
   (node.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 
 function matchesRequirement(labels: Record<string, string>, r: Requirement): boolean {
@@ -31,11 +32,12 @@ function matchesRequirement(labels: Record<string, string>, r: Requirement): boo
 }
 
 /** The Kubernetes scheduler's filter for a VMI's pod: node selector and required node affinity (terms ORed). */
-export function nodeFits(node: K8sObject, podSpec: any, extraSelector: Record<string, string> = {}): boolean {
+function nodeFits(node: K8sObject, podSpec: any, extraSelector: Record<string, string> = {}): boolean {
   const labels: Record<string, string> = node.metadata.labels ?? {};
   const selector: Record<string, string> = { ...extraSelector, ...(podSpec?.nodeSelector ?? {}) };
   if (!Object.entries(selector).every(([k, v]) => labels[k] === v)) return false;
-  const terms: { matchExpressions?: Requirement[] }[] = podSpec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
+  const terms: { matchExpressions?: Requirement[] }[] =
+    podSpec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
   if (terms.length === 0) return true;
   return terms.some((t) => (t.matchExpressions ?? []).every((r) => matchesRequirement(labels, r)));
 }
@@ -135,7 +137,8 @@ export class KubevirtController {
       if (this.starting.has(key)) return;
       const node = this.pickNode(vm.spec?.template?.spec, null, {});
       if (!node) {
-        if (vm.status?.printableStatus !== 'ErrorUnschedulable') this.setVmStatus(namespace, name, { printableStatus: 'ErrorUnschedulable', ready: false, created: false });
+        if (vm.status?.printableStatus !== 'ErrorUnschedulable')
+          this.setVmStatus(namespace, name, { printableStatus: 'ErrorUnschedulable', ready: false, created: false });
         return;
       }
       this.starting.add(key);
@@ -182,7 +185,10 @@ export class KubevirtController {
       const pvc = this.store.get(this.pvcs, namespace, claim);
       const modes: string[] = pvc?.spec?.accessModes ?? [];
       if (pvc && !modes.includes('ReadWriteMany')) {
-        return { reason: 'DisksNotLiveMigratable', message: `cannot migrate VMI: PVC ${claim} is not shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)` };
+        return {
+          reason: 'DisksNotLiveMigratable',
+          message: `cannot migrate VMI: PVC ${claim} is not shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)`,
+        };
       }
     }
     return null;
@@ -206,7 +212,9 @@ export class KubevirtController {
         nodeName,
         conditions: [
           { type: 'Ready', status: 'True' },
-          notMigratable ? { type: 'LiveMigratable', status: 'False', reason: notMigratable.reason, message: notMigratable.message } : { type: 'LiveMigratable', status: 'True' },
+          notMigratable
+            ? { type: 'LiveMigratable', status: 'False', reason: notMigratable.reason, message: notMigratable.message }
+            : { type: 'LiveMigratable', status: 'True' },
         ],
       },
     });
@@ -253,7 +261,7 @@ export class KubevirtController {
     if (notMigratable) return this.fail(namespace, name, vmiName, `${notMigratable.reason}: ${notMigratable.message ?? 'not live-migratable'}`);
     const source: string = vmi.status.nodeName;
     const target = this.pickNode(vmi.spec, source, mig.spec?.addedNodeSelector ?? {});
-    if (!target) return this.fail(namespace, name, vmiName, 'target pod unschedulable: no node matches the VMI\'s constraints');
+    if (!target) return this.fail(namespace, name, vmiName, "target pod unschedulable: no node matches the VMI's constraints");
     const targetNode = target.metadata.name;
     const migrationState = { migrationUid: mig.metadata.uid, sourceNode: source, targetNode, completed: false, failed: false };
     this.setMigration(namespace, name, { phase: 'Running', migrationState });

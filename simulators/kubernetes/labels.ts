@@ -3,9 +3,7 @@
  * `a!=b`) and set-based (`a in (x,y)`, `a notin (x)`, `a`, `!a`) requirements, ANDed.
  */
 export type LabelRequirement =
-  | { key: string; op: 'eq' | 'neq'; value: string }
-  | { key: string; op: 'in' | 'notin'; values: string[] }
-  | { key: string; op: 'exists' | 'absent' };
+  { key: string; op: 'eq' | 'neq'; value: string } | { key: string; op: 'in' | 'notin'; values: string[] } | { key: string; op: 'exists' | 'absent' };
 
 export class SelectorError extends Error {}
 
@@ -30,7 +28,15 @@ export function parseLabelSelector(selector: string | null | undefined): LabelRe
   if (!selector) return [];
   return splitTop(selector).map((part) => {
     let m = /^([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(part);
-    if (m) return { key: m[1]!, op: m[2] as 'in' | 'notin', values: m[3]!.split(',').map((v) => v.trim()).filter(Boolean) };
+    if (m)
+      return {
+        key: m[1]!,
+        op: m[2] as 'in' | 'notin',
+        values: m[3]!
+          .split(',')
+          .map((v) => v.trim())
+          .filter(Boolean),
+      };
     m = /^([\w./-]+)\s*(!=|==|=)\s*([\w.-]*)$/.exec(part);
     if (m) return { key: m[1]!, op: m[2] === '!=' ? 'neq' : 'eq', value: m[3]! };
     m = /^!\s*([\w./-]+)$/.exec(part);

@@ -220,13 +220,19 @@ export class ApiServer {
         case 'list': {
           const selector = parseLabelSelector(url.searchParams.get('labelSelector'));
           const items = this.store.list(resource, namespace).filter((o) => matchesLabels(o.metadata.labels, selector));
-          return this.send(res, 200, { kind: `${resource.kind}List`, apiVersion: apiVersionOf(resource), metadata: { resourceVersion: String(this.store.currentRv) }, items });
+          return this.send(res, 200, {
+            kind: `${resource.kind}List`,
+            apiVersion: apiVersionOf(resource),
+            metadata: { resourceVersion: String(this.store.currentRv) },
+            items,
+          });
         }
         case 'watch':
           return this.watch(req, res, resource, namespace, url.searchParams);
         case 'create': {
           const input = (await this.body(req)) as K8sObject;
-          if (!input || typeof input !== 'object' || !input.metadata) return this.send(res, 400, status(400, 'BadRequest', 'the body must be an object with metadata'));
+          if (!input || typeof input !== 'object' || !input.metadata)
+            return this.send(res, 400, status(400, 'BadRequest', 'the body must be an object with metadata'));
           if (resource.namespaced) {
             if (input.metadata.namespace && input.metadata.namespace !== namespace) {
               return this.send(res, 400, status(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request'));
@@ -238,7 +244,15 @@ export class ApiServer {
         case 'update': {
           const input = (await this.body(req)) as K8sObject;
           if (!input?.metadata?.resourceVersion) {
-            return this.send(res, 422, status(422, 'Invalid', `${resourceKey(resource)} "${name}" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`));
+            return this.send(
+              res,
+              422,
+              status(
+                422,
+                'Invalid',
+                `${resourceKey(resource)} "${name}" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`,
+              ),
+            );
           }
           if (input.metadata.name !== name) return this.send(res, 400, status(400, 'BadRequest', 'the name of the object does not match the name on the URL'));
           input.metadata.namespace = namespace;
@@ -250,11 +264,18 @@ export class ApiServer {
           return await this.patch(req, res, resource, namespace, name!);
         case 'delete': {
           this.store.delete(resource, namespace, name!);
-          return this.send(res, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name, group: resource.group, kind: resource.plural } });
+          return this.send(res, 200, {
+            kind: 'Status',
+            apiVersion: 'v1',
+            metadata: {},
+            status: 'Success',
+            details: { name, group: resource.group, kind: resource.plural },
+          });
         }
       }
     } catch (e) {
-      if (e instanceof StoreError) return this.send(res, e.code, status(e.code, e.reason, e.message, { ...(name && { name }), group: resource.group, kind: resource.plural }));
+      if (e instanceof StoreError)
+        return this.send(res, e.code, status(e.code, e.reason, e.message, { ...(name && { name }), group: resource.group, kind: resource.plural }));
       if (e instanceof SelectorError) return this.send(res, 400, status(400, 'BadRequest', e.message));
       if (e instanceof SyntaxError) return this.send(res, 400, status(400, 'BadRequest', `invalid JSON: ${e.message}`));
       throw e;
@@ -272,7 +293,15 @@ export class ApiServer {
       else if (contentType === 'application/json-patch+json') next = jsonPatch(current, patch) as K8sObject;
       else if (contentType === 'application/strategic-merge-patch+json' && resource.strategicMerge) next = strategicMergePatch(current, patch) as K8sObject;
       else {
-        return this.send(res, 415, status(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json${resource.strategicMerge ? ', application/strategic-merge-patch+json' : ''}`));
+        return this.send(
+          res,
+          415,
+          status(
+            415,
+            'UnsupportedMediaType',
+            `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json${resource.strategicMerge ? ', application/strategic-merge-patch+json' : ''}`,
+          ),
+        );
       }
     } catch (e) {
       if (e instanceof PatchError) return this.send(res, 422, status(422, 'Invalid', e.message));
@@ -298,7 +327,10 @@ export class ApiServer {
     let initial: { type: string; object: K8sObject }[];
     if (!rvParam || rvParam === '0') {
       // "Any version": synthetic ADDED events for what exists now, then changes.
-      initial = this.store.list(resource, namespace).filter(inScope).map((object) => ({ type: 'ADDED', object }));
+      initial = this.store
+        .list(resource, namespace)
+        .filter(inScope)
+        .map((object) => ({ type: 'ADDED', object }));
     } else {
       const since = this.store.eventsSince(resource, Number(rvParam));
       if (!since) {
@@ -314,7 +346,10 @@ export class ApiServer {
       if (e.resource === resource && inScope(e.object)) write(e.type, e.object);
     });
     const bookmarkTimer = bookmarks
-      ? setInterval(() => write('BOOKMARK', { kind: resource.kind, apiVersion: apiVersionOf(resource), metadata: { resourceVersion: String(this.store.currentRv) } }), this.options.bookmarkIntervalMs)
+      ? setInterval(
+          () => write('BOOKMARK', { kind: resource.kind, apiVersion: apiVersionOf(resource), metadata: { resourceVersion: String(this.store.currentRv) } }),
+          this.options.bookmarkIntervalMs,
+        )
       : null;
     const timeoutTimer = timeoutSeconds > 0 ? setTimeout(() => end(), timeoutSeconds * 1000) : null;
     const end = () => {

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- Kubernetes objects are free-form JSON here, read field by field */
 import { randomUUID } from 'node:crypto';
 
 /** One kind the simulated API server serves. */
@@ -14,7 +15,7 @@ export interface ResourceDef {
   strategicMerge: boolean;
 }
 
-export interface K8sMetadata {
+interface K8sMetadata {
   name: string;
   namespace?: string;
   generateName?: string;
@@ -128,7 +129,9 @@ export class ObjectStore {
   list(r: ResourceDef, namespace?: string): K8sObject[] {
     const all = [...this.bucket(r).values()];
     const scoped = namespace === undefined ? all : all.filter((o) => o.metadata.namespace === namespace);
-    return scoped.sort((a, b) => objectKey(a.metadata.namespace, a.metadata.name).localeCompare(objectKey(b.metadata.namespace, b.metadata.name))).map((o) => structuredClone(o));
+    return scoped
+      .sort((a, b) => objectKey(a.metadata.namespace, a.metadata.name).localeCompare(objectKey(b.metadata.namespace, b.metadata.name)))
+      .map((o) => structuredClone(o));
   }
 
   get(r: ResourceDef, namespace: string | undefined, name: string): K8sObject | null {

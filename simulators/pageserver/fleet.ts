@@ -72,7 +72,12 @@ export async function startPageserverFleet(spec: SimClusterSpec): Promise<Pagese
     sims.get(s.attached)!.seed(id, { mode: 'AttachedSingle', generation: s.generation ?? 1 });
     for (const sec of s.secondaries) {
       const lag = s.lag?.[sec];
-      const seed: SeedLocation = { mode: 'Secondary', bytesTotal: 4 * 1024 * 1024, bytesDownloaded: 4 * 1024 * 1024 - (lag?.bytes ?? 0), heatmap: lag?.heatmap ?? true };
+      const seed: SeedLocation = {
+        mode: 'Secondary',
+        bytesTotal: 4 * 1024 * 1024,
+        bytesDownloaded: 4 * 1024 * 1024 - (lag?.bytes ?? 0),
+        heatmap: lag?.heatmap ?? true,
+      };
       sims.get(sec)!.seed(id, seed);
     }
   }

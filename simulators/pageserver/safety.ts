@@ -42,7 +42,8 @@ export class SafetyChecker {
     const byNode = this.locations.get(shardId)!;
     const attachedAnywhere = [...byNode.values()].some((v) => v.mode.startsWith('Attached'));
     if (attachedAnywhere) this.everAttached.add(shardId);
-    else if (this.everAttached.has(shardId)) this.violations.push(`shard ${shardId}: no attached location left (${JSON.stringify(Object.fromEntries(byNode))})`);
+    else if (this.everAttached.has(shardId))
+      this.violations.push(`shard ${shardId}: no attached location left (${JSON.stringify(Object.fromEntries(byNode))})`);
     const single = [...byNode].filter(([, v]) => v.mode === 'AttachedSingle').map(([n]) => n);
     if (single.length > 1) this.violations.push(`shard ${shardId}: AttachedSingle on nodes ${single.join(' and ')} at once`);
     const issued = this.highestIssued(shardId);

@@ -160,7 +160,10 @@ export class PageserverSim {
 
   /** Shards attached here (any Attached* mode). */
   attached(): string[] {
-    return [...this.locations].filter(([, l]) => ATTACHED.includes(l.mode)).map(([id]) => id).sort();
+    return [...this.locations]
+      .filter(([, l]) => ATTACHED.includes(l.mode))
+      .map(([id]) => id)
+      .sort();
   }
 
   setDownloadRate(bytesPerSecond: number): void {
@@ -250,7 +253,14 @@ export class PageserverSim {
         this.options.safety.issue(t.id, t.gen);
         this.set(t.id, { ...base, mode: t.mode as Location['mode'], generation: t.gen });
       } else if (t.mode === 'Secondary') {
-        this.set(t.id, { ...base, mode: 'Secondary', generation: null, warm: true, bytesDownloadedAt: ATTACHED.includes(base.mode) ? base.bytesTotal : this.downloaded(base, Date.now()), at: Date.now() });
+        this.set(t.id, {
+          ...base,
+          mode: 'Secondary',
+          generation: null,
+          warm: true,
+          bytesDownloadedAt: ATTACHED.includes(base.mode) ? base.bytesTotal : this.downloaded(base, Date.now()),
+          at: Date.now(),
+        });
       } else {
         this.set(t.id, null);
       }
@@ -300,7 +310,9 @@ export class PageserverSim {
       this.held.add(res);
       return;
     }
-    const fault = this.faults.find((f) => (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)) && (f.times === undefined || f.times > 0));
+    const fault = this.faults.find(
+      (f) => (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)) && (f.times === undefined || f.times > 0),
+    );
     if (fault && fault.skip) fault.skip--;
     else if (fault) {
       if (fault.times !== undefined) fault.times--;
@@ -408,7 +420,8 @@ export class PageserverSim {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) return this.reply(res, 400, { msg: 'Bad request: expected a LocationConfig object' });
     const unknown = Object.keys(body).filter((k) => !LOCATION_FIELDS.has(k));
     if (unknown.length) return this.reply(res, 400, { msg: `Bad request: unknown field \`${unknown[0]}\`` });
-    if (!MODES.includes(body.mode as Mode)) return this.reply(res, 400, { msg: `Bad request: unknown variant \`${String(body.mode)}\`, expected one of ${MODES.join(', ')}` });
+    if (!MODES.includes(body.mode as Mode))
+      return this.reply(res, 400, { msg: `Bad request: unknown variant \`${String(body.mode)}\`, expected one of ${MODES.join(', ')}` });
     if (typeof body.tenant_conf !== 'object' || body.tenant_conf === null) return this.reply(res, 400, { msg: 'Bad request: missing field `tenant_conf`' });
     const mode = body.mode as Mode;
     this.onPut?.(shardId, body);
@@ -434,7 +447,15 @@ export class PageserverSim {
     if (mode === 'Secondary') {
       const warm = Boolean((body.secondary_conf as { warm?: boolean } | null)?.warm);
       const bytes = prev && ATTACHED.includes(prev.mode) ? prev.bytesTotal : this.downloaded(base, now);
-      this.set(shardId, { ...base, mode, generation: null, warm, bytesDownloadedAt: bytes, at: now, heatmapMtime: base.heatmapMtime ?? new Date(now).toISOString() });
+      this.set(shardId, {
+        ...base,
+        mode,
+        generation: null,
+        warm,
+        bytesDownloadedAt: bytes,
+        at: now,
+        heatmapMtime: base.heatmapMtime ?? new Date(now).toISOString(),
+      });
     } else {
       const generation = body.generation;
       if (typeof generation !== 'number' || !Number.isInteger(generation)) return this.reply(res, 400, { msg: `Bad request: ${mode} needs a generation` });

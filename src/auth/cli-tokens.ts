@@ -82,7 +82,13 @@ export async function runTokenCommand(argv: string[], io: CliIo): Promise<number
     if (verb === 'create') {
       const at = now();
       const expiresAt = values['expires-in'] ? new Date(at + parseDuration(values['expires-in'])) : null;
-      const { record, token } = await store.create({ name: values.name!, scope: values.scope as (typeof SCOPES)[number], createdBy: creator(), expiresAt, now: new Date(at) });
+      const { record, token } = await store.create({
+        name: values.name!,
+        scope: values.scope as (typeof SCOPES)[number],
+        createdBy: creator(),
+        expiresAt,
+        now: new Date(at),
+      });
       io.out(`${token}\n`);
       io.err(
         `created token "${record.name}" (${record.scope}${expiresAt ? `, expires ${iso(expiresAt)}` : ', no expiry'}, id ${record.id}).\n` +
@@ -95,14 +101,29 @@ export async function runTokenCommand(argv: string[], io: CliIo): Promise<number
       const tokens = await store.list();
       const at = now();
       if (values.json) {
-        io.out(`${JSON.stringify(tokens.map((t) => ({ ...t, status: status(t, at) })), null, 2)}\n`);
+        io.out(
+          `${JSON.stringify(
+            tokens.map((t) => ({ ...t, status: status(t, at) })),
+            null,
+            2,
+          )}\n`,
+        );
       } else {
         const rows = [
           ['NAME', 'SCOPE', 'STATUS', 'CREATED', 'CREATED BY', 'LAST USED', 'EXPIRES', 'ID'],
           ...tokens.map((t) => [t.name, t.scope, status(t, at), iso(t.createdAt), t.createdBy, iso(t.lastUsedAt), iso(t.expiresAt), t.id]),
         ];
         const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-        io.out(rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n') + '\n');
+        io.out(
+          rows
+            .map((r) =>
+              r
+                .map((c, i) => c.padEnd(widths[i]!))
+                .join('  ')
+                .trimEnd(),
+            )
+            .join('\n') + '\n',
+        );
       }
     }
     return 0;

@@ -14,7 +14,7 @@
  *
  * Scripts (curl, graphql-ws, fetch from Node) send none of these headers and pass.
  */
-export const CSRF_HEADER = 'x-lockkeeper-csrf';
+const CSRF_HEADER = 'x-lockkeeper-csrf';
 const SIMPLE_TYPES = ['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain'];
 
 export type HeaderLookup = (name: string) => string | null | undefined;

@@ -30,6 +30,9 @@ export function unauthorizedError(identity: Identity, info: GraphQLResolveInfo, 
 /** A request refused at the door (bad, revoked or expired token). */
 export function refusalError(refusal: AuthRefusal): GraphQLError {
   return new GraphQLError(refusal.message, {
-    extensions: { code: refusal.code, http: { status: refusal.status, ...(refusal.status === 401 && { headers: { 'www-authenticate': 'Bearer realm="lockkeeper"' } }) } },
+    extensions: {
+      code: refusal.code,
+      http: { status: refusal.status, ...(refusal.status === 401 && { headers: { 'www-authenticate': 'Bearer realm="lockkeeper"' } }) },
+    },
   });
 }

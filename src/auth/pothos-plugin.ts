@@ -17,11 +17,13 @@ import type { Clock } from '../cluster/clock.ts';
 import { defaultScopeOf } from './scopes.ts';
 
 /** Object types whose every field changes state and is audited here, as `<prefix>.<field>`. */
-export const AUTO_AUDITED_TYPES: Readonly<Record<string, string>> = { SimulationMutation: 'simulation' };
+const AUTO_AUDITED_TYPES: Readonly<Record<string, string>> = { SimulationMutation: 'simulation' };
 
 const pluginName = 'lockkeeperAuth';
 
+// Pothos extends its types by declaration merging into this global namespace.
 declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
   export namespace PothosSchemaTypes {
     export interface Plugins<Types extends SchemaTypes> {
       lockkeeperAuth: LockkeeperAuthPlugin<Types>;
@@ -35,7 +37,7 @@ interface AuditingContext {
   clock: Clock;
 }
 
-export class LockkeeperAuthPlugin<Types extends SchemaTypes> extends BasePlugin<Types> {
+class LockkeeperAuthPlugin<Types extends SchemaTypes> extends BasePlugin<Types> {
   override onOutputFieldConfig(fieldConfig: PothosOutputFieldConfig<Types>): PothosOutputFieldConfig<Types> {
     const options = fieldConfig.pothosOptions as { authScopes?: unknown };
     if (options.authScopes !== undefined) return fieldConfig;

@@ -27,14 +27,14 @@ export function scopeAllows(held: Scope | null, needed: Scope): boolean {
   return held !== null && RANK[held] >= RANK[needed];
 }
 
-export const ROOT_DEFAULT_SCOPE: Record<'Query' | 'Mutation' | 'Subscription', Scope> = {
+const ROOT_DEFAULT_SCOPE: Record<'Query' | 'Mutation' | 'Subscription', Scope> = {
   Query: 'viewer',
   Subscription: 'viewer',
   Mutation: 'operator',
 };
 
 /** Root fields whose scope differs from their root type's default. */
-export const FIELD_SCOPES: Readonly<Record<string, Scope>> = {
+const FIELD_SCOPES: Readonly<Record<string, Scope>> = {
   // Sets a node's policy by hand, bypassing drain/fill: admin, like Neon's node configure.
   'Mutation.configureNode': 'admin',
   // Restarts, outages, faults of the simulated cluster.

@@ -27,7 +27,7 @@ export interface Identity {
 }
 
 export const ANONYMOUS_ADMIN: Identity = Object.freeze({ name: ANONYMOUS_ACTOR, scope: 'admin', kind: 'anonymous', tokenId: null });
-export const UNAUTHENTICATED: Identity = Object.freeze({ name: 'unauthenticated', scope: null, kind: 'none', tokenId: null });
+const UNAUTHENTICATED: Identity = Object.freeze({ name: 'unauthenticated', scope: null, kind: 'none', tokenId: null });
 
 /** A refusal at the door: 401 (no valid token) or 403 (token too weak). */
 export class AuthRefusal extends Error {
@@ -54,7 +54,7 @@ export interface AuthOptions {
   now?: () => number;
 }
 
-export const MIN_BOOTSTRAP_TOKEN_LENGTH = 24;
+const MIN_BOOTSTRAP_TOKEN_LENGTH = 24;
 const TOUCH_EVERY_MS = 60_000;
 
 export class AuthService {

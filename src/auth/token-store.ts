@@ -100,8 +100,7 @@ export class ApiTokenStore {
 
   /** Revokes by name or id; revoking a revoked token changes nothing and returns it. */
   async revoke(nameOrId: string, by: string, now: Date): Promise<TokenRecord> {
-    const row =
-      (await this.prisma.apiToken.findUnique({ where: { name: nameOrId } })) ?? (await this.prisma.apiToken.findUnique({ where: { id: nameOrId } }));
+    const row = (await this.prisma.apiToken.findUnique({ where: { name: nameOrId } })) ?? (await this.prisma.apiToken.findUnique({ where: { id: nameOrId } }));
     if (!row) throw new UnknownTokenError(nameOrId);
     if (row.revoked) return toRecord(row);
     return toRecord(await this.prisma.apiToken.update({ where: { id: row.id }, data: { revoked: true, revokedAt: now, revokedBy: by } }));

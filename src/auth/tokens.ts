@@ -8,16 +8,10 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { InvalidInputError, LockkeeperError } from '../domain/errors.ts';
 
-export const TOKEN_PREFIX = 'lk_';
-const TOKEN_PATTERN = /^lk_[A-Za-z0-9_-]{43}$/;
+const TOKEN_PREFIX = 'lk_';
 
 export function generateToken(): string {
   return TOKEN_PREFIX + randomBytes(32).toString('base64url');
-}
-
-/** Whether the string has the shape of a token we issue (no database needed to refuse junk). */
-export function looksLikeToken(value: string): boolean {
-  return TOKEN_PATTERN.test(value);
 }
 
 export function hashToken(token: string): string {
@@ -30,12 +24,12 @@ export function sameSecret(a: string, b: string): boolean {
 }
 
 /** Names appear as the actor in the audit log: short, printable, no spaces. */
-export const TOKEN_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$/;
+const TOKEN_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$/;
 
 /** Actors that are not tokens: a token may not take their names. */
 export const ANONYMOUS_ACTOR = 'anonymous';
 export const BOOTSTRAP_ACTOR = 'bootstrap-admin';
-export const RESERVED_NAMES: ReadonlySet<string> = new Set([ANONYMOUS_ACTOR, BOOTSTRAP_ACTOR, 'rest', 'system', 'unauthenticated']);
+const RESERVED_NAMES: ReadonlySet<string> = new Set([ANONYMOUS_ACTOR, BOOTSTRAP_ACTOR, 'rest', 'system', 'unauthenticated']);
 
 export function checkTokenName(name: string): void {
   if (!TOKEN_NAME_PATTERN.test(name)) {

@@ -1,12 +1,4 @@
-import type {
-  ClusterEventListener,
-  ClusterNode,
-  ClusterShard,
-  ClusterVm,
-  RunStrategy,
-  SecondaryStatus,
-  VmMaintenanceTracking,
-} from './types.ts';
+import type { ClusterEventListener, ClusterNode, ClusterShard, ClusterVm, RunStrategy, SecondaryStatus, VmMaintenanceTracking } from './types.ts';
 
 /** Which workload kinds a backend serves. Optional behaviour is found here, never by plugin name. */
 export interface BackendCapabilities {

@@ -15,8 +15,7 @@ function mergeNodes(a: ClusterNode, b: ClusterNode): ClusterNode {
     ...a,
     zone: a.zone ?? b.zone,
     roles: [...new Set([...a.roles, ...b.roles])],
-    availability:
-      AVAILABILITY_RANK[a.availability] >= AVAILABILITY_RANK[b.availability] ? a.availability : b.availability,
+    availability: AVAILABILITY_RANK[a.availability] >= AVAILABILITY_RANK[b.availability] ? a.availability : b.availability,
     cordoned: a.cordoned || b.cordoned,
     labels: { ...b.labels, ...a.labels },
   };

@@ -2,7 +2,7 @@
  * The closed set of errors a backend may raise. The core decides retry vs. fail from
  * `code` alone, never by parsing messages (DESIGN.md §2).
  */
-export const BACKEND_ERROR_CODES = ['NotFound', 'Unavailable', 'Conflict', 'Rejected', 'Transient'] as const;
+const BACKEND_ERROR_CODES = ['NotFound', 'Unavailable', 'Conflict', 'Rejected', 'Transient'] as const;
 export type BackendErrorCode = (typeof BACKEND_ERROR_CODES)[number];
 
 export class BackendError extends Error {
@@ -22,8 +22,7 @@ export class BackendError extends Error {
   }
 }
 
-export const notFound = (kind: 'node' | 'vm' | 'shard', id: string) =>
-  new BackendError('NotFound', `${kind} ${id} not found`, { kind, id });
+export const notFound = (kind: 'node' | 'vm' | 'shard', id: string) => new BackendError('NotFound', `${kind} ${id} not found`, { kind, id });
 
 export function isBackendError(e: unknown, code?: BackendErrorCode): e is BackendError {
   return e instanceof BackendError && (code === undefined || e.code === code);

@@ -4,8 +4,8 @@ import type { ShardPolicy } from '../domain/storage/shards.ts';
 import type { RunStrategy } from '../domain/vm/types.ts';
 
 // The domain owns these rules; the plugin contract keeps their names.
-export { NODE_SELECTOR_OPERATORS, type NodeSelectorOperator, type NodeSelectorRequirement, type NodeSelectorTerm } from '../domain/placement.ts';
-export { SHARD_POLICIES, type ShardPolicy } from '../domain/storage/shards.ts';
+export { NODE_SELECTOR_OPERATORS, type NodeSelectorOperator, type NodeSelectorTerm } from '../domain/placement.ts';
+export { SHARD_POLICIES } from '../domain/storage/shards.ts';
 export { RUN_STRATEGIES, type RunStrategy } from '../domain/vm/types.ts';
 
 export type NodeAvailability = 'ACTIVE' | 'WARMING_UP' | 'OFFLINE';

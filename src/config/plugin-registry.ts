@@ -38,10 +38,7 @@ function checkOneServerPerWorkload(backends: readonly ClusterBackend[]): void {
 }
 
 /** Creates the backends the config names and joins them into one (see combineBackends). */
-export async function createBackendFromConfig(
-  entries: readonly PluginEntry[],
-  context: PluginContext,
-): Promise<ClusterBackend> {
+export async function createBackendFromConfig(entries: readonly PluginEntry[], context: PluginContext): Promise<ClusterBackend> {
   const backends: ClusterBackend[] = [];
   try {
     for (const [i, entry] of entries.entries()) {

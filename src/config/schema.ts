@@ -33,15 +33,27 @@ const operationSettingsSchema = z
     /** Node operations running at once in the cluster (S3; Neon allows exactly one). */
     maxConcurrentOperations: z.number().int().min(1).max(1000).default(1),
     /** D4: a secondary lagging more than this is not cut over to. */
-    maxSecondaryLagBytes: z.number().int().min(0).default(256 * 1024 * 1024),
+    maxSecondaryLagBytes: z
+      .number()
+      .int()
+      .min(0)
+      .default(256 * 1024 * 1024),
     /** How long an operation waits for an OFFLINE node before it fails (§6). */
-    operationDeadlineMs: z.number().int().min(1).default(15 * 60_000),
+    operationDeadlineMs: z
+      .number()
+      .int()
+      .min(1)
+      .default(15 * 60_000),
     /** Live migrations in flight in the whole cluster (KubeVirt's parallelMigrationsPerCluster). */
     maxParallelMigrations: z.number().int().min(1).max(1000).default(5),
     /** Live migrations leaving one node at once (KubeVirt's parallelOutboundMigrationsPerNode). */
     maxOutboundMigrationsPerNode: z.number().int().min(1).max(1000).default(2),
     /** How long a maintenance may take to empty its node before it goes to ERROR (spec M5). */
-    maintenanceDeadlineMs: z.number().int().min(1).default(30 * 60_000),
+    maintenanceDeadlineMs: z
+      .number()
+      .int()
+      .min(1)
+      .default(30 * 60_000),
     /** Wait before a migration that failed for a transient reason is tried again. */
     migrationRetryDelayMs: z.number().int().min(0).default(10_000),
   })
@@ -70,7 +82,12 @@ const limitSettingsSchema = z
      */
     maxCost: z.number().int().min(1).default(50_000),
     /** Largest request body (GraphQL over HTTP, REST) and WebSocket message, in bytes. */
-    maxBodyBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+    maxBodyBytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(64 * 1024 * 1024)
+      .default(1024 * 1024),
     /** Mutations (GraphQL root fields, REST PUT/DELETE) per token per minute; 0 = unlimited. */
     mutationsPerMinute: z.number().int().min(0).default(120),
   })
@@ -81,8 +98,14 @@ export const configSchema = z
   .object({
     server: serverSettingsSchema.prefault({}),
     /** Also LOCKKEEPER_DATABASE_URL; absent: the store's default file. */
-    database: z.object({ url: z.string().min(1).optional() }).strict().prefault({}),
-    plugins: z.array(pluginEntrySchema).min(1).default([{ name: 'fake', options: {} }]),
+    database: z
+      .object({ url: z.string().min(1).optional() })
+      .strict()
+      .prefault({}),
+    plugins: z
+      .array(pluginEntrySchema)
+      .min(1)
+      .default([{ name: 'fake', options: {} }]),
     operations: operationSettingsSchema.prefault({}),
     auth: authSettingsSchema.prefault({}),
     limits: limitSettingsSchema.prefault({}),

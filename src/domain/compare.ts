@@ -10,4 +10,6 @@ export const compareNatural: (a: string, b: string) => number = new Intl.Collato
  * so that Kubernetes names (`node-9` before `node-10`) and Neon's numeric ids alike sort
  * as their operators expect, and every backend lists nodes the same way.
  */
-export const compareNodeIds: (a: string, b: string) => number = compareNatural;
+export function compareNodeIds(a: string, b: string): number {
+  return compareNatural(a, b);
+}

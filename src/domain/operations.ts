@@ -117,7 +117,14 @@ export function countsOf(steps: Iterable<StepRecord>): OperationCounts {
 }
 
 /** A new operation, RUNNING from `now`, with the counts of its planned steps. */
-export function newOperation(input: { id: string; kind: OperationKind; nodeId: string; meta: RequestMeta; steps: StepRecord[]; now: number }): OperationSnapshot {
+export function newOperation(input: {
+  id: string;
+  kind: OperationKind;
+  nodeId: string;
+  meta: RequestMeta;
+  steps: StepRecord[];
+  now: number;
+}): OperationSnapshot {
   const { id, kind, nodeId, meta, steps, now } = input;
   return {
     id,

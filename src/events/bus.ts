@@ -4,8 +4,7 @@ import type { OperationSnapshot, StepRecord } from '../domain/operations.ts';
 
 /** A VM or shard changed (or disappeared). */
 export type WorkloadChange =
-  | { kind: 'VM'; id: string; removed: boolean; vm: ClusterVm | null }
-  | { kind: 'SHARD'; id: string; removed: boolean; shard: ClusterShard | null };
+  { kind: 'VM'; id: string; removed: boolean; vm: ClusterVm | null } | { kind: 'SHARD'; id: string; removed: boolean; shard: ClusterShard | null };
 
 export interface OperationProgress {
   operation: OperationSnapshot;

@@ -45,9 +45,7 @@ builder.queryType({});
 builder.mutationType({});
 builder.subscriptionType({});
 
-builder.globalConnectionField('totalCount', (t) =>
-  t.int({ description: 'Rows that match, over all pages.', resolve: (conn) => conn.totalCount }),
-);
+builder.globalConnectionField('totalCount', (t) => t.int({ description: 'Rows that match, over all pages.', resolve: (conn) => conn.totalCount }));
 
 builder.scalarType('DateTime', {
   description: 'An instant, as an ISO-8601 string in UTC.',

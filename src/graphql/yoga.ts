@@ -50,7 +50,13 @@ function maskUnlessActionable(error: unknown, message: string, isDev?: boolean):
   const original = error instanceof GraphQLError ? error.originalError : error;
   const typed = toTypedError(original);
   if (error instanceof GraphQLError && typed instanceof LockkeeperError) {
-    return new GraphQLError(typed.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: { code: typed.code } });
+    return new GraphQLError(typed.message, {
+      nodes: error.nodes,
+      source: error.source,
+      positions: error.positions,
+      path: error.path,
+      extensions: { code: typed.code },
+    });
   }
   return maskError(error, message, isDev);
 }

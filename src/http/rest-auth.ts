@@ -19,9 +19,13 @@ export function restAuthorizer(auth: AuthService): NonNullable<NeonFacadeDeps['a
       const waitMs = auth.takeMutations(identity, 1);
       if (waitMs > 0) {
         const retryAfter = Math.ceil(waitMs / 1000);
-        throw new HttpError(429, `rate limit: at most ${auth.mutationsPerMinute} state-changing calls per minute for token "${identity.name}"; retry in ${retryAfter} s`, {
-          'retry-after': String(retryAfter),
-        });
+        throw new HttpError(
+          429,
+          `rate limit: at most ${auth.mutationsPerMinute} state-changing calls per minute for token "${identity.name}"; retry in ${retryAfter} s`,
+          {
+            'retry-after': String(retryAfter),
+          },
+        );
       }
     }
     return { actor: identity.name };

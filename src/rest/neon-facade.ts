@@ -56,8 +56,8 @@ import {
   type NodeConfigureRequest,
 } from './neon-shapes.ts';
 
-export const NEON_API_PREFIX = '/control/v1';
-export const REASON_HEADER = 'x-lockkeeper-reason';
+const NEON_API_PREFIX = '/control/v1';
+const REASON_HEADER = 'x-lockkeeper-reason';
 
 export interface NeonFacadeDeps {
   storage: Pick<StorageEngine, 'startDrain' | 'cancelDrain' | 'startFill' | 'cancelFill' | 'configureNode' | 'policyOf' | 'activeOperation'>;
@@ -81,7 +81,7 @@ export interface NeonFacadeDeps {
 export type NeonFacadeHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
 /** Status of each typed refusal (spec §3). */
-export function statusOf(error: LockkeeperError): number {
+function statusOf(error: LockkeeperError): number {
   if (error instanceof NotFoundError) return 404;
   if (error instanceof ConflictError) return 409;
   if (error instanceof OperationLimitReachedError) return 412;
@@ -207,7 +207,11 @@ export function createNeonFacade(deps: NeonFacadeDeps): NeonFacadeHandler {
     // Nothing to change; still refused while an operation runs, as configureNode would be.
     const running = storage.activeOperation(nodeId);
     if (running) {
-      throw new PreconditionFailedError('OPERATION_RUNNING', `node ${nodeId} has a ${running.kind.toLowerCase()} running (operation ${running.id})`, running.id);
+      throw new PreconditionFailedError(
+        'OPERATION_RUNNING',
+        `node ${nodeId} has a ${running.kind.toLowerCase()} running (operation ${running.id})`,
+        running.id,
+      );
     }
     return OK;
   }

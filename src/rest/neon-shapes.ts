@@ -5,13 +5,7 @@
 import { z } from 'zod';
 import type { ClusterNode } from '../cluster/types.ts';
 import { LISTEN_LABELS } from '../domain/labels.ts';
-import {
-  NEON_AVAILABILITY_NAMES,
-  NEON_POLICY_NAMES,
-  SCHEDULING_POLICIES,
-  type Availability,
-  type SchedulingPolicy,
-} from '../domain/storage/policy.ts';
+import { NEON_AVAILABILITY_NAMES, NEON_POLICY_NAMES, SCHEDULING_POLICIES, type Availability, type SchedulingPolicy } from '../domain/storage/policy.ts';
 
 /** Neon's `NodeDescribeResponse`. */
 export interface NeonNode {
@@ -32,8 +26,8 @@ export interface NeonNode {
  * node's name as the host and Neon's pageserver defaults: HTTP 9898, libpq 6400. No HTTPS
  * listener is known, so `listen_https_port` is always null.
  */
-export const DEFAULT_PAGESERVER_HTTP_PORT = 9898;
-export const DEFAULT_PAGESERVER_PG_PORT = 6400;
+const DEFAULT_PAGESERVER_HTTP_PORT = 9898;
+const DEFAULT_PAGESERVER_PG_PORT = 6400;
 
 const CANONICAL_INTEGER = /^(0|[1-9][0-9]*)$/;
 const U64_MAX = 2n ** 64n - 1n;
@@ -89,9 +83,7 @@ export function toNeonNode(node: ClusterNode, policy: SchedulingPolicy): NeonNod
 }
 
 const POLICY_BY_NEON_NAME = new Map(SCHEDULING_POLICIES.map((p) => [NEON_POLICY_NAMES[p], p] as const));
-const AVAILABILITY_BY_NEON_NAME = new Map(
-  (Object.keys(NEON_AVAILABILITY_NAMES) as Availability[]).map((a) => [NEON_AVAILABILITY_NAMES[a], a] as const),
-);
+const AVAILABILITY_BY_NEON_NAME = new Map((Object.keys(NEON_AVAILABILITY_NAMES) as Availability[]).map((a) => [NEON_AVAILABILITY_NAMES[a], a] as const));
 
 const neonPolicy = z.string().transform((name, ctx) => {
   const policy = POLICY_BY_NEON_NAME.get(name);
@@ -103,7 +95,10 @@ const neonPolicy = z.string().transform((name, ctx) => {
 const neonAvailability = z.string().transform((name, ctx) => {
   const availability = AVAILABILITY_BY_NEON_NAME.get(name);
   if (availability) return availability;
-  ctx.addIssue({ code: 'custom', message: `unknown availability ${JSON.stringify(name)}; expected one of ${[...AVAILABILITY_BY_NEON_NAME.keys()].join(', ')}` });
+  ctx.addIssue({
+    code: 'custom',
+    message: `unknown availability ${JSON.stringify(name)}; expected one of ${[...AVAILABILITY_BY_NEON_NAME.keys()].join(', ')}`,
+  });
   return z.NEVER;
 });
 

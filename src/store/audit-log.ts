@@ -9,7 +9,7 @@ let seq = 0;
  * rows with the same `at` (a virtual clock, one millisecond) still page in a stable,
  * newest-first order: the audit log orders by (at, id).
  */
-export function auditId(): string {
+function auditId(): string {
   const now = Date.now();
   seq = now === lastMs ? seq + 1 : 0;
   lastMs = now;

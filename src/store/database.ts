@@ -18,7 +18,7 @@ import { migrate, type MigrateResult } from './migrate.ts';
 export const DATABASE_URL_ENV = 'LOCKKEEPER_DATABASE_URL';
 export const DEFAULT_DATABASE_URL = 'file:./data/lockkeeper.db';
 /** How long a statement waits for another connection's lock before failing (SQLite busy_timeout). */
-export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
+const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
 export interface OpenDatabaseOptions {
   /**

@@ -56,7 +56,13 @@ export class EventLog {
     const writes: PendingWrite[] = [];
     const chunk = this.sql.maxRowsPerStatement;
     for (let i = 0; i < events.length; i += chunk) {
-      const rows = events.slice(i, i + chunk).map((e) => ({ at: new Date(e.at).toISOString(), type: e.type, nodeId: e.nodeId, operationId: e.operationId, payload: JSON.stringify(e.payload ?? {}) }));
+      const rows = events.slice(i, i + chunk).map((e) => ({
+        at: new Date(e.at).toISOString(),
+        type: e.type,
+        nodeId: e.nodeId,
+        operationId: e.operationId,
+        payload: JSON.stringify(e.payload ?? {}),
+      }));
       writes.push(this.prisma.$executeRaw(this.sql.insertEvents(rows)));
     }
     return writes;

@@ -12,7 +12,15 @@ export interface HotPathSql {
    */
   upsertSteps(rowsJson: string): Prisma.Sql;
   /** Sets an operation's progress columns: state, error, counts, waiting-on, finish time. */
-  updateProgress(progress: { id: string; state: string; error: string | null; counts: string; waitingOn: string | null; finishedAt: string | null; updatedAt: string }): Prisma.Sql;
+  updateProgress(progress: {
+    id: string;
+    state: string;
+    error: string | null;
+    counts: string;
+    waitingOn: string | null;
+    finishedAt: string | null;
+    updatedAt: string;
+  }): Prisma.Sql;
   /** Appends event-log rows with one multi-row statement. */
   insertEvents(rows: { at: string; type: string; nodeId: string | null; operationId: string | null; payload: string }[]): Prisma.Sql;
   /** Rows per multi-row statement: under the dialect's bound-parameter limit. */

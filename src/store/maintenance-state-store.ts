@@ -27,7 +27,12 @@ export class MaintenanceStateStore {
     this.cache = new Map(
       rows.map((r) => [
         r.id,
-        { phase: r.maintenancePhase as MaintenancePhase, deadline: r.maintenanceDeadline?.getTime() ?? null, force: r.maintenanceForce, reason: r.maintenanceReason },
+        {
+          phase: r.maintenancePhase as MaintenancePhase,
+          deadline: r.maintenanceDeadline?.getTime() ?? null,
+          force: r.maintenanceForce,
+          reason: r.maintenanceReason,
+        },
       ]),
     );
   }

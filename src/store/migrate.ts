@@ -124,9 +124,7 @@ function timestamp(): string {
 
 function recordedMigrations(db: BetterSqlite3.Database): MigrationRow[] {
   return db
-    .prepare(
-      `SELECT id, checksum, finished_at, migration_name, rolled_back_at FROM "${MIGRATIONS_TABLE}" ORDER BY started_at, migration_name`,
-    )
+    .prepare(`SELECT id, checksum, finished_at, migration_name, rolled_back_at FROM "${MIGRATIONS_TABLE}" ORDER BY started_at, migration_name`)
     .all() as MigrationRow[];
 }
 
@@ -146,15 +144,13 @@ function verifyHistory(rows: MigrationRow[], files: MigrationFile[]): Set<string
     }
     if (!file) {
       throw new MigrationError(
-        `migration ${row.migration_name} is applied to the database but missing from the migrations folder ` +
-          '(the database is newer than this code)',
+        `migration ${row.migration_name} is applied to the database but missing from the migrations folder ` + '(the database is newer than this code)',
         row.migration_name,
       );
     }
     if (!matchesChecksum(file, row.checksum)) {
       throw new MigrationError(
-        `migration ${row.migration_name} was modified after it was applied ` +
-          `(checksum in database ${row.checksum}, file ${file.checksum})`,
+        `migration ${row.migration_name} was modified after it was applied ` + `(checksum in database ${row.checksum}, file ${file.checksum})`,
         row.migration_name,
       );
     }
@@ -190,18 +186,18 @@ export function migrate(db: BetterSqlite3.Database, options: MigrateOptions = {}
           continue;
         }
         const id = randomUUID();
-        db.prepare(
-          `INSERT INTO "${MIGRATIONS_TABLE}" (id, checksum, migration_name, started_at, applied_steps_count) VALUES (?, ?, ?, ?, 0)`,
-        ).run(id, file.checksum, file.name, timestamp());
+        db.prepare(`INSERT INTO "${MIGRATIONS_TABLE}" (id, checksum, migration_name, started_at, applied_steps_count) VALUES (?, ?, ?, ?, 0)`).run(
+          id,
+          file.checksum,
+          file.name,
+          timestamp(),
+        );
         db.exec(file.sql);
         const violations = db.pragma('foreign_key_check') as unknown[];
         if (violations.length > 0) {
           throw new Error(`foreign key check failed after the migration: ${JSON.stringify(violations.slice(0, 5))}`);
         }
-        db.prepare(`UPDATE "${MIGRATIONS_TABLE}" SET finished_at = ?, applied_steps_count = 1 WHERE id = ?`).run(
-          timestamp(),
-          id,
-        );
+        db.prepare(`UPDATE "${MIGRATIONS_TABLE}" SET finished_at = ?, applied_steps_count = 1 WHERE id = ?`).run(timestamp(), id);
         db.exec('COMMIT');
         result.applied.push(file.name);
       } catch (error) {

@@ -39,7 +39,15 @@ export function stepOf(row: OperationStep): StepRecord {
   };
 }
 
-type PlannedRow = [workloadKind: StepRecord['workloadKind'], workloadId: string, action: string, state: StepRecord['state'], reason: string | null, fromNodeId: string | null, toNodeId: string | null];
+type PlannedRow = [
+  workloadKind: StepRecord['workloadKind'],
+  workloadId: string,
+  action: string,
+  state: StepRecord['state'],
+  reason: string | null,
+  fromNodeId: string | null,
+  toNodeId: string | null,
+];
 
 /**
  * A plan as stored in its operation's row (`params.plan`): one compact entry per step,

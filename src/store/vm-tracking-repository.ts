@@ -16,6 +16,11 @@ export class VmTrackingRepository {
 
   async all(): Promise<Map<string, VmMaintenanceTracking>> {
     const rows = await this.prisma.vmTracking.findMany();
-    return new Map(rows.map((r) => [r.vmId, { nodeName: r.nodeName, strategy: r.strategy, savedRunStrategy: r.savedRunStrategy as VmMaintenanceTracking['savedRunStrategy'] }]));
+    return new Map(
+      rows.map((r) => [
+        r.vmId,
+        { nodeName: r.nodeName, strategy: r.strategy, savedRunStrategy: r.savedRunStrategy as VmMaintenanceTracking['savedRunStrategy'] },
+      ]),
+    );
   }
 }

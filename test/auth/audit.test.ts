@@ -35,10 +35,9 @@ describe('audit rows for every state-changing call, with the token name', () => 
   }
 
   it('records arguments, reason and outcome; the operation shows who started it and why', async () => {
-    const res = await s.gql(
-      'mutation { startNodeDrain(nodeId: "1", reason: "kernel update") { __typename ... on Operation { id startedBy reason } } }',
-      { token: s.tokens.operator },
-    );
+    const res = await s.gql('mutation { startNodeDrain(nodeId: "1", reason: "kernel update") { __typename ... on Operation { id startedBy reason } } }', {
+      token: s.tokens.operator,
+    });
     const op = res.body.data.startNodeDrain;
     expect(op).toMatchObject({ __typename: 'Operation', startedBy: 'test-operator', reason: 'kernel update' });
     const again = await s.gql(`{ operation(id: "${op.id}") { ... on Operation { startedBy reason } } }`, { token: s.tokens.viewer });
@@ -68,10 +67,13 @@ describe('auditLog', () => {
     const ids: string[] = [];
     let after: string | null = null;
     for (;;) {
-      const page: any = await s.gql('query($after: String) { auditLog(first: 4, after: $after) { edges { node { id } } pageInfo { hasNextPage endCursor } } }', {
-        token: s.tokens.viewer,
-        variables: { after },
-      });
+      const page: any = await s.gql(
+        'query($after: String) { auditLog(first: 4, after: $after) { edges { node { id } } pageInfo { hasNextPage endCursor } } }',
+        {
+          token: s.tokens.viewer,
+          variables: { after },
+        },
+      );
       const conn = page.body.data.auditLog;
       ids.push(...conn.edges.map((e: { node: { id: string } }) => e.node.id));
       if (!conn.pageInfo.hasNextPage) break;

@@ -49,7 +49,25 @@ function prng(seed: number) {
 type Rng = ReturnType<typeof prng>;
 
 const KNOWN_IDS = ['1', '2', '3', '4', '404', '0', '-1', 'node-1', 'default/vm-0', 't0/0', ''];
-const STRINGS = ['', ' ', 'Migrate', 'Shutdown', 'ShutdownAndRestartAfterEnable', '30d', '-5m', '99999999d', 'null', '{}', '../../etc/passwd', "'; DROP TABLE \"AuditEntry\"; --", '\u0000', '\ud800', '🚧', '%s%n', '${x}'];
+const STRINGS = [
+  '',
+  ' ',
+  'Migrate',
+  'Shutdown',
+  'ShutdownAndRestartAfterEnable',
+  '30d',
+  '-5m',
+  '99999999d',
+  'null',
+  '{}',
+  '../../etc/passwd',
+  '\'; DROP TABLE "AuditEntry"; --',
+  '\u0000',
+  '\ud800',
+  '🚧',
+  '%s%n',
+  '${x}',
+];
 
 function randomString(rng: Rng): string {
   switch (rng.int(4)) {
@@ -79,7 +97,12 @@ function randomJson(rng: Rng, depth = 0): unknown {
     case 6:
       return Array.from({ length: rng.int(4) }, () => randomJson(rng, depth + 1));
     default:
-      return Object.fromEntries(Array.from({ length: rng.int(4) }, () => [rng.pick(['migrate', 'stuck', 'failureRate', 'namespace', 'labels', 'key', 'value', randomString(rng)]), randomJson(rng, depth + 1)]));
+      return Object.fromEntries(
+        Array.from({ length: rng.int(4) }, () => [
+          rng.pick(['migrate', 'stuck', 'failureRate', 'namespace', 'labels', 'key', 'value', randomString(rng)]),
+          randomJson(rng, depth + 1),
+        ]),
+      );
   }
 }
 
@@ -90,7 +113,11 @@ function valueFor(type: GraphQLInputType, rng: Rng, depth = 0): unknown {
   if (rng.chance(0.1)) return null;
   if (type instanceof GraphQLList) return Array.from({ length: rng.int(4) }, () => valueFor(type.ofType, rng, depth + 1));
   if (type instanceof GraphQLInputObjectType) {
-    return Object.fromEntries(Object.values(type.getFields()).filter(() => rng.chance(0.7)).map((f) => [f.name, valueFor(f.type, rng, depth + 1)]));
+    return Object.fromEntries(
+      Object.values(type.getFields())
+        .filter(() => rng.chance(0.7))
+        .map((f) => [f.name, valueFor(f.type, rng, depth + 1)]),
+    );
   }
   if (isEnumType(type)) return rng.chance(0.9) ? rng.pick(type.getValues()).name : randomString(rng);
   if (isScalarType(type)) {
@@ -146,7 +173,10 @@ function document(target: Target, rng: Rng, useVariables: boolean): { query: str
   }
   const literal = (v: unknown): string => {
     if (Array.isArray(v)) return `[${v.map(literal).join(', ')}]`;
-    if (v !== null && typeof v === 'object') return `{ ${Object.entries(v).map(([k, x]) => `${/^[_A-Za-z][_0-9A-Za-z]*$/.test(k) ? k : 'bad'}: ${literal(x)}`).join(', ')} }`;
+    if (v !== null && typeof v === 'object')
+      return `{ ${Object.entries(v)
+        .map(([k, x]) => `${/^[_A-Za-z][_0-9A-Za-z]*$/.test(k) ? k : 'bad'}: ${literal(x)}`)
+        .join(', ')} }`;
     if (typeof v === 'string') return /^[A-Z_]+$/.test(v) && rng.chance(0.5) ? v : JSON.stringify(v);
     return String(v);
   };
@@ -164,7 +194,8 @@ function mutate(text: string, rng: Rng): string {
         s = s.slice(0, at) + s.slice(at + 1 + rng.int(5));
         break;
       case 1:
-        s = s.slice(0, at) + rng.pick(['{', '}', '(', ')', '$', '"', '\\', ':', '!', '...', '@skip', '#', '\n', '__typename', 'mutation', '1e999']) + s.slice(at);
+        s =
+          s.slice(0, at) + rng.pick(['{', '}', '(', ')', '$', '"', '\\', ':', '!', '...', '@skip', '#', '\n', '__typename', 'mutation', '1e999']) + s.slice(at);
         break;
       case 2:
         s = s.slice(0, at) + s.slice(at, at + 20) + s.slice(at);
@@ -202,12 +233,15 @@ function payload(target: Target, rng: Rng): Payload {
       ]),
     );
   }
-  const contentType = rng.chance(0.95) ? 'application/json' : rng.pick(['application/graphql-response+json', 'application/json; charset=latin1', 'application/json; x=y']);
+  const contentType = rng.chance(0.95)
+    ? 'application/json'
+    : rng.pick(['application/graphql-response+json', 'application/json; charset=latin1', 'application/json; x=y']);
   return { target: target.name, contentType, body };
 }
 
 /** Messages that would betray internals if they reached a client. */
-const INTERNAL = /\n\s+at |node_modules|\/work\/|\.ts:\d+|prisma|sqlite|TypeError|ReferenceError|RangeError|Cannot read propert|undefined is not|is not a function|is not iterable|ECONN|EADDR|stack/i;
+const INTERNAL =
+  /\n\s+at |node_modules|\/work\/|\.ts:\d+|prisma|sqlite|TypeError|ReferenceError|RangeError|Cannot read propert|undefined is not|is not a function|is not iterable|ECONN|EADDR|stack/i;
 
 describe('fuzz: random and mutated payloads to every mutation', () => {
   let s: SecuredServer;
@@ -269,7 +303,9 @@ describe('fuzz: random and mutated payloads to every mutation', () => {
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
 
-    console.info(`fuzz seed ${SEED}: ${sent} payloads over ${all.length} mutations; statuses ${JSON.stringify(Object.fromEntries(statuses))}; masked errors ${masked} ${JSON.stringify(Object.fromEntries(maskedBy))}`);
+    console.info(
+      `fuzz seed ${SEED}: ${sent} payloads over ${all.length} mutations; statuses ${JSON.stringify(Object.fromEntries(statuses))}; masked errors ${masked} ${JSON.stringify(Object.fromEntries(maskedBy))}`,
+    );
     expect(problems.slice(0, 10)).toEqual([]);
     expect(sent).toBe(PAYLOADS);
     for (const target of all) expect(perTarget.get(target.name), target.name).toBeGreaterThanOrEqual(Math.floor(PAYLOADS / all.length));

@@ -53,7 +53,11 @@ describe('abuse limits: each refusal is a clear error, never a crash', () => {
     const res = await fetch(s.url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${s.tokens.viewer}` }, body: big });
     expect(res.status).toBe(413);
     expect(((await res.json()) as any).errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
-    const rest = await fetch(`${s.base}/control/v1/node/1/config`, { method: 'PUT', headers: { authorization: `Bearer ${s.tokens.admin}` }, body: 'x'.repeat(10_000) });
+    const rest = await fetch(`${s.base}/control/v1/node/1/config`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${s.tokens.admin}` },
+      body: 'x'.repeat(10_000),
+    });
     expect(rest.status).toBe(413);
 
     const socket = new WebSocket(s.wsUrl, 'graphql-transport-ws');
@@ -85,9 +89,12 @@ describe('abuse limits: each refusal is a clear error, never a crash', () => {
     // Queries are not limited; another token has its own budget; aliases count one each.
     expect((await s.gql('{ nodes { totalCount } }', { token: s.tokens.operator })).status).toBe(200);
     expect((await s.gql(drain, { token: s.tokens.admin })).status).toBe(200);
-    const packed = await s.gql(`mutation { a: cancelNodeDrain(nodeId: "1") { __typename } b: cancelNodeDrain(nodeId: "2") { __typename } c: cancelNodeDrain(nodeId: "3") { __typename } }`, {
-      token: s.tokens.admin,
-    });
+    const packed = await s.gql(
+      `mutation { a: cancelNodeDrain(nodeId: "1") { __typename } b: cancelNodeDrain(nodeId: "2") { __typename } c: cancelNodeDrain(nodeId: "3") { __typename } }`,
+      {
+        token: s.tokens.admin,
+      },
+    );
     expect(codes(packed.body)).toEqual(['RATE_LIMITED']);
     // The budget refills.
     now += 60_000;

@@ -35,7 +35,11 @@ function capturingLog() {
 const start = (env: NodeJS.ProcessEnv, cwd = tempDir(), log = capturingLog()) => startLockkeeper({ log: log.log, env, cwd, port: 0 });
 
 async function gql(url: string, query: string, token?: string) {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(token && { authorization: `Bearer ${token}` }) }, body: JSON.stringify({ query }) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token && { authorization: `Bearer ${token}` }) },
+    body: JSON.stringify({ query }),
+  });
   return { status: res.status, body: (await res.json()) as any };
 }
 
@@ -52,7 +56,9 @@ describe('without a token: loopback only', () => {
   });
 
   it('refuses to bind another address, naming the ways out', async () => {
-    await expect(start({ LOCKKEEPER_HOST: '0.0.0.0' })).rejects.toThrow(/refusing to listen on 0\.0\.0\.0 without authentication.*LOCKKEEPER_ADMIN_TOKEN.*LOCKKEEPER_INSECURE=1/);
+    await expect(start({ LOCKKEEPER_HOST: '0.0.0.0' })).rejects.toThrow(
+      /refusing to listen on 0\.0\.0\.0 without authentication.*LOCKKEEPER_ADMIN_TOKEN.*LOCKKEEPER_INSECURE=1/,
+    );
   });
 
   it('binds another address with LOCKKEEPER_INSECURE=1 or server.insecure, warning loudly', async () => {
@@ -84,7 +90,14 @@ describe('without a token: loopback only', () => {
     expect(await status({ origin: 'http://evil.example' })).toBe(403);
     expect(await status({ origin: 'http://evil.example' }, '/control/v1/node/1/drain', 'PUT', '')).toBe(403);
     expect(await status({ origin: `http://127.0.0.1:${port}` })).toBe(200);
-    expect(await status({ 'content-type': 'application/x-www-form-urlencoded' }, '/graphql', 'POST', 'query=mutation%7BstartNodeDrain(nodeId%3A%221%22)%7B__typename%7D%7D')).toBe(403);
+    expect(
+      await status(
+        { 'content-type': 'application/x-www-form-urlencoded' },
+        '/graphql',
+        'POST',
+        'query=mutation%7BstartNodeDrain(nodeId%3A%221%22)%7B__typename%7D%7D',
+      ),
+    ).toBe(403);
     expect(await status({ 'content-type': 'text/plain' })).toBe(403);
     expect(await status({ 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'cors' })).toBe(403);
     // GraphiQL still opens from a link.
@@ -132,7 +145,9 @@ describe('with a token: any address', () => {
     const after = await gql(url, '{ nodes { totalCount } }', token);
     expect(after.status).toBe(401);
     expect(after.body.errors[0].message).toMatch(/revoked/);
-    const bad = await run(process.execPath, [BIN, 'token', 'create', '--scope', 'root', '--name', 'x'], { cwd, env }).catch((e: { code: number; stderr: string }) => e);
+    const bad = await run(process.execPath, [BIN, 'token', 'create', '--scope', 'root', '--name', 'x'], { cwd, env }).catch(
+      (e: { code: number; stderr: string }) => e,
+    );
     expect(bad).toMatchObject({ code: 2, stderr: expect.stringMatching(/--scope must be one of viewer, operator, admin/) });
   }, 30_000);
 

@@ -98,14 +98,17 @@ describe('each scope against each mutation, subscription and query needing more 
     const client = s.ws(s.tokens.viewer);
     const events: any[] = [];
     const done = new Promise<void>((resolve, reject) => {
-      client.subscribe({ query: 'subscription { nodeChanged(nodeId: "2") { id availability } }' }, {
-        next: (m) => {
-          events.push(m.data);
-          resolve();
+      client.subscribe(
+        { query: 'subscription { nodeChanged(nodeId: "2") { id availability } }' },
+        {
+          next: (m) => {
+            events.push(m.data);
+            resolve();
+          },
+          error: reject,
+          complete: () => resolve(),
         },
-        error: reject,
-        complete: () => resolve(),
-      });
+      );
     });
     await new Promise((r) => setTimeout(r, 100));
     const restart = await s.gql('mutation { simulation { restartNode(nodeId: "2") { __typename } } }', { token: s.tokens.admin });

@@ -53,11 +53,17 @@ describe('tokens', () => {
     expect(ci.lastUsedAt).not.toBeNull();
 
     // Names are unique forever; bad input is a typed error.
-    const again = await s.gql('mutation { createToken(name: "ci-pipeline", scope: VIEWER) { __typename ... on Error { code message } } }', { token: s.tokens.admin });
+    const again = await s.gql('mutation { createToken(name: "ci-pipeline", scope: VIEWER) { __typename ... on Error { code message } } }', {
+      token: s.tokens.admin,
+    });
     expect(again.body.data.createToken).toMatchObject({ __typename: 'ConflictError', code: 'CONFLICT' });
-    const bad = await s.gql('mutation { createToken(name: "has space", scope: VIEWER) { __typename ... on InvalidInputError { field } } }', { token: s.tokens.admin });
+    const bad = await s.gql('mutation { createToken(name: "has space", scope: VIEWER) { __typename ... on InvalidInputError { field } } }', {
+      token: s.tokens.admin,
+    });
     expect(bad.body.data.createToken).toMatchObject({ __typename: 'InvalidInputError', field: 'name' });
-    const badExpiry = await s.gql('mutation { createToken(name: "x1", scope: VIEWER, expiresIn: "soon") { __typename ... on InvalidInputError { field } } }', { token: s.tokens.admin });
+    const badExpiry = await s.gql('mutation { createToken(name: "x1", scope: VIEWER, expiresIn: "soon") { __typename ... on InvalidInputError { field } } }', {
+      token: s.tokens.admin,
+    });
     expect(badExpiry.body.data.createToken).toMatchObject({ __typename: 'InvalidInputError', field: 'expiresIn' });
     const unknown = await s.gql('mutation { revokeToken(token: "nobody") { __typename ... on TokenNotFoundError { code token } } }', { token: s.tokens.admin });
     expect(unknown.body.data.revokeToken).toEqual({ __typename: 'TokenNotFoundError', code: 'NOT_FOUND', token: 'nobody' });
@@ -97,7 +103,11 @@ describe('revoked and expired tokens over HTTP', () => {
     expect(revoked.body.errors?.[0]?.message).toMatch(/test-operator.*revoked/);
 
     for (const header of ['Bearer lk_not-a-real-token', 'Basic dXNlcjpwYXNz', 'Bearer']) {
-      const res = await fetch(s.url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: header }, body: JSON.stringify({ query: '{ nodes { totalCount } }' }) });
+      const res = await fetch(s.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: header },
+        body: JSON.stringify({ query: '{ nodes { totalCount } }' }),
+      });
       expect(res.status, header).toBe(401);
       expect(res.headers.get('www-authenticate')).toContain('Bearer');
     }
@@ -125,7 +135,10 @@ describe('revoked and expired tokens over graphql-ws', () => {
     const closedEvent = new Promise<{ code: number; reason: string }>((r) => (resolveClose = r));
     const client = s.ws(s.tokens.viewer, { onClosed: (e) => resolveClose(e) });
     const ended = new Promise<string>((resolve) => {
-      client.subscribe({ query: 'subscription { nodeChanged { id } }' }, { next: () => {}, error: () => resolve('error'), complete: () => resolve('complete') });
+      client.subscribe(
+        { query: 'subscription { nodeChanged { id } }' },
+        { next: () => {}, error: () => resolve('error'), complete: () => resolve('complete') },
+      );
     });
     await new Promise((r) => setTimeout(r, 150));
     const started = Date.now();

@@ -30,7 +30,7 @@ export interface NetworkLog {
   webSockets: PageWebSocket[];
 }
 
-export function recordNetwork(page: Page): NetworkLog {
+function recordNetwork(page: Page): NetworkLog {
   const log: NetworkLog = { requests: [], webSockets: [] };
   page.on('request', (request) => log.requests.push(request.url()));
   page.on('websocket', (ws) => log.webSockets.push(ws));
@@ -73,10 +73,7 @@ export class GraphiQLPage {
     await this.page.keyboard.insertText(text);
     const expected = normalize(text).replace(/\s+/g, '');
     await this.page.waitForFunction(
-      (want) =>
-        (document.querySelector('.graphiql-query-editor .view-lines')?.textContent ?? '')
-          .replace(/\u00a0/g, ' ')
-          .replace(/\s+/g, '') === want,
+      (want) => (document.querySelector('.graphiql-query-editor .view-lines')?.textContent ?? '').replace(/\u00a0/g, ' ').replace(/\s+/g, '') === want,
       expected,
     );
   }
@@ -92,13 +89,10 @@ export class GraphiQLPage {
 
   /** Waits until the result pane shows every one of the strings; returns its text. */
   async waitForResult(...needles: string[]): Promise<string> {
-    await this.page.waitForFunction(
-      (wanted) => {
-        const text = (document.querySelector('.result-window .view-lines')?.textContent ?? '').replace(/\u00a0/g, ' ');
-        return wanted.every((w) => text.includes(w));
-      },
-      needles,
-    );
+    await this.page.waitForFunction((wanted) => {
+      const text = (document.querySelector('.result-window .view-lines')?.textContent ?? '').replace(/\u00a0/g, ' ');
+      return wanted.every((w) => text.includes(w));
+    }, needles);
     return this.resultText();
   }
 }

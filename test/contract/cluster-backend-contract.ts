@@ -8,7 +8,7 @@ import type { ClusterEvent, VmMaintenanceTracking } from '../../src/cluster/type
  * (a Kubernetes API simulator with KubeVirt objects, a couple of simulated pageservers),
  * never after the fake's demo data.
  */
-export interface ContractFixtures {
+interface ContractFixtures {
   nodes: {
     /** ACTIVE and uncordoned; hosts `vms.migratable`; `shards.withSecondary` is attached here. */
     source: string;
@@ -345,9 +345,7 @@ export function describeClusterBackendContract(name: string, factory: () => Prom
         expect(await h.backend.getVm(migratable)).toMatchObject({ runStrategy: 'RerunOnFailure', status: 'Running', nodeId: target });
         await waitForEvent(h, rec, (e) => e.type === 'vmChanged' && e.vm.id === migratable && e.vm.status === 'Running');
         rec.stop();
-        await expectIdempotent(h, { kind: 'vm', id: migratable }, () =>
-          h.backend.startVm(migratable, { runStrategy: 'RerunOnFailure', nodeId: target }),
-        );
+        await expectIdempotent(h, { kind: 'vm', id: migratable }, () => h.backend.startVm(migratable, { runStrategy: 'RerunOnFailure', nodeId: target }));
       });
 
       it('setVmMaintenanceStrategyLabel stores any value unvalidated, null removes it; repeats change nothing', async (ctx) => {
@@ -393,7 +391,7 @@ export function describeClusterBackendContract(name: string, factory: () => Prom
         await expectCode(h, h.backend.setVmTracking(id, null), 'NotFound');
       });
 
-      it('rejects Unavailable when the VM\'s node is OFFLINE; reads still work', async (ctx) => {
+      it("rejects Unavailable when the VM's node is OFFLINE; reads still work", async (ctx) => {
         const { migratable } = vmFixtures(ctx);
         const { source, target } = h.fixtures.nodes;
         await takeOffline(ctx, source);

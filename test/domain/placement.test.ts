@@ -12,7 +12,10 @@ import {
 
 const req = (key: string, operator: NodeSelectorOperator, values: string[] = []): NodeSelectorRequirement => ({ key, operator, values });
 const none: PlacementConstraints = { nodeSelector: {}, requiredNodeAffinity: [] };
-const affinity = (...terms: NodeSelectorRequirement[][]): PlacementConstraints => ({ nodeSelector: {}, requiredNodeAffinity: terms.map((matchExpressions) => ({ matchExpressions })) });
+const affinity = (...terms: NodeSelectorRequirement[][]): PlacementConstraints => ({
+  nodeSelector: {},
+  requiredNodeAffinity: terms.map((matchExpressions) => ({ matchExpressions })),
+});
 
 describe('node selector and required affinity', () => {
   const labels = { zone: 'a', gpu: 'yes' };

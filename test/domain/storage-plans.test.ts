@@ -70,10 +70,7 @@ describe('drain plan (D1–D4)', () => {
 describe('fill plan (F1–F3)', () => {
   it('F3: takes the fair share from the most loaded nodes, never below expected', () => {
     // 12 shards, 3 nodes → expected 4. Node 1 is empty after a drain; node 2 has 7, node 3 has 5.
-    const shards = [
-      ...[0, 1, 2, 3, 4, 5, 6].map((i) => shard(`t${i}`, 0, '2', ['1'])),
-      ...[7, 8, 9, 10, 11].map((i) => shard(`t${i}`, 0, '3', ['1'])),
-    ];
+    const shards = [...[0, 1, 2, 3, 4, 5, 6].map((i) => shard(`t${i}`, 0, '2', ['1'])), ...[7, 8, 9, 10, 11].map((i) => shard(`t${i}`, 0, '3', ['1']))];
     const plan = planFill('1', shards, [n('1'), n('2'), n('3')]);
     expect(plan).toHaveLength(4);
     const from = plan.map((m) => m.fromNodeId);
@@ -114,11 +111,18 @@ describe('fill plan (F1–F3)', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 2, max: 5 }),
-        fc.array(fc.record({ tenant: fc.integer({ min: 0, max: 4 }), attached: fc.integer({ min: 0, max: 4 }), secondary: fc.integer({ min: 0, max: 4 }) }), { maxLength: 60 }),
+        fc.array(fc.record({ tenant: fc.integer({ min: 0, max: 4 }), attached: fc.integer({ min: 0, max: 4 }), secondary: fc.integer({ min: 0, max: 4 }) }), {
+          maxLength: 60,
+        }),
         (nodeCount, rows) => {
           const nodes = Array.from({ length: nodeCount }, (_, i) => n(String(i)));
           const shards = rows.map((r, i) =>
-            shard(`t${r.tenant}`, i, String(r.attached % nodeCount), r.secondary % nodeCount === r.attached % nodeCount ? [] : [String(r.secondary % nodeCount)]),
+            shard(
+              `t${r.tenant}`,
+              i,
+              String(r.attached % nodeCount),
+              r.secondary % nodeCount === r.attached % nodeCount ? [] : [String(r.secondary % nodeCount)],
+            ),
           );
           const plan = planFill('0', shards, nodes);
           const expected = Math.floor(shards.length / nodeCount);

@@ -134,7 +134,9 @@ describe('admission (S3, S4) in the spec order', () => {
   it('never admits a second operation on a node, over random request sequences', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.record({ op: fc.constantFrom('start', 'finish'), node: fc.constantFrom('1', '2', '3'), kind: fc.constantFrom('DRAIN', 'FILL' as const) }), { maxLength: 60 }),
+        fc.array(fc.record({ op: fc.constantFrom('start', 'finish'), node: fc.constantFrom('1', '2', '3'), kind: fc.constantFrom('DRAIN', 'FILL' as const) }), {
+          maxLength: 60,
+        }),
         fc.integer({ min: 1, max: 3 }),
         (requests, limit) => {
           const running: string[] = [];

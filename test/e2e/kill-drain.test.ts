@@ -54,7 +54,8 @@ describe('kill -9 during a drain', () => {
     await server.ready;
     expect(server.stdout()).toContain('resuming drain of node 1');
     const done = await until(async () => {
-      const op = (await postGraphQL(server!.url, `{ operation(id: "${id}") { ... on Operation { state counts { moved skipped failed planned moving } } } }`)).operation;
+      const op = (await postGraphQL(server!.url, `{ operation(id: "${id}") { ... on Operation { state counts { moved skipped failed planned moving } } } }`))
+        .operation;
       return op.state === 'RUNNING' ? undefined : op;
     }, 'the drain to finish');
     expect(done).toEqual({ state: 'SUCCEEDED', counts: { moved: SHARDS, skipped: 0, failed: 0, planned: 0, moving: 0 } });

@@ -58,7 +58,11 @@ describe('Longhorn installed or not, through maintenancePlan and enable', () => 
     expect(p.accepted).toBe(false);
     expect(p.vms).toMatchObject([{ vmId: 'default/vm', blocksEnable: true, nonMigratableReasons: ['LastHealthyReplica (volume disk)'] }]);
     const { r } = await gqlData(ENABLE);
-    expect(r).toMatchObject({ __typename: 'PreconditionFailedError', reason: 'NON_MIGRATABLE_VMS', blockers: [{ id: 'default/vm', reasons: ['LastHealthyReplica (volume disk)'] }] });
+    expect(r).toMatchObject({
+      __typename: 'PreconditionFailedError',
+      reason: 'NON_MIGRATABLE_VMS',
+      blockers: [{ id: 'default/vm', reasons: ['LastHealthyReplica (volume disk)'] }],
+    });
     expect(t.sim.node('node-1')!.spec.unschedulable).toBeUndefined();
   });
 
@@ -111,7 +115,9 @@ describe('the API server down during a maintenance', () => {
       const { r } = await gqlData(ENABLE);
       expect(r.__typename).toBe('Operation');
       // The stop is written and the migration created: the API server goes away while both are under way.
-      await eventually(() => t.sim.vm('default', 'stopper')!.spec.runStrategy === 'Halted' && t.sim.migrations('default').some((m) => m.status?.phase === 'Running'));
+      await eventually(
+        () => t.sim.vm('default', 'stopper')!.spec.runStrategy === 'Halted' && t.sim.migrations('default').some((m) => m.status?.phase === 'Running'),
+      );
       if (fault === '5xx') t.sim.api.setOutage(503);
       else await t.sim.setReachable(false);
 
@@ -197,7 +203,9 @@ describe('missing RBAC, as a GraphQL caller sees it', () => {
       return step?.state === 'FAILED';
     });
     expect(step.reason).toBe('REJECTED');
-    expect(step.error).toMatch(/lacks RBAC permission to create virtualmachineinstancemigrations in API group "kubevirt.io" \(grant verb "create" on resource "virtualmachineinstancemigrations"\)/);
+    expect(step.error).toMatch(
+      /lacks RBAC permission to create virtualmachineinstancemigrations in API group "kubevirt.io" \(grant verb "create" on resource "virtualmachineinstancemigrations"\)/,
+    );
     // The operation's progress names it too, as what keeps the VM on the node.
     await eventually(async () => /default\/vm: migration failed: .*grant verb "create"/.test((await gqlData(OPERATION(r.id))).o.waitingOn?.description ?? ''));
     expect(t.sim.migrations()).toHaveLength(0);

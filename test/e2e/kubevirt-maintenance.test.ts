@@ -60,7 +60,8 @@ function recordVmHistory(): Map<string, K8sObject[]> {
 
 /** No version of the VM ever carried a tracking annotation. */
 function neverTracked(history: Map<string, K8sObject[]>, name: string): void {
-  for (const v of history.get(name) ?? []) for (const a of TRACKING) expect(v.metadata.annotations?.[a], `${name} at resourceVersion ${v.metadata.resourceVersion}`).toBeUndefined();
+  for (const v of history.get(name) ?? [])
+    for (const a of TRACKING) expect(v.metadata.annotations?.[a], `${name} at resourceVersion ${v.metadata.resourceVersion}`).toBeUndefined();
 }
 
 /** The one VirtualMachineInstanceMigration of the VM: ours, succeeded, aimed at the node its VMI now runs on (off node-1). */
@@ -114,7 +115,12 @@ describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernete
     neverTracked(history, 'control');
 
     const result = await disable('node-1');
-    expect(result).toMatchObject({ __typename: 'DisableMaintenanceResult', restartedVmIds: ['default/vm'], failures: [], node: { cordoned: false, maintenancePhase: null } });
+    expect(result).toMatchObject({
+      __typename: 'DisableMaintenanceResult',
+      restartedVmIds: ['default/vm'],
+      failures: [],
+      node: { cordoned: false, maintenancePhase: null },
+    });
     expect(t.sim.node('node-1')!.spec.unschedulable).toBeUndefined();
     const restarted = vmObj('vm');
     expect(restarted.spec.runStrategy).toBe('Always');
@@ -186,7 +192,10 @@ describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernete
   it('4. force with Longhorn last replicas: both stop without tracking, the migratable one migrates; without force refused naming the unlabelled one', async () => {
     t = await kubevirtApp((sim) => {
       threeNodes(sim);
-      for (const [name, label] of [['labelled', 'ShutdownAndRestartAfterDisable'], ['unlabelled', null]] as const) {
+      for (const [name, label] of [
+        ['labelled', 'ShutdownAndRestartAfterDisable'],
+        ['unlabelled', null],
+      ] as const) {
         sim.addPvc('default', `${name}-disk`, { volumeName: `pvc-${name}` });
         sim.addReplica(`pvc-${name}`, 'node-1', true);
         sim.addReplica(`pvc-${name}`, 'node-2', false);
@@ -229,7 +238,11 @@ describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernete
     t = await kubevirtApp(seedTwo('ShutdownAndRestartAfterDisable'));
     await enable('node-1');
     await untilPhase('node-1', 'COMPLETED');
-    expect(vmObj('vm').metadata.annotations).toMatchObject({ [TRACKING_NODE_ANNOTATION]: 'node-1', [TRACKING_RUN_STRATEGY_ANNOTATION]: 'Always', [TRACKING_STRATEGY_ANNOTATION]: 'ShutdownAndRestartAfterDisable' });
+    expect(vmObj('vm').metadata.annotations).toMatchObject({
+      [TRACKING_NODE_ANNOTATION]: 'node-1',
+      [TRACKING_RUN_STRATEGY_ANNOTATION]: 'Always',
+      [TRACKING_STRATEGY_ANNOTATION]: 'ShutdownAndRestartAfterDisable',
+    });
     expectMigratedOnce('control');
     t.sim.deleteNode('node-1');
     await eventually(() => vmObj('vm').metadata.annotations?.[TRACKING_NODE_ANNOTATION] === undefined);

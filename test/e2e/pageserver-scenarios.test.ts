@@ -15,7 +15,13 @@ describe('storage spec §8 with Neon pageservers (simulated, over HTTP)', () => 
   // Two pageservers here; three in one AZ are the next two tests: with 5 tenants of 8 shards
   // the fill's per-tenant cap (F3) keeps one pass from ending within 2; with 20 tenants of 2 it does.
   it('1. graceful cluster restart, one AZ (two pageservers): every node drains to zero, nothing lost, attached counts end within 2', async () => {
-    const w = await setUp({ nodes: [{ id: 1, zone: 'az-a' }, { id: 2, zone: 'az-a' }], shards: roundRobinShards([1, 2], 5, 8) });
+    const w = await setUp({
+      nodes: [
+        { id: 1, zone: 'az-a' },
+        { id: 2, zone: 'az-a' },
+      ],
+      shards: roundRobinShards([1, 2], 5, 8),
+    });
     await rollingRestart(w, ['1', '2']);
     const counts = Object.values(w.cluster.attachedSingleCounts());
     expect(total(w.cluster.attachedSingleCounts())).toBe(40);
@@ -56,7 +62,10 @@ describe('storage spec §8 with Neon pageservers (simulated, over HTTP)', () => 
   it('2. a lagging secondary: skipped with SECONDARY_LAGGING, then moved once it catches up', async () => {
     const slow = { tenant: 1, attached: 1, secondaries: [2], lag: { 2: { bytes: 8 * 1024 * 1024 } } };
     const fast = { tenant: 2, attached: 1, secondaries: [2] };
-    const w = await setUp({ nodes: THREE_NODES(['az-a']), shards: [slow, fast], downloadBytesPerSecond: 0 }, { settings: { maxSecondaryLagBytes: 1024 * 1024 } });
+    const w = await setUp(
+      { nodes: THREE_NODES(['az-a']), shards: [slow, fast], downloadBytesPerSecond: 0 },
+      { settings: { maxSecondaryLagBytes: 1024 * 1024 } },
+    );
     const op = await start(w, 'startNodeDrain', '1');
     expect((await settled(w, '1')).state).toBe('SUCCEEDED');
     expect(await policy(w, '1')).toBe('PAUSE_FOR_RESTART');
@@ -135,17 +144,23 @@ describe('scenario 1 through the Neon-compatible REST facade', () => {
     };
     for (const id of ['1', '2', '3']) {
       expect(await call('PUT', `/node/${id}/drain`)).toEqual({ status: 202, json: null });
-      await waitFor(async () => (await call('GET', `/node/${id}`)).json.scheduling === 'PauseForRestart', { timeoutMs: 20_000, what: `node ${id} PauseForRestart` });
+      await waitFor(async () => (await call('GET', `/node/${id}`)).json.scheduling === 'PauseForRestart', {
+        timeoutMs: 20_000,
+        what: `node ${id} PauseForRestart`,
+      });
       const shards = (await call('GET', `/node/${id}/shards`)).json;
       expect(shards.node_id).toBe(Number(id));
       expect(shards.shards.every((s: { is_intended_secondary: boolean }) => s.is_intended_secondary)).toBe(true);
       expect(w.cluster.sim(id).attached()).toEqual([]);
       expect(total(w.cluster.attachedSingleCounts())).toBe(40);
       await w.cluster.sim(id).restart({ downMs: 20 });
-      await waitFor(async () => {
-        const node = (await call('GET', `/node/${id}`)).json;
-        return node.availability === 'Active' && node.scheduling === 'Active';
-      }, { what: `node ${id} Active` });
+      await waitFor(
+        async () => {
+          const node = (await call('GET', `/node/${id}`)).json;
+          return node.availability === 'Active' && node.scheduling === 'Active';
+        },
+        { what: `node ${id} Active` },
+      );
       expect(await call('PUT', `/node/${id}/fill`)).toEqual({ status: 202, json: null });
       await settled(w, id);
       expect((await call('GET', `/node/${id}`)).json.scheduling).toBe('Active');

@@ -39,7 +39,10 @@ describe('examples/rolling-restart.ts', () => {
     const res = await fetch(s.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query: '{ nodes { edges { node { schedulingPolicy availability } } } shards(first: 1000) { totalCount } operations(first: 100) { totalCount edges { node { state } } } }' }),
+      body: JSON.stringify({
+        query:
+          '{ nodes { edges { node { schedulingPolicy availability } } } shards(first: 1000) { totalCount } operations(first: 100) { totalCount edges { node { state } } } }',
+      }),
     });
     const { data } = (await res.json()) as any;
     expect(data.nodes.edges.every((e: any) => e.node.schedulingPolicy === 'ACTIVE' && e.node.availability === 'ACTIVE')).toBe(true);

@@ -96,7 +96,10 @@ describe('the real server', () => {
     const s = await start();
     client = createClient({ url: s.url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, retryAttempts: 0 });
     const ended = new Promise<string>((resolve) => {
-      client!.subscribe({ query: 'subscription { nodeChanged { id } }' }, { next: () => {}, error: () => resolve('error'), complete: () => resolve('complete') });
+      client!.subscribe(
+        { query: 'subscription { nodeChanged { id } }' },
+        { next: () => {}, error: () => resolve('error'), complete: () => resolve('complete') },
+      );
     });
     await new Promise((r) => setTimeout(r, 100));
     await s.app.stop();

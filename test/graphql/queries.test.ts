@@ -114,9 +114,7 @@ describe('GraphQL reads over the demo cluster', () => {
       const res = await t.gql(`{ vms(first: 1000) { totalCount edges { node { id node { name zone } volumes { replicas { node { name } } } } } } }`);
       expect(res.errors).toBeUndefined();
       expect(res.data.vms.totalCount).toBe(4 * vmsPerNode);
-      const calls = [...t.cluster.callCounts.entries()]
-        .map(([name, n]) => [name, n - (before.get(name) ?? 0)] as const)
-        .filter(([, n]) => n > 0);
+      const calls = [...t.cluster.callCounts.entries()].map(([name, n]) => [name, n - (before.get(name) ?? 0)] as const).filter(([, n]) => n > 0);
       const total = calls.reduce((sum, [, n]) => sum + n, 0);
       // One list plus one batched node read, whether there are 100 VMs or 500.
       expect(Object.fromEntries(calls)).toEqual({ listVms: 1, getNodes: 1 });

@@ -37,14 +37,23 @@ describe('simulation controls', () => {
 
   it('drive the simulated cluster: latencies, faults, offline, secondary lag', async () => {
     const t = await createTestApp();
-    const lat = await t.gql('mutation { simulation { setLatencies(input: { migrate: 5, cutOver: 7 }) { ... on SimulationLatencies { migrate cutOver stop } } } }');
+    const lat = await t.gql(
+      'mutation { simulation { setLatencies(input: { migrate: 5, cutOver: 7 }) { ... on SimulationLatencies { migrate cutOver stop } } } }',
+    );
     expect(lat.data.simulation.setLatencies).toEqual({ migrate: 5, cutOver: 7, stop: 400 });
-    const faults = await t.gql('mutation { simulation { injectFaults(input: { failureRate: { migrate: 0.5 }, stuck: ["apps/web-1"] }) { ... on SimulationFaults { failureRate { migrate stop } stuck } } } }');
+    const faults = await t.gql(
+      'mutation { simulation { injectFaults(input: { failureRate: { migrate: 0.5 }, stuck: ["apps/web-1"] }) { ... on SimulationFaults { failureRate { migrate stop } stuck } } } }',
+    );
     expect(faults.data.simulation.injectFaults).toEqual({ failureRate: { migrate: 0.5, stop: 0 }, stuck: ['apps/web-1'] });
-    expect((await t.gql('{ simulation { faults { stuck } latencies { cutOver } } }')).data.simulation).toEqual({ faults: { stuck: ['apps/web-1'] }, latencies: { cutOver: 7 } });
+    expect((await t.gql('{ simulation { faults { stuck } latencies { cutOver } } }')).data.simulation).toEqual({
+      faults: { stuck: ['apps/web-1'] },
+      latencies: { cutOver: 7 },
+    });
     expect((await t.gql('mutation { simulation { clearFaults { stuck } } }')).data.simulation.clearFaults.stuck).toEqual([]);
     // Out-of-range values are typed errors naming the field, and change nothing.
-    const badRate = await t.gql('mutation { simulation { injectFaults(input: { failureRate: { stop: 1.5 } }) { __typename ... on InvalidInputError { field value } } } }');
+    const badRate = await t.gql(
+      'mutation { simulation { injectFaults(input: { failureRate: { stop: 1.5 } }) { __typename ... on InvalidInputError { field value } } } }',
+    );
     expect(badRate.data.simulation.injectFaults).toEqual({ __typename: 'InvalidInputError', field: 'input.failureRate.stop', value: '1.5' });
     const badLatency = await t.gql('mutation { simulation { setLatencies(input: { cordon: -1 }) { __typename ... on InvalidInputError { field } } } }');
     expect(badLatency.data.simulation.setLatencies).toEqual({ __typename: 'InvalidInputError', field: 'input.cordon' });
@@ -55,7 +64,9 @@ describe('simulation controls', () => {
     const missing = await t.gql('mutation { simulation { restartNode(nodeId: "99") { __typename ... on NotFoundError { kind id } } } }');
     expect(missing.data.simulation.restartNode).toEqual({ __typename: 'NotFoundError', kind: 'NODE', id: '99' });
     const shard = (await t.gql('{ shards(first: 1) { edges { node { id secondaryNodeIds } } } }')).data.shards.edges[0].node;
-    const lag = await t.gql(`mutation { simulation { setSecondaryLag(shardId: "${shard.id}", nodeId: "${shard.secondaryNodeIds[0]}", lagBytes: 1000) { __typename } } }`);
+    const lag = await t.gql(
+      `mutation { simulation { setSecondaryLag(shardId: "${shard.id}", nodeId: "${shard.secondaryNodeIds[0]}", lagBytes: 1000) { __typename } } }`,
+    );
     expect(lag.data.simulation.setSecondaryLag.__typename).toBe('TenantShard');
     const status = await t.cluster.getSecondaryStatus(shard.id, shard.secondaryNodeIds[0]);
     expect(status.bytesTotal - status.bytesDownloaded).toBe(1000);

@@ -34,7 +34,9 @@ describe('backend faults during maintenance', () => {
     await enable(t, '1');
     down = true;
     await driveUntil(t, () => (t.app.maintenance.activeOperation('1')?.waitingOn?.description ?? '').includes('unreachable'), { stepMs: 200 });
-    expect(t.app.maintenance.activeOperation('1')!.waitingOn!.description).toMatch(/reading the VMs on node 1 failed \(the API server is unreachable\); retrying every 1 s/);
+    expect(t.app.maintenance.activeOperation('1')!.waitingOn!.description).toMatch(
+      /reading the VMs on node 1 failed \(the API server is unreachable\); retrying every 1 s/,
+    );
     down = false;
     await untilPhase(t, '1', 'COMPLETED');
     expect((await real!.getVm('default/a'))?.nodeId).not.toBe('1');
@@ -42,17 +44,23 @@ describe('backend faults during maintenance', () => {
 
   it('a VM deleted mid-maintenance is recorded as gone, not as a failure that blocks the node', async () => {
     let deleted = false;
-    t = await maintenanceApp(cluster([{ namespace: 'default', name: 'gone', nodeId: '1', maintenanceStrategyLabel: 'Shutdown' }, { namespace: 'default', name: 'a', nodeId: '1' }]), {
-      backend: (c) =>
-        withOverrides({
-          // Someone deletes the VM just as maintenance stops it.
-          stopVm: () => {
-            deleted = true;
-            return Promise.reject(new BackendError('NotFound', 'vm default/gone not found', { kind: 'vm', id: 'default/gone' }));
-          },
-          listVms: async (f?: { nodeId?: string }) => (await c.listVms(f)).filter((v) => !(deleted && v.id === 'default/gone')),
-        })(c),
-    });
+    t = await maintenanceApp(
+      cluster([
+        { namespace: 'default', name: 'gone', nodeId: '1', maintenanceStrategyLabel: 'Shutdown' },
+        { namespace: 'default', name: 'a', nodeId: '1' },
+      ]),
+      {
+        backend: (c) =>
+          withOverrides({
+            // Someone deletes the VM just as maintenance stops it.
+            stopVm: () => {
+              deleted = true;
+              return Promise.reject(new BackendError('NotFound', 'vm default/gone not found', { kind: 'vm', id: 'default/gone' }));
+            },
+            listVms: async (f?: { nodeId?: string }) => (await c.listVms(f)).filter((v) => !(deleted && v.id === 'default/gone')),
+          })(c),
+      },
+    );
     const op = await enable(t, '1');
     await untilPhase(t, '1', 'COMPLETED');
     const steps = await t.app.operations.getSteps(op.id);
@@ -66,7 +74,9 @@ describe('backend faults during maintenance', () => {
       backend: (c) => withOverrides({ capabilities: { ...c.capabilities, replicaHealth: false } })(c),
     });
     const res = await t.gql('{ maintenancePlan(nodeId: "1") { warnings } }');
-    expect(res.data.maintenancePlan.warnings).toContain('LastHealthyReplica (N1) not checked: the backend cannot see volume replicas (e.g. Longhorn is not installed)');
+    expect(res.data.maintenancePlan.warnings).toContain(
+      'LastHealthyReplica (N1) not checked: the backend cannot see volume replicas (e.g. Longhorn is not installed)',
+    );
   });
 });
 

@@ -24,7 +24,17 @@ type Why = 'replica' | 'backend' | 'selector';
 const nonMigratable = (name: string, why: Why): Partial<VmSpec> => {
   switch (why) {
     case 'replica':
-      return { volumes: [{ name: `${name}-disk`, replicas: [{ nodeId: '1', healthy: true }, { nodeId: '2', healthy: false }] }] };
+      return {
+        volumes: [
+          {
+            name: `${name}-disk`,
+            replicas: [
+              { nodeId: '1', healthy: true },
+              { nodeId: '2', healthy: false },
+            ],
+          },
+        ],
+      };
     case 'backend':
       return { liveMigratable: false, liveMigratableReason: 'HostDeviceNotLiveMigratable' };
     case 'selector':
@@ -66,7 +76,9 @@ function fleet(unlabelledNonMigratable: number): VmSpec[] {
 
 const idOf = (s: VmSpec) => `${s.namespace ?? 'default'}/${s.name}`;
 const isMigratable = (s: VmSpec) =>
-  s.liveMigratable !== false && Object.keys(s.nodeSelector ?? {}).length === 0 && !(s.volumes ?? []).some((v) => v.replicas.filter((r) => r.healthy !== false).length === 1);
+  s.liveMigratable !== false &&
+  Object.keys(s.nodeSelector ?? {}).length === 0 &&
+  !(s.volumes ?? []).some((v) => v.replicas.filter((r) => r.healthy !== false).length === 1);
 
 type Outcome =
   | { kind: 'untouched' }
@@ -118,17 +130,31 @@ async function expectOutcomes(specs: VmSpec[], outcome: (s: VmSpec) => Outcome, 
         });
         break;
       case 'runningElsewhere':
-        expect({ status: vm.status, runStrategy: vm.runStrategy, tracking: vm.tracking }, ctx).toEqual({ status: 'Running', runStrategy: o.runStrategy, tracking: null });
+        expect({ status: vm.status, runStrategy: vm.runStrategy, tracking: vm.tracking }, ctx).toEqual({
+          status: 'Running',
+          runStrategy: o.runStrategy,
+          tracking: null,
+        });
         expect(vm.nodeId, ctx).not.toBe('1');
         expect(vm.nodeId, ctx).not.toBeNull();
         // Nothing more happens to it on disable: it stays where enable put it.
         if (where) expect(vm.nodeId, ctx).toBe(where.get(id));
         break;
       case 'runningOnNode1':
-        expect({ status: vm.status, nodeId: vm.nodeId, runStrategy: vm.runStrategy, tracking: vm.tracking }, ctx).toEqual({ status: 'Running', nodeId: '1', runStrategy: o.runStrategy, tracking: null });
+        expect({ status: vm.status, nodeId: vm.nodeId, runStrategy: vm.runStrategy, tracking: vm.tracking }, ctx).toEqual({
+          status: 'Running',
+          nodeId: '1',
+          runStrategy: o.runStrategy,
+          tracking: null,
+        });
         break;
       case 'halted':
-        expect({ status: vm.status, nodeId: vm.nodeId, runStrategy: vm.runStrategy, tracking: vm.tracking }, ctx).toEqual({ status: 'Stopped', nodeId: null, runStrategy: 'Halted', tracking: o.tracking });
+        expect({ status: vm.status, nodeId: vm.nodeId, runStrategy: vm.runStrategy, tracking: vm.tracking }, ctx).toEqual({
+          status: 'Stopped',
+          nodeId: null,
+          runStrategy: 'Halted',
+          tracking: o.tracking,
+        });
         break;
     }
   }
@@ -169,7 +195,10 @@ describe('50 VMs of mixed strategies on one node', () => {
     await enableToCompleted(specs, false);
     const where = await expectOutcomes(specs, (s) => afterEnable(s, false), null);
     // T1 copies in the database: exactly the after-disable VMs that were running.
-    const trackedIds = specs.filter((s) => s.nodeId === '1' && s.maintenanceStrategyLabel === AD).map(idOf).sort();
+    const trackedIds = specs
+      .filter((s) => s.nodeId === '1' && s.maintenanceStrategyLabel === AD)
+      .map(idOf)
+      .sort();
     expect(trackedIds).toHaveLength(10);
     expect((await t.db.prisma.vmTracking.findMany()).map((r) => r.vmId).sort()).toEqual(trackedIds);
 

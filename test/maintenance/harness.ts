@@ -19,7 +19,7 @@ export async function maintenanceApp(topology: TopologySpec, options: Omit<TestA
   return createTestApp({ topology, latenciesMs: { migrate: 500, stop: 200, start: 300, cordon: 10 }, ...options });
 }
 
-export const ENABLE_RESULT = `__typename
+const ENABLE_RESULT = `__typename
   ... on Operation { id state kind counts { planned moving moved skipped failed total } waitingOn { kind description workloadIds } }
   ... on Error { code message }
   ... on PreconditionFailedError { failedReason: reason blockers { id reasons } }`;
@@ -41,9 +41,12 @@ export async function whileDriving<T>(t: TestApp, request: Promise<T>): Promise<
 }
 
 export async function disable(t: TestApp, nodeId: string) {
-  const res = await whileDriving(t, t.gql(`mutation { r: disableMaintenanceMode(nodeId: "${nodeId}") { __typename
+  const res = await whileDriving(
+    t,
+    t.gql(`mutation { r: disableMaintenanceMode(nodeId: "${nodeId}") { __typename
     ... on DisableMaintenanceResult { restartedVmIds trackingClearedVmIds failures { vmId message } warnings node { cordoned maintenancePhase } fillOperation { id kind } }
-    ... on Error { code message } } }`));
+    ... on Error { code message } } }`),
+  );
   if (res.errors) throw new Error(JSON.stringify(res.errors));
   return res.data.r;
 }

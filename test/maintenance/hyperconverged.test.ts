@@ -10,13 +10,28 @@ afterEach(async () => {
 
 /** Node 1 runs two VMs and holds four attached shards; other nodes hold shards with secondaries on node 1. */
 function hyperconverged() {
-  const shard = (tenantId: string, n: number, on: string, secondary: string) => ({ tenantId, shardNumber: n, shardCount: 4, attachedNodeId: on, secondaries: [{ nodeId: secondary }] });
+  const shard = (tenantId: string, n: number, on: string, secondary: string) => ({
+    tenantId,
+    shardNumber: n,
+    shardCount: 4,
+    attachedNodeId: on,
+    secondaries: [{ nodeId: secondary }],
+  });
   return cluster(
     [
       { namespace: 'default', name: 'web', nodeId: '1' },
       { namespace: 'default', name: 'db', nodeId: '1', maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable' },
     ],
-    { shards: [shard('a', 0, '1', '2'), shard('a', 1, '1', '3'), shard('b', 0, '1', '2'), shard('b', 1, '1', '3'), shard('c', 0, '2', '1'), shard('c', 1, '3', '1')] },
+    {
+      shards: [
+        shard('a', 0, '1', '2'),
+        shard('a', 1, '1', '3'),
+        shard('b', 0, '1', '2'),
+        shard('b', 1, '1', '3'),
+        shard('c', 0, '2', '1'),
+        shard('c', 1, '3', '1'),
+      ],
+    },
   );
 }
 
@@ -38,13 +53,18 @@ describe('hyperconverged node: VMs and shards under one maintenance', () => {
   });
 
   it('enable drains both under one operation and reaches COMPLETED only when both are done; disable restarts VMs and fills the shards back', async () => {
-    t = await maintenanceApp(hyperconverged(), { latenciesMs: { migrate: 500, stop: 200, start: 300, cordon: 10, cutOver: 20_000 }, settings: { maxConcurrentMoves: 1 } });
+    t = await maintenanceApp(hyperconverged(), {
+      latenciesMs: { migrate: 500, stop: 200, start: 300, cordon: 10, cutOver: 20_000 },
+      settings: { maxConcurrentMoves: 1 },
+    });
     const op = await enable(t, '1');
     expect(op).toMatchObject({ __typename: 'Operation', kind: 'MAINTENANCE', counts: { total: 6 } });
     expect(await policyOf(t, '1')).toBe('DRAINING');
     // Another drain or a policy change on the node is refused while the maintenance owns it.
     expect((await mutate(t, 'startNodeDrain', '1')).__typename).toBe('ConflictError');
-    expect((await t.gql('mutation { configureNode(nodeId: "1", policy: ACTIVE) { __typename } }')).data.configureNode.__typename).toBe('PreconditionFailedError');
+    expect((await t.gql('mutation { configureNode(nodeId: "1", policy: ACTIVE) { __typename } }')).data.configureNode.__typename).toBe(
+      'PreconditionFailedError',
+    );
     // The VMs are done long before the 20 s cut-overs: still EVACUATING, waiting on shards.
     await driveUntil(t, async () => (await vm(t, 'default/web')).nodeId !== '1' && (await vm(t, 'default/db')).status === 'Stopped');
     await t.clock.advance(2000);

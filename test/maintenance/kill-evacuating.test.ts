@@ -31,7 +31,13 @@ const SHUTDOWN = ['default/sd1'];
 const ON_NODE_1 = [...MIGRATE, ...AFTER_ENABLE, ...AFTER_DISABLE, ...SHUTDOWN];
 const BYSTANDER = 'default/elsewhere';
 
-const vmOn1 = (name: string, label: string | null, extra: object = {}) => ({ namespace: 'default', name, nodeId: '1', maintenanceStrategyLabel: label, ...extra });
+const vmOn1 = (name: string, label: string | null, extra: object = {}) => ({
+  namespace: 'default',
+  name,
+  nodeId: '1',
+  maintenanceStrategyLabel: label,
+  ...extra,
+});
 
 function writeConfig(dir: string): void {
   writeFileSync(
@@ -82,7 +88,8 @@ async function snapshot(url: string): Promise<{ phase: string | null; cordoned: 
        vms(first: 100) { edges { node { id status runStrategy node { id } tracking { nodeName strategy savedRunStrategy } } } } }`,
   );
   const vms = new Map<string, VmView>();
-  for (const { node: v } of data.vms.edges) vms.set(v.id, { id: v.id, status: v.status, runStrategy: v.runStrategy, nodeId: v.node?.id ?? null, tracking: v.tracking });
+  for (const { node: v } of data.vms.edges)
+    vms.set(v.id, { id: v.id, status: v.status, runStrategy: v.runStrategy, nodeId: v.node?.id ?? null, tracking: v.tracking });
   return { phase: data.node.maintenancePhase, cordoned: data.node.cordoned, vms };
 }
 
@@ -146,8 +153,18 @@ describe('kill -9 during EVACUATING', () => {
     // T2: the saved run strategy is restored.
     expect(done.vms.get('default/ae1')?.runStrategy).toBe('ALWAYS');
     expect(done.vms.get('default/ae2')?.runStrategy).toBe('RERUN_ON_FAILURE');
-    expect(done.vms.get('default/ad1')).toMatchObject({ status: 'STOPPED', runStrategy: 'HALTED', nodeId: null, tracking: { nodeName: 'node-1', strategy: 'ShutdownAndRestartAfterDisable', savedRunStrategy: 'ALWAYS' } });
-    expect(done.vms.get('default/ad2')).toMatchObject({ status: 'STOPPED', runStrategy: 'HALTED', nodeId: null, tracking: { nodeName: 'node-1', strategy: 'ShutdownAndRestartAfterDisable', savedRunStrategy: 'MANUAL' } });
+    expect(done.vms.get('default/ad1')).toMatchObject({
+      status: 'STOPPED',
+      runStrategy: 'HALTED',
+      nodeId: null,
+      tracking: { nodeName: 'node-1', strategy: 'ShutdownAndRestartAfterDisable', savedRunStrategy: 'ALWAYS' },
+    });
+    expect(done.vms.get('default/ad2')).toMatchObject({
+      status: 'STOPPED',
+      runStrategy: 'HALTED',
+      nodeId: null,
+      tracking: { nodeName: 'node-1', strategy: 'ShutdownAndRestartAfterDisable', savedRunStrategy: 'MANUAL' },
+    });
     expect(done.vms.get('default/sd1')).toMatchObject({ status: 'STOPPED', runStrategy: 'HALTED', nodeId: null, tracking: null });
     expect(done.vms.get(BYSTANDER)).toMatchObject({ status: 'RUNNING', nodeId: '2' });
 
@@ -158,7 +175,11 @@ describe('kill -9 during EVACUATING', () => {
          operations { totalCount } }`,
     );
     expect(data.operations.totalCount).toBe(1);
-    expect(data.operation).toMatchObject({ state: 'SUCCEEDED', kind: 'MAINTENANCE', counts: { planned: 0, moving: 0, moved: ON_NODE_1.length, skipped: 0, failed: 0, total: ON_NODE_1.length } });
+    expect(data.operation).toMatchObject({
+      state: 'SUCCEEDED',
+      kind: 'MAINTENANCE',
+      counts: { planned: 0, moving: 0, moved: ON_NODE_1.length, skipped: 0, failed: 0, total: ON_NODE_1.length },
+    });
     const steps = data.operation.steps.edges.map((e: any) => e.node);
     expect(steps.map((s: any) => s.workloadId).sort()).toEqual([...ON_NODE_1].sort());
     expect(steps.every((s: any) => s.state === 'MOVED')).toBe(true);
@@ -170,7 +191,10 @@ describe('kill -9 during EVACUATING', () => {
     // The event log has exactly one terminal event per VM step, across both processes.
     const db = new Database(join(dir, 'lockkeeper.db'), { readonly: true });
     try {
-      const rows = db.prepare(`SELECT type, payload FROM "Event" WHERE operationId = ? AND type LIKE 'VM\\_%' ESCAPE '\\'`).all(id) as { type: string; payload: string }[];
+      const rows = db.prepare(`SELECT type, payload FROM "Event" WHERE operationId = ? AND type LIKE 'VM\\_%' ESCAPE '\\'`).all(id) as {
+        type: string;
+        payload: string;
+      }[];
       const terminal = rows.filter((r) => /_(MOVED|SKIPPED|FAILED)$/.test(r.type)).map((r) => ({ vm: JSON.parse(r.payload).vm as string, type: r.type }));
       expect(terminal.map((t) => t.vm).sort()).toEqual([...ON_NODE_1].sort());
       expect(terminal.every((t) => t.type.endsWith('_MOVED'))).toBe(true);

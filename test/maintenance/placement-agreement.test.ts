@@ -81,11 +81,13 @@ const labelsArb = fc
   .chain((keys) => fc.tuple(...keys.map((k) => fc.constantFrom(...VALUES).map((v) => [k, v] as const))))
   .map((pairs) => Object.fromEntries(pairs) as Record<string, string>);
 
-const requirementArb: fc.Arbitrary<ModelRequirement> = fc.record({
-  key: fc.constantFrom(...SELECTOR_KEYS),
-  operator: fc.constantFrom<Operator>('In', 'NotIn', 'Exists', 'DoesNotExist'),
-  values: fc.subarray(VALUES, { minLength: 1 }),
-}).map((r) => (r.operator === 'Exists' || r.operator === 'DoesNotExist' ? { ...r, values: [] } : r));
+const requirementArb: fc.Arbitrary<ModelRequirement> = fc
+  .record({
+    key: fc.constantFrom(...SELECTOR_KEYS),
+    operator: fc.constantFrom<Operator>('In', 'NotIn', 'Exists', 'DoesNotExist'),
+    values: fc.subarray(VALUES, { minLength: 1 }),
+  })
+  .map((r) => (r.operator === 'Exists' || r.operator === 'DoesNotExist' ? { ...r, values: [] } : r));
 
 const constraintsArb: fc.Arbitrary<ModelConstraints> = fc.record({
   nodeSelector: fc.oneof(
@@ -107,24 +109,38 @@ interface GenNode {
 }
 
 /** 1–8 nodes whose ids are drawn from 1..12, so that 10, 11 and 12 meet 2 and 9 (natural order). */
-const nodesArb: fc.Arbitrary<GenNode[]> = fc
-  .uniqueArray(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 8 })
-  .chain((ids) =>
-    fc.tuple(
-      ...ids.map((id) =>
-        fc.record({
-          id: fc.constant(String(id)),
-          labels: labelsArb,
-          availability: fc.constantFrom<NodeAvailability>('ACTIVE', 'ACTIVE', 'ACTIVE', 'WARMING_UP', 'OFFLINE'),
-          cordoned: fc.constantFrom(false, false, true),
-          load: fc.nat(3),
-        }),
-      ),
+const nodesArb: fc.Arbitrary<GenNode[]> = fc.uniqueArray(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 8 }).chain((ids) =>
+  fc.tuple(
+    ...ids.map((id) =>
+      fc.record({
+        id: fc.constant(String(id)),
+        labels: labelsArb,
+        availability: fc.constantFrom<NodeAvailability>('ACTIVE', 'ACTIVE', 'ACTIVE', 'WARMING_UP', 'OFFLINE'),
+        cordoned: fc.constantFrom(false, false, true),
+        load: fc.nat(3),
+      }),
     ),
-  );
+  ),
+);
 
-const toClusterNode = (n: GenNode): ClusterNode => ({ id: n.id, name: `node-${n.id}`, zone: null, roles: ['worker'], availability: n.availability, cordoned: n.cordoned, labels: n.labels });
-const toMaintNode = (n: GenNode): MaintNode => ({ id: n.id, name: `node-${n.id}`, ready: n.availability === 'ACTIVE', cordoned: n.cordoned, roles: ['worker'], labels: n.labels, maintenancePhase: null });
+const toClusterNode = (n: GenNode): ClusterNode => ({
+  id: n.id,
+  name: `node-${n.id}`,
+  zone: null,
+  roles: ['worker'],
+  availability: n.availability,
+  cordoned: n.cordoned,
+  labels: n.labels,
+});
+const toMaintNode = (n: GenNode): MaintNode => ({
+  id: n.id,
+  name: `node-${n.id}`,
+  ready: n.availability === 'ACTIVE',
+  cordoned: n.cordoned,
+  roles: ['worker'],
+  labels: n.labels,
+  maintenancePhase: null,
+});
 const toModelNode = (n: { id: string; labels: Record<string, string>; availability: NodeAvailability; cordoned: boolean }): ModelNode => ({
   id: n.id,
   labels: n.labels,
@@ -220,7 +236,7 @@ async function settle<T>(clock: VirtualClock, promise: Promise<T>): Promise<{ ok
 }
 
 describe('placement on the simulated cluster (migrate, start) lands only where the model allows', () => {
-  it('on the model\'s choice, or is refused when nothing fits', async () => {
+  it("on the model's choice, or is refused when nothing fits", async () => {
     await fc.assert(
       fc.asyncProperty(scenarioArb, async ({ nodes, vms, actions }) => {
         const clock = new VirtualClock();
@@ -229,15 +245,13 @@ describe('placement on the simulated cluster (migrate, start) lands only where t
           latenciesMs: { migrate: LATENCY_MS, start: LATENCY_MS, stop: LATENCY_MS },
           topology: {
             nodes: nodes.map((n): NodeSpec => ({ id: n.id, roles: ['worker'], availability: n.availability, cordoned: n.cordoned, labels: n.labels })),
-            vms: vms.map(
-              (v, i): VmSpec => ({
-                name: `vm-${i}`,
-                nodeId: v.nodeId,
-                ...(v.nodeId === null && { runStrategy: 'Halted' }),
-                nodeSelector: v.constraints.nodeSelector,
-                requiredNodeAffinity: v.constraints.requiredNodeAffinity,
-              }),
-            ),
+            vms: vms.map((v, i): VmSpec => ({
+              name: `vm-${i}`,
+              nodeId: v.nodeId,
+              ...(v.nodeId === null && { runStrategy: 'Halted' }),
+              nodeSelector: v.constraints.nodeSelector,
+              requiredNodeAffinity: v.constraints.requiredNodeAffinity,
+            })),
           },
         });
         try {

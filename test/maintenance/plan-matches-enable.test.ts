@@ -22,7 +22,10 @@ const nodeArb = (id: string): fc.Arbitrary<NodeSpec> =>
     id: fc.constant(id),
     roles: fc.constantFrom(['worker'], ['worker'], ['control-plane', 'worker']),
     // The target node is nearly always ready (P1 is seen now and then); the others fail more often.
-    availability: id === '1' ? fc.constantFrom('ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'WARMING_UP') : fc.constantFrom('ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'OFFLINE'),
+    availability:
+      id === '1'
+        ? fc.constantFrom('ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'WARMING_UP')
+        : fc.constantFrom('ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'OFFLINE'),
     cordoned: id === '1' ? fc.constant(false) : fc.constantFrom(false, false, false, true),
     labels: labelsArb,
   });
@@ -43,13 +46,18 @@ const vmOnNode1Arb = (i: number): fc.Arbitrary<VmSpec> =>
       runStrategy: fc.constantFrom('Always', 'Always', 'RerunOnFailure', 'Manual', 'Once' as const),
       liveMigratable: fc.constantFrom(true, true, true, true, true, false),
       // No volume; a replicated one; one whose only healthy replica is here (N1).
-      replicas: fc.constantFrom<{ nodeId: string; healthy: boolean }[] | null>(null, null, [
-        { nodeId: '1', healthy: true },
-        { nodeId: '2', healthy: true },
-      ], [
-        { nodeId: '1', healthy: true },
-        { nodeId: '2', healthy: false },
-      ]),
+      replicas: fc.constantFrom<{ nodeId: string; healthy: boolean }[] | null>(
+        null,
+        null,
+        [
+          { nodeId: '1', healthy: true },
+          { nodeId: '2', healthy: true },
+        ],
+        [
+          { nodeId: '1', healthy: true },
+          { nodeId: '2', healthy: false },
+        ],
+      ),
       placement: placementArb,
     })
     .map(({ label, runStrategy, liveMigratable, replicas, placement }) => ({
@@ -69,7 +77,13 @@ const clusterArb = fc.integer({ min: 3, max: 5 }).chain((count) => {
   const others = ids.slice(1);
   const bystander = (i: number) => fc.constantFrom(...others).map((nodeId): VmSpec => ({ namespace: 'other', name: `load-${i}`, nodeId }));
   // A stopped VM still tracked to node 1 from an earlier maintenance: listed, left alone.
-  const leftover = fc.constantFrom<VmSpec>({ namespace: 'other', name: 'leftover', nodeId: null, runStrategy: 'Halted', tracking: { nodeName: 'node-1', strategy: AD, savedRunStrategy: 'Always' } });
+  const leftover = fc.constantFrom<VmSpec>({
+    namespace: 'other',
+    name: 'leftover',
+    nodeId: null,
+    runStrategy: 'Halted',
+    tracking: { nodeName: 'node-1', strategy: AD, savedRunStrategy: 'Always' },
+  });
   return fc.record({
     nodes: fc.tuple(...ids.map(nodeArb)),
     onNode1: fc.integer({ min: 0, max: 6 }).chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => vmOnNode1Arb(i)))),
@@ -146,14 +160,24 @@ async function checkOne(t: TestApp, force: boolean): Promise<void> {
       expect(after, ctx).toEqual({ status: 'Stopped', nodeId: null, runStrategy: 'Halted', tracking: null });
     } else if (e.restart === 'AFTER_DISABLE') {
       expect(e.tracked, ctx).toBe(true);
-      expect(after, ctx).toEqual({ status: 'Stopped', nodeId: null, runStrategy: 'Halted', tracking: { nodeName: 'node-1', strategy: AD, savedRunStrategy: before.runStrategy } });
+      expect(after, ctx).toEqual({
+        status: 'Stopped',
+        nodeId: null,
+        runStrategy: 'Halted',
+        tracking: { nodeName: 'node-1', strategy: AD, savedRunStrategy: before.runStrategy },
+      });
     } else if (e.restartNodeId !== null) {
       expect(e.tracked, ctx).toBe(true);
       expect(after, ctx).toEqual({ status: 'Running', nodeId: e.restartNodeId, runStrategy: before.runStrategy, tracking: null });
     } else {
       // The plan warned that no other node can take it: it stays off, still tracked, so nothing is lost.
       expect(e.tracked, ctx).toBe(true);
-      expect(after, ctx).toEqual({ status: 'Stopped', nodeId: null, runStrategy: 'Halted', tracking: { nodeName: 'node-1', strategy: AE, savedRunStrategy: before.runStrategy } });
+      expect(after, ctx).toEqual({
+        status: 'Stopped',
+        nodeId: null,
+        runStrategy: 'Halted',
+        tracking: { nodeName: 'node-1', strategy: AE, savedRunStrategy: before.runStrategy },
+      });
     }
   }
 }

@@ -9,7 +9,12 @@ afterEach(async () => {
 
 describe('maintenance progress streams', () => {
   it('nodeChanged carries each phase change; operationProgress carries per-VM steps and what it waits on', async () => {
-    t = await maintenanceApp(cluster([{ namespace: 'default', name: 'a', nodeId: '1' }, { namespace: 'default', name: 'b', nodeId: '1', maintenanceStrategyLabel: 'Shutdown' }]));
+    t = await maintenanceApp(
+      cluster([
+        { namespace: 'default', name: 'a', nodeId: '1' },
+        { namespace: 'default', name: 'b', nodeId: '1', maintenanceStrategyLabel: 'Shutdown' },
+      ]),
+    );
     const phases: (string | null)[] = [];
     const nodeSub = t.app.bus.subscribe('nodeChanged');
     const watchingNodes = (async () => {

@@ -13,12 +13,18 @@ const on1 = (name: string, extra: object = {}) => ({ namespace: 'default', name,
 describe('V: strategies', () => {
   it('V1: a value outside the four exact strings is a typed error naming the field and value; removing is allowed', async () => {
     t = await maintenanceApp(cluster([on1('a')]));
-    const bad = await t.gql('mutation { r: setVmMaintenanceStrategy(vmId: "default/a", strategy: "migrate") { __typename ... on InvalidInputError { field value message } } }');
+    const bad = await t.gql(
+      'mutation { r: setVmMaintenanceStrategy(vmId: "default/a", strategy: "migrate") { __typename ... on InvalidInputError { field value message } } }',
+    );
     expect(bad.data.r).toEqual({ __typename: 'InvalidInputError', field: 'strategy', value: 'migrate', message: 'invalid maintenance mode strategy: migrate' });
     expect((await vm(t, 'default/a')).maintenanceStrategyLabel).toBeNull();
-    const ok = await t.gql('mutation { r: setVmMaintenanceStrategy(vmId: "default/a", strategy: "Shutdown") { __typename ... on SetVmMaintenanceStrategyResult { vms { id maintenanceStrategy } } } }');
+    const ok = await t.gql(
+      'mutation { r: setVmMaintenanceStrategy(vmId: "default/a", strategy: "Shutdown") { __typename ... on SetVmMaintenanceStrategyResult { vms { id maintenanceStrategy } } } }',
+    );
     expect(ok.data.r.vms).toEqual([{ id: 'default/a', maintenanceStrategy: 'SHUTDOWN' }]);
-    const removed = await t.gql('mutation { r: setVmMaintenanceStrategy(vmId: "default/a", strategy: null) { ... on SetVmMaintenanceStrategyResult { vms { maintenanceStrategy maintenanceStrategyLabel } } } }');
+    const removed = await t.gql(
+      'mutation { r: setVmMaintenanceStrategy(vmId: "default/a", strategy: null) { ... on SetVmMaintenanceStrategyResult { vms { maintenanceStrategy maintenanceStrategyLabel } } } }',
+    );
     expect(removed.data.r.vms).toEqual([{ maintenanceStrategy: 'MIGRATE', maintenanceStrategyLabel: null }]);
     const missing = await t.gql('mutation { r: setVmMaintenanceStrategy(vmId: "default/zz", strategy: "Shutdown") { __typename } }');
     expect(missing.data.r.__typename).toBe('NotFoundError');
@@ -27,7 +33,10 @@ describe('V: strategies', () => {
   it('V2: an invalid label set behind our back is treated as Migrate, with a warning, and never blocks', async () => {
     t = await maintenanceApp(cluster([on1('odd', { maintenanceStrategyLabel: 'shutdown-please' })]));
     const plan = await t.gql('{ maintenancePlan(nodeId: "1") { accepted warnings vms { vmId strategy labelValid action targetNodeId } } }');
-    expect(plan.data.maintenancePlan).toMatchObject({ accepted: true, vms: [{ vmId: 'default/odd', strategy: 'MIGRATE', labelValid: false, action: 'MIGRATE' }] });
+    expect(plan.data.maintenancePlan).toMatchObject({
+      accepted: true,
+      vms: [{ vmId: 'default/odd', strategy: 'MIGRATE', labelValid: false, action: 'MIGRATE' }],
+    });
     expect(plan.data.maintenancePlan.warnings.join()).toContain('shutdown-please');
     await enable(t, '1');
     await untilPhase(t, '1', 'COMPLETED');
@@ -36,9 +45,15 @@ describe('V: strategies', () => {
 
   it('V3: one mutation labels every VM a namespace/label selector matches; an empty selector is refused', async () => {
     t = await maintenanceApp(
-      cluster([on1('a', { labels: { app: 'db' } }), on1('b', { labels: { app: 'db' } }), on1('c', { labels: { app: 'web' } }), { namespace: 'other', name: 'd', nodeId: '2', labels: { app: 'db' } }]),
+      cluster([
+        on1('a', { labels: { app: 'db' } }),
+        on1('b', { labels: { app: 'db' } }),
+        on1('c', { labels: { app: 'web' } }),
+        { namespace: 'other', name: 'd', nodeId: '2', labels: { app: 'db' } },
+      ]),
     );
-    const res = await t.gql(`mutation { r: setVmMaintenanceStrategy(selector: { namespace: "default", labels: [{ key: "app", value: "db" }] }, strategy: "ShutdownAndRestartAfterDisable") {
+    const res =
+      await t.gql(`mutation { r: setVmMaintenanceStrategy(selector: { namespace: "default", labels: [{ key: "app", value: "db" }] }, strategy: "ShutdownAndRestartAfterDisable") {
       ... on SetVmMaintenanceStrategyResult { vms { id maintenanceStrategyLabel } } } }`);
     expect(res.data.r.vms).toEqual([
       { id: 'default/a', maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable' },
@@ -69,14 +84,29 @@ describe('P: pre-checks, each a typed error that leaves no trace (M1, P5)', () =
   });
 
   it('P3: no other schedulable node → refused (Harvester #1014)', async () => {
-    t = await maintenanceApp(cluster([on1('a')], { nodes: [{ id: '1', roles: ['worker'] }, { id: '2', roles: ['worker'], cordoned: true }] }));
+    t = await maintenanceApp(
+      cluster([on1('a')], {
+        nodes: [
+          { id: '1', roles: ['worker'] },
+          { id: '2', roles: ['worker'], cordoned: true },
+        ],
+      }),
+    );
     expect(await enable(t, '1')).toMatchObject({ __typename: 'PreconditionFailedError', failedReason: 'LAST_AVAILABLE_NODE' });
     expect(await phaseOf(t, '1')).toBeNull();
     expect((await t.cluster.getNode('1'))?.cordoned).toBe(false);
   });
 
   it('P4: the only control-plane node is refused; with several, not while another is in maintenance; force does not bypass (F3)', async () => {
-    t = await maintenanceApp(cluster([], { nodes: [{ id: '1', roles: ['control-plane'] }, { id: '2', roles: ['worker'] }, { id: '3', roles: ['worker'] }] }));
+    t = await maintenanceApp(
+      cluster([], {
+        nodes: [
+          { id: '1', roles: ['control-plane'] },
+          { id: '2', roles: ['worker'] },
+          { id: '3', roles: ['worker'] },
+        ],
+      }),
+    );
     expect(await enable(t, '1', ', force: true')).toMatchObject({ failedReason: 'CONTROL_PLANE_QUORUM' });
     await t.stop();
     t = await maintenanceApp(cluster([]));
@@ -88,11 +118,14 @@ describe('P: pre-checks, each a typed error that leaves no trace (M1, P5)', () =
 describe('N: non-migratable VMs', () => {
   it('N2/N3/N4: refusal lists every Migrate VM that cannot move, with reasons; a shutdown-class one does not block', async () => {
     t = await maintenanceApp(
-      cluster([
-        on1('gpu', { liveMigratable: false, liveMigratableReason: 'HostDeviceNotLiveMigratable' }),
-        on1('pinned', { nodeSelector: { only: 'here' } }),
-        on1('quits', { liveMigratable: false, liveMigratableReason: 'DisksNotLiveMigratable', maintenanceStrategyLabel: 'Shutdown' }),
-      ], { nodes: [{ id: '1', labels: { only: 'here' } }, { id: '2' }, { id: '3' }] }),
+      cluster(
+        [
+          on1('gpu', { liveMigratable: false, liveMigratableReason: 'HostDeviceNotLiveMigratable' }),
+          on1('pinned', { nodeSelector: { only: 'here' } }),
+          on1('quits', { liveMigratable: false, liveMigratableReason: 'DisksNotLiveMigratable', maintenanceStrategyLabel: 'Shutdown' }),
+        ],
+        { nodes: [{ id: '1', labels: { only: 'here' } }, { id: '2' }, { id: '3' }] },
+      ),
     );
     const refused = await enable(t, '1');
     expect(refused.failedReason).toBe('NON_MIGRATABLE_VMS');
@@ -107,7 +140,14 @@ describe('N: non-migratable VMs', () => {
 
 describe('M: the maintenance run', () => {
   it('M2: stops in namespace/name order before the cordon, then migrations; an already halted VM is left alone', async () => {
-    t = await maintenanceApp(cluster([on1('z-stop', { maintenanceStrategyLabel: 'Shutdown' }), on1('a-stop', { maintenanceStrategyLabel: 'Shutdown' }), on1('m'), on1('off', { runStrategy: 'Halted', nodeId: null })]));
+    t = await maintenanceApp(
+      cluster([
+        on1('z-stop', { maintenanceStrategyLabel: 'Shutdown' }),
+        on1('a-stop', { maintenanceStrategyLabel: 'Shutdown' }),
+        on1('m'),
+        on1('off', { runStrategy: 'Halted', nodeId: null }),
+      ]),
+    );
     const order: string[] = [];
     t.cluster.watch((e) => {
       if (e.type === 'vmChanged' && e.vm.status === 'Stopping') order.push(`stop ${e.vm.name}`);
@@ -125,7 +165,9 @@ describe('M: the maintenance run', () => {
     await enable(t, '1');
     await untilPhase(t, '1', 'EVACUATING');
     await driveUntil(t, () => t.app.maintenance.activeOperation('1')?.waitingOn?.kind === 'VMS_ON_NODE');
-    const res = await t.gql('{ node(id: "1") { ... on ClusterNode { maintenancePhase maintenance { deadline operation { waitingOn { kind description workloadIds } } } } } }');
+    const res = await t.gql(
+      '{ node(id: "1") { ... on ClusterNode { maintenancePhase maintenance { deadline operation { waitingOn { kind description workloadIds } } } } } }',
+    );
     expect(res.data.node.maintenancePhase).toBe('EVACUATING');
     expect(res.data.node.maintenance.operation.waitingOn).toMatchObject({ kind: 'VMS_ON_NODE', workloadIds: ['default/slow'] });
     expect(res.data.node.maintenance.operation.waitingOn.description).toContain('default/slow: migrating');
@@ -141,7 +183,10 @@ describe('M: the maintenance run', () => {
     expect(failed!.error).toMatch(/^DEADLINE_EXCEEDED: still on the node: default\/stuck \(migrating\)/);
     const wrong = await t.gql('mutation { r: clearMaintenanceError(nodeId: "2") { __typename ... on PreconditionFailedError { reason } } }');
     expect(wrong.data.r).toEqual({ __typename: 'PreconditionFailedError', reason: 'NOT_IN_ERROR' });
-    const cleared = await whileDriving(t, t.gql('mutation { r: clearMaintenanceError(nodeId: "1") { __typename ... on ClusterNode { cordoned maintenancePhase } } }'));
+    const cleared = await whileDriving(
+      t,
+      t.gql('mutation { r: clearMaintenanceError(nodeId: "1") { __typename ... on ClusterNode { cordoned maintenancePhase } } }'),
+    );
     expect(cleared.data.r).toEqual({ __typename: 'ClusterNode', cordoned: false, maintenancePhase: null });
     expect((await vm(t, 'default/kept')).tracking).toMatchObject({ strategy: 'ShutdownAndRestartAfterDisable', nodeName: 'node-1' });
   });
@@ -154,7 +199,12 @@ describe('M: the maintenance run', () => {
     await untilPhase(a, '1', 'EVACUATING');
     const deadline = a.app.maintenance.stateOf('1')!.deadline;
     await a.app.operations.shutdown();
-    t = await maintenanceApp(cluster([]), { clock: a.clock, databaseFile: a.db.file, backend: () => a.cluster, settings: { maxParallelMigrations: 1, maxOutboundMigrationsPerNode: 1 } });
+    t = await maintenanceApp(cluster([]), {
+      clock: a.clock,
+      databaseFile: a.db.file,
+      backend: () => a.cluster,
+      settings: { maxParallelMigrations: 1, maxOutboundMigrationsPerNode: 1 },
+    });
     expect(t.app.maintenance.stateOf('1')).toMatchObject({ phase: 'EVACUATING', deadline });
     await untilPhase(t, '1', 'COMPLETED');
     for (const id of ['default/m1', 'default/m2', 'default/m3']) expect((await a.cluster.getVm(id))?.nodeId).not.toBe('1');
@@ -181,7 +231,12 @@ describe('M: the maintenance run', () => {
 
 describe('T and D: restart tracking and disable', () => {
   it('T2: a VM started by hand meanwhile is left alone (tracking removed); T3: the recorded strategy decides, not the current label', async () => {
-    t = await maintenanceApp(cluster([on1('byhand', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable' }), on1('relabelled', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable', runStrategy: 'Manual' })]));
+    t = await maintenanceApp(
+      cluster([
+        on1('byhand', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable' }),
+        on1('relabelled', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable', runStrategy: 'Manual' }),
+      ]),
+    );
     await enable(t, '1');
     await untilPhase(t, '1', 'COMPLETED');
     await whileDriving(t, t.cluster.startVm('default/byhand', { runStrategy: 'Always', nodeId: '2' }));
@@ -208,7 +263,9 @@ describe('T and D: restart tracking and disable', () => {
   });
 
   it('T5: disable before COMPLETED also restarts RestartAfterEnable VMs that were stopped', async () => {
-    t = await maintenanceApp(cluster([on1('after', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterEnable' }), on1('slow')]), { latenciesMs: { migrate: 600_000, stop: 100, start: 100, cordon: 10 } });
+    t = await maintenanceApp(cluster([on1('after', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterEnable' }), on1('slow')]), {
+      latenciesMs: { migrate: 600_000, stop: 100, start: 100, cordon: 10 },
+    });
     const op = await enable(t, '1');
     await driveUntil(t, async () => (await vm(t, 'default/after')).status === 'Stopped');
     expect(await phaseOf(t, '1')).not.toBe('COMPLETED');
@@ -219,9 +276,21 @@ describe('T and D: restart tracking and disable', () => {
   });
 
   it('D2: a failure to restart one VM does not stop the others; each is reported; D3: disable outside maintenance is a typed error', async () => {
-    t = await maintenanceApp(cluster([on1('a', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable' }), on1('b', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable', nodeSelector: { disk: 'ssd' } })], {
-      nodes: [{ id: '1', name: 'node-1', labels: { disk: 'ssd' } }, { id: '2', name: 'node-2' }, { id: '3', name: 'node-3' }],
-    }));
+    t = await maintenanceApp(
+      cluster(
+        [
+          on1('a', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable' }),
+          on1('b', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable', nodeSelector: { disk: 'ssd' } }),
+        ],
+        {
+          nodes: [
+            { id: '1', name: 'node-1', labels: { disk: 'ssd' } },
+            { id: '2', name: 'node-2' },
+            { id: '3', name: 'node-3' },
+          ],
+        },
+      ),
+    );
     await enable(t, '1', ', force: false');
     await untilPhase(t, '1', 'COMPLETED');
     // Node 1, the only SSD node, is down: VM a restarts elsewhere, VM b fits nowhere.
@@ -232,6 +301,6 @@ describe('T and D: restart tracking and disable', () => {
     expect((await vm(t, 'default/b')).tracking).not.toBeNull();
     const events = await t.db.prisma.event.findMany({ where: { type: 'VM_RESTART_FAILED' } });
     expect(events).toHaveLength(1);
-    expect((await disable(t, '2'))).toMatchObject({ __typename: 'PreconditionFailedError', code: 'PRECONDITION_FAILED' });
+    expect(await disable(t, '2')).toMatchObject({ __typename: 'PreconditionFailedError', code: 'PRECONDITION_FAILED' });
   });
 });

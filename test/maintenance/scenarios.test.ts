@@ -17,11 +17,20 @@ describe('acceptance scenarios (spec §9), simulated cluster', () => {
     expect((await enable(t, '1')).__typename).toBe('Operation');
     await untilPhase(t, '1', 'COMPLETED');
     const stopped = await vm(t, 'default/vm');
-    expect(stopped).toMatchObject({ status: 'Stopped', runStrategy: 'Halted', tracking: { nodeName: 'node-1', strategy: 'ShutdownAndRestartAfterDisable', savedRunStrategy: 'Always' } });
+    expect(stopped).toMatchObject({
+      status: 'Stopped',
+      runStrategy: 'Halted',
+      tracking: { nodeName: 'node-1', strategy: 'ShutdownAndRestartAfterDisable', savedRunStrategy: 'Always' },
+    });
     expect((await vm(t, 'default/control')).nodeId).not.toBe('1');
     expect((await t.cluster.getNode('1'))?.cordoned).toBe(true);
     const result = await disable(t, '1');
-    expect(result).toMatchObject({ __typename: 'DisableMaintenanceResult', restartedVmIds: ['default/vm'], failures: [], node: { cordoned: false, maintenancePhase: null } });
+    expect(result).toMatchObject({
+      __typename: 'DisableMaintenanceResult',
+      restartedVmIds: ['default/vm'],
+      failures: [],
+      node: { cordoned: false, maintenancePhase: null },
+    });
     expect(await vm(t, 'default/vm')).toMatchObject({ status: 'Running', nodeId: '1', runStrategy: 'Always', tracking: null });
   });
 
@@ -57,9 +66,21 @@ describe('acceptance scenarios (spec §9), simulated cluster', () => {
       name,
       nodeId: '1',
       maintenanceStrategyLabel: label,
-      volumes: [{ name: `${name}-disk`, replicas: [{ nodeId: '1', healthy: true }, { nodeId: '2', healthy: false }] }],
+      volumes: [
+        {
+          name: `${name}-disk`,
+          replicas: [
+            { nodeId: '1', healthy: true },
+            { nodeId: '2', healthy: false },
+          ],
+        },
+      ],
     });
-    const topo = cluster([lastReplica('labelled', 'ShutdownAndRestartAfterDisable'), lastReplica('unlabelled', null), { namespace: 'default', name: 'mobile', nodeId: '1' }]);
+    const topo = cluster([
+      lastReplica('labelled', 'ShutdownAndRestartAfterDisable'),
+      lastReplica('unlabelled', null),
+      { namespace: 'default', name: 'mobile', nodeId: '1' },
+    ]);
     t = await maintenanceApp(topo);
     const refused = await enable(t, '1');
     expect(refused).toMatchObject({ __typename: 'PreconditionFailedError', failedReason: 'NON_MIGRATABLE_VMS' });
@@ -71,7 +92,8 @@ describe('acceptance scenarios (spec §9), simulated cluster', () => {
 
     expect((await enable(t, '1', ', force: true')).__typename).toBe('Operation');
     await untilPhase(t, '1', 'COMPLETED');
-    for (const id of ['default/labelled', 'default/unlabelled']) expect(await vm(t, id)).toMatchObject({ status: 'Stopped', runStrategy: 'Halted', tracking: null });
+    for (const id of ['default/labelled', 'default/unlabelled'])
+      expect(await vm(t, id)).toMatchObject({ status: 'Stopped', runStrategy: 'Halted', tracking: null });
     expect((await vm(t, 'default/mobile')).nodeId).not.toBe('1');
     expect((await disable(t, '1')).restartedVmIds).toEqual([]);
     for (const id of ['default/labelled', 'default/unlabelled']) expect((await vm(t, id)).status).toBe('Stopped');

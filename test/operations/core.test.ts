@@ -44,7 +44,19 @@ class ToyRun extends StepRun<ToyRun> {
 }
 
 function step(id: string, seq: number): StepRecord {
-  return { workloadKind: 'shard', workloadId: id, action: 'TOY', state: 'PLANNED', reason: null, error: null, fromNodeId: '1', toNodeId: null, seq, startedAt: null, finishedAt: null };
+  return {
+    workloadKind: 'shard',
+    workloadId: id,
+    action: 'TOY',
+    state: 'PLANNED',
+    reason: null,
+    error: null,
+    fromNodeId: '1',
+    toNodeId: null,
+    seq,
+    startedAt: null,
+    finishedAt: null,
+  };
 }
 
 function toy(stepIds: string[]) {

@@ -25,7 +25,7 @@ export const OPERATION_FIELDS = `id kind nodeId state reason startedBy error
   waitingOn { kind description nodeId workloadIds since } createdAt startedAt finishedAt eta etaSeconds`;
 
 /** The typed-union result of a start or cancel mutation (cancels cannot meet Conflict or the limit). */
-export function operationResult(mutation: string): string {
+function operationResult(mutation: string): string {
   const startOnly = mutation.startsWith('start') ? '... on ConflictError { operationId } ... on OperationLimitReachedError { limit }' : '';
   return `__typename ... on Operation { ${OPERATION_FIELDS} } ... on Error { code message }
     ... on PreconditionFailedError { failedReason: reason operationId } ${startOnly}`;

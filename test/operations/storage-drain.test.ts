@@ -62,7 +62,12 @@ describe('drain rules', () => {
   it('D3: goes to a secondary in the preferred AZ, else the lowest node id', async () => {
     t = await createTestApp({
       topology: {
-        nodes: [{ id: '1', zone: 'a' }, { id: '2', zone: 'b' }, { id: '10', zone: 'a' }, { id: '3', zone: 'b' }],
+        nodes: [
+          { id: '1', zone: 'a' },
+          { id: '2', zone: 'b' },
+          { id: '10', zone: 'a' },
+          { id: '3', zone: 'b' },
+        ],
         shards: [shard('home', 0, '1', ['2', '10'], { preferredZone: 'a' }), shard('low', 0, '1', ['10', '3'], { preferredZone: null })],
       },
     });
@@ -90,7 +95,11 @@ describe('drain rules', () => {
     const done = await settle(t, '1');
     expect(done.counts.skippedByReason).toEqual({ SECONDARY_LAGGING: 1, SECONDARY_STATUS_UNKNOWN: 1 });
     const steps = await stepsOf(op.id);
-    expect(steps.find((s) => s.workloadId === 'lag-0004')).toMatchObject({ state: 'SKIPPED', reason: 'SECONDARY_LAGGING', error: 'secondary lagging by 2048 bytes on node 2' });
+    expect(steps.find((s) => s.workloadId === 'lag-0004')).toMatchObject({
+      state: 'SKIPPED',
+      reason: 'SECONDARY_LAGGING',
+      error: 'secondary lagging by 2048 bytes on node 2',
+    });
     expect(steps.find((s) => s.workloadId === 'ok-0004')?.state).toBe('MOVED');
   });
 
@@ -106,11 +115,15 @@ describe('drain rules', () => {
     t = await createTestApp({ topology: { nodes: [{ id: '1' }, { id: '2' }], shards }, latenciesMs: { cutOver: 1000 }, settings: { maxConcurrentMoves: 5 } });
     let peak = 0;
     const op = await mutate(t, 'startNodeDrain', '1');
-    await driveUntil(t, () => {
-      const live = t.app.storage.activeOperation('1');
-      if (live) peak = Math.max(peak, live.counts.moving);
-      return live === null;
-    }, { stepMs: 100 });
+    await driveUntil(
+      t,
+      () => {
+        const live = t.app.storage.activeOperation('1');
+        if (live) peak = Math.max(peak, live.counts.moving);
+        return live === null;
+      },
+      { stepMs: 100 },
+    );
     expect(peak).toBe(5);
     // 12 moves at 5 wide and 1 s each take 3 rounds: 3 s of virtual time, not 12.
     const done = (await t.app.operations.getOperation(op.id))!;
@@ -131,12 +144,22 @@ describe('drain rules', () => {
 
   it('D7: a node re-attaching mid-drain ends it FAILED / NODE_STATE_CHANGED, policy ACTIVE, not PAUSE_FOR_RESTART (neon #8674)', async () => {
     const shards = Array.from({ length: 6 }, (_, n) => shard('t', n, '1', ['2'], { shardCount: 6 }));
-    t = await createTestApp({ topology: { nodes: [{ id: '1' }, { id: '2' }], shards }, latenciesMs: { cutOver: 1000 }, restartDelayMs: 500, heartbeatIntervalMs: 500, settings: { maxConcurrentMoves: 1 } });
+    t = await createTestApp({
+      topology: { nodes: [{ id: '1' }, { id: '2' }], shards },
+      latenciesMs: { cutOver: 1000 },
+      restartDelayMs: 500,
+      heartbeatIntervalMs: 500,
+      settings: { maxConcurrentMoves: 1 },
+    });
     await mutate(t, 'startNodeDrain', '1');
     await driveUntil(t, () => t.app.storage.activeOperation('1')!.counts.moved >= 1);
     // configureNode is refused while the drain runs (neon #8727), naming the operation.
     const refused = await t.gql('mutation { configureNode(nodeId: "1", policy: PAUSE) { __typename ... on PreconditionFailedError { reason operationId } } }');
-    expect(refused.data.configureNode).toMatchObject({ __typename: 'PreconditionFailedError', reason: 'OPERATION_RUNNING', operationId: t.app.storage.activeOperation('1')!.id });
+    expect(refused.data.configureNode).toMatchObject({
+      __typename: 'PreconditionFailedError',
+      reason: 'OPERATION_RUNNING',
+      operationId: t.app.storage.activeOperation('1')!.id,
+    });
     await t.cluster.simulation.restartNode('1');
     const done = await settle(t, '1');
     expect(done).toMatchObject({ state: 'FAILED', error: 'NODE_STATE_CHANGED' });

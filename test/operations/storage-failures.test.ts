@@ -69,7 +69,10 @@ describe('failures (spec §6)', () => {
 
   it('destination node fails mid-move: that cut-over fails and is recorded, the others go on', async () => {
     t = await createTestApp({
-      topology: { nodes: [{ id: '1' }, { id: '2' }, { id: '3' }], shards: [...shards(2, '1', '2'), { tenantId: 'u', attachedNodeId: '1', secondaries: [{ nodeId: '3' }] }] },
+      topology: {
+        nodes: [{ id: '1' }, { id: '2' }, { id: '3' }],
+        shards: [...shards(2, '1', '2'), { tenantId: 'u', attachedNodeId: '1', secondaries: [{ nodeId: '3' }] }],
+      },
       latenciesMs: { cutOver: 1000 },
     });
     const op = await mutate(t, 'startNodeDrain', '1');

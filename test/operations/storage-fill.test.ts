@@ -10,7 +10,14 @@ afterEach(async () => {
 
 /** `n` shards of tenant `tenant` attached to `on` with a secondary on `secondary`. */
 const many = (tenant: string, n: number, on: string, secondary: string, extra: Partial<ShardSpec> = {}): ShardSpec[] =>
-  Array.from({ length: n }, (_, i) => ({ tenantId: tenant, shardNumber: i, shardCount: n, attachedNodeId: on, secondaries: [{ nodeId: secondary }], ...extra }));
+  Array.from({ length: n }, (_, i) => ({
+    tenantId: tenant,
+    shardNumber: i,
+    shardCount: n,
+    attachedNodeId: on,
+    secondaries: [{ nodeId: secondary }],
+    ...extra,
+  }));
 
 describe('fill rules', () => {
   it('F1/F2/F5: plans once at the start from the secondaries on the node; done → ACTIVE with counts', async () => {
@@ -50,8 +57,15 @@ describe('fill rules', () => {
   it('F2 with two AZs: shards whose preferred AZ is the filling node’s always come home', async () => {
     t = await createTestApp({
       topology: {
-        nodes: [{ id: '1', zone: 'a' }, { id: '2', zone: 'b' }],
-        shards: [...many('home', 2, '2', '1', { preferredZone: 'a' }), ...many('away', 2, '1', '2', { preferredZone: 'a' }), ...many('b', 2, '2', '1', { preferredZone: 'b' })],
+        nodes: [
+          { id: '1', zone: 'a' },
+          { id: '2', zone: 'b' },
+        ],
+        shards: [
+          ...many('home', 2, '2', '1', { preferredZone: 'a' }),
+          ...many('away', 2, '1', '2', { preferredZone: 'a' }),
+          ...many('b', 2, '2', '1', { preferredZone: 'b' }),
+        ],
       },
     });
     const op = await mutate(t, 'startNodeFill', '1');
@@ -62,7 +76,11 @@ describe('fill rules', () => {
   });
 
   it('F4: a fill is cancellable and stops when the node’s policy changes, like a drain', async () => {
-    t = await createTestApp({ topology: { nodes: [{ id: '1' }, { id: '2' }], shards: many('a', 8, '2', '1') }, latenciesMs: { cutOver: 1000 }, settings: { maxConcurrentMoves: 1 } });
+    t = await createTestApp({
+      topology: { nodes: [{ id: '1' }, { id: '2' }], shards: many('a', 8, '2', '1') },
+      latenciesMs: { cutOver: 1000 },
+      settings: { maxConcurrentMoves: 1 },
+    });
     await mutate(t, 'startNodeFill', '1');
     await driveUntil(t, () => t.app.storage.activeOperation('1')!.counts.moved === 1);
     expect((await mutate(t, 'cancelNodeFill', '1')).state).toBe('CANCELLING');

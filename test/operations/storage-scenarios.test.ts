@@ -46,7 +46,9 @@ describe('acceptance scenarios (spec §8)', () => {
     await rollingRestart(['1', '2', '3']);
     expect(total(await attachedCounts(t))).toBe(40);
     const zones = new Map((await t.cluster.listNodes()).map((n) => [n.id, n.zone]));
-    const away = (await t.cluster.listShards()).filter((s) => s.preferredZone && zones.get(s.attachedNodeId) !== s.preferredZone && s.secondaryNodeIds.some((n) => zones.get(n) === s.preferredZone));
+    const away = (await t.cluster.listShards()).filter(
+      (s) => s.preferredZone && zones.get(s.attachedNodeId) !== s.preferredZone && s.secondaryNodeIds.some((n) => zones.get(n) === s.preferredZone),
+    );
     // A shard with a secondary in its home AZ ends at home.
     expect(away).toEqual([]);
   });
@@ -93,7 +95,13 @@ describe('acceptance scenarios (spec §8)', () => {
   });
 
   it('4. node restarted during a drain: configureNode refused while it runs, drain ends NODE_STATE_CHANGED, then PAUSE is accepted', async () => {
-    t = await createTestApp({ topology: cluster(2, 1), latenciesMs: { cutOver: 2000 }, restartDelayMs: 1000, heartbeatIntervalMs: 500, settings: { maxConcurrentMoves: 2 } });
+    t = await createTestApp({
+      topology: cluster(2, 1),
+      latenciesMs: { cutOver: 2000 },
+      restartDelayMs: 1000,
+      heartbeatIntervalMs: 500,
+      settings: { maxConcurrentMoves: 2 },
+    });
     await mutate(t, 'startNodeDrain', '1');
     const refused = await t.gql('mutation { configureNode(nodeId: "1", policy: PAUSE) { __typename } }');
     expect(refused.data.configureNode.__typename).toBe('PreconditionFailedError');

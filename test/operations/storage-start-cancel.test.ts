@@ -51,7 +51,11 @@ describe('S3: starting a drain, checks in order', () => {
   it('no other node may schedule → PreconditionFailed "no other schedulable nodes", also on a single-node cluster', async () => {
     t = await createTestApp({ topology: threeNodes() });
     for (const id of ['2', '3']) await t.gql(`mutation { configureNode(nodeId: "${id}", policy: PAUSE) { __typename } }`);
-    expect(await mutate(t, 'startNodeDrain', '1')).toMatchObject({ __typename: 'PreconditionFailedError', message: 'no other schedulable nodes', failedReason: 'NO_OTHER_SCHEDULABLE_NODES' });
+    expect(await mutate(t, 'startNodeDrain', '1')).toMatchObject({
+      __typename: 'PreconditionFailedError',
+      message: 'no other schedulable nodes',
+      failedReason: 'NO_OTHER_SCHEDULABLE_NODES',
+    });
     await t.stop();
     t = await createTestApp({ topology: { nodes: [{ id: '1' }], shards: [{ tenantId: 'x', attachedNodeId: '1' }] } });
     expect(await mutate(t, 'startNodeDrain', '1')).toMatchObject({ failedReason: 'NO_OTHER_SCHEDULABLE_NODES' });
@@ -109,7 +113,12 @@ describe('S5: cancelling', () => {
     t = await createTestApp({ topology: threeNodes(), latenciesMs: { cutOver: 1000 }, settings: { maxConcurrentMoves: 1 } });
     await mutate(t, 'startNodeDrain', '1');
     // Let the first cut-over finish and the second start.
-    await driveUntil(t, async () => (await t.app.operations.getOperation((t.app.storage.activeOperation('1')!).id))!.counts.moved === 1 && t.app.storage.activeOperation('1')!.counts.moving === 1);
+    await driveUntil(
+      t,
+      async () =>
+        (await t.app.operations.getOperation(t.app.storage.activeOperation('1')!.id))!.counts.moved === 1 &&
+        t.app.storage.activeOperation('1')!.counts.moving === 1,
+    );
     const cancelling = await mutate(t, 'cancelNodeDrain', '1', ', reason: "change freeze"');
     expect(cancelling).toMatchObject({ __typename: 'Operation', state: 'CANCELLING' });
     // Cancelling twice is the same answer, not an error.
@@ -126,7 +135,10 @@ describe('S5: cancelling', () => {
 
   it('cancel with moves left over records them as skipped CANCELLED, and the subscription shows each step', async () => {
     t = await createTestApp({
-      topology: { nodes: [{ id: '1' }, { id: '2' }], shards: [0, 1, 2, 3].map((n) => ({ tenantId: 't', shardNumber: n, shardCount: 4, attachedNodeId: '1', secondaries: [{ nodeId: '2' }] })) },
+      topology: {
+        nodes: [{ id: '1' }, { id: '2' }],
+        shards: [0, 1, 2, 3].map((n) => ({ tenantId: 't', shardNumber: n, shardCount: 4, attachedNodeId: '1', secondaries: [{ nodeId: '2' }] })),
+      },
       latenciesMs: { cutOver: 1000 },
       settings: { maxConcurrentMoves: 1 },
     });

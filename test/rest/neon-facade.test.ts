@@ -53,7 +53,11 @@ interface Harness {
   db: Database;
   storage: StorageEngine;
   metrics: ReturnType<typeof createOperationMetrics>;
-  call(method: string, path: string, init?: { body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; json: any; text: string; headers: Headers }>;
+  call(
+    method: string,
+    path: string,
+    init?: { body?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; json: any; text: string; headers: Headers }>;
   /** The node's `scheduling` as GET /control/v1/node/:id reports it. */
   scheduling(nodeId: string): Promise<string>;
   /** Ids of the shards attached to the node, per GET /control/v1/node/:id/shards. */
@@ -439,7 +443,7 @@ describe('Neon REST facade: configure', () => {
     expect((await h.auditRows())[0]).toMatchObject({ outcome: 'INVALID_INPUT', nodeId: '1' });
   });
 
-  it('refuses with 400 malformed bodies and spellings that are not Neon\'s', async () => {
+  it("refuses with 400 malformed bodies and spellings that are not Neon's", async () => {
     const h = await setup();
     const cases: [unknown, RegExp][] = [
       ['{not json', /not valid JSON/],
@@ -591,7 +595,10 @@ describe('Neon REST facade: HTTP edges', () => {
 
   it('records the configured actor, and the query reason over the header', async () => {
     const h = await setup({ facade: { actor: 'storcon-cli' } });
-    await h.call('PUT', '/control/v1/node/2/config?reason=from%20query', { body: { node_id: 2, scheduling: 'Pause' }, headers: { 'x-lockkeeper-reason': 'from header' } });
+    await h.call('PUT', '/control/v1/node/2/config?reason=from%20query', {
+      body: { node_id: 2, scheduling: 'Pause' },
+      headers: { 'x-lockkeeper-reason': 'from header' },
+    });
     await h.call('PUT', '/control/v1/node/2/config?reason=', { body: { node_id: 2, scheduling: 'Active' } });
     const rows = await h.auditRows();
     expect(rows.map((r) => [r.actor, r.reason])).toEqual([

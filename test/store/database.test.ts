@@ -2,14 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  DATABASE_URL_ENV,
-  DatabaseOpenError,
-  DEFAULT_DATABASE_URL,
-  openDatabase,
-  resolveDatabaseFile,
-  type Database,
-} from '../../src/store/database.ts';
+import { DATABASE_URL_ENV, DatabaseOpenError, DEFAULT_DATABASE_URL, openDatabase, resolveDatabaseFile, type Database } from '../../src/store/database.ts';
 import { readMigrations } from '../../src/store/migrate.ts';
 import { useTempDir } from './helpers.ts';
 
@@ -74,7 +67,12 @@ describe('openDatabase', () => {
         },
       },
     });
-    await prisma.event.createMany({ data: [{ type: 'a', nodeId: 'node-1' }, { type: 'b', operationId: op.id }] });
+    await prisma.event.createMany({
+      data: [
+        { type: 'a', nodeId: 'node-1' },
+        { type: 'b', operationId: op.id },
+      ],
+    });
 
     const node = await prisma.nodeState.findUniqueOrThrow({ where: { id: 'node-1' } });
     expect(node).toMatchObject({ schedulingPolicy: 'ACTIVE', maintenancePhase: 'DRAINING', maintenanceForce: false });

@@ -28,9 +28,7 @@ function rows(db: BetterSqlite3.Database) {
 }
 
 function tableNames(db: BetterSqlite3.Database): string[] {
-  return (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map(
-    (r) => r.name,
-  );
+  return (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
 }
 
 describe('migrate (the checked-in migrations)', () => {

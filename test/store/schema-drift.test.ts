@@ -52,9 +52,7 @@ function scalar(name: string, type: string, extra: Partial<DmmfField> = {}): Dmm
 
 describe('Prisma model metadata', () => {
   it('was generated from the current prisma/schema.prisma (else: npm run generate)', () => {
-    expect(datamodel.schemaSha256, 'src/store/generated is stale: run `npm run generate`').toBe(
-      sha256Hex(readFileSync(defaultSchemaFile, 'utf8')),
-    );
+    expect(datamodel.schemaSha256, 'src/store/generated is stale: run `npm run generate`').toBe(sha256Hex(readFileSync(defaultSchemaFile, 'utf8')));
   });
 
   it('agrees with the generated client (same models, same scalar fields)', () => {
@@ -103,9 +101,7 @@ describe('schema drift', () => {
       uniqueFields: [],
       fields: [scalar('id', 'String', { isId: true, isRequired: true })],
     });
-    expect(diffSchemas(expectedSchema(dm), live)).toEqual([
-      expect.stringMatching(/^table Lease: in the Prisma schema but not in the database/),
-    ]);
+    expect(diffSchemas(expectedSchema(dm), live)).toEqual([expect.stringMatching(/^table Lease: in the Prisma schema but not in the database/)]);
   });
 
   it('reports nullability, type and default changes', () => {

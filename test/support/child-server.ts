@@ -32,9 +32,7 @@ export function spawnLockkeeper(env: Record<string, string>, cwd: string, args =
     port: 0,
     stderr: () => err,
     stdout: () => out,
-    exited: new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.once('exit', (code, signal) => resolve({ code, signal })),
-    ),
+    exited: new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))),
   } as ChildServer & { ready: Promise<void> };
   server.ready = new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => {

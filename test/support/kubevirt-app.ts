@@ -35,10 +35,20 @@ export async function eventually(until: () => boolean | Promise<boolean>, { time
  * talks to a simulated Kubernetes API server through the real client. `seed` fills the
  * cluster before the plugin connects.
  */
-export async function kubevirtApp(seed: (sim: K8sSim) => void, settings: Partial<OperationSettings> = {}, simOptions: K8sSimOptions = {}): Promise<KubevirtTestApp> {
+export async function kubevirtApp(
+  seed: (sim: K8sSim) => void,
+  settings: Partial<OperationSettings> = {},
+  simOptions: K8sSimOptions = {},
+): Promise<KubevirtTestApp> {
   const sim = await K8sSim.start(simOptions);
   seed(sim);
-  const backend = await createKubevirtBackend({ kubeconfigPath: sim.kubeconfigFile(), watchBackoffMs: 50, watchBackoffMaxMs: 200, vmActionTimeoutMs: 10_000, migrationTimeoutMs: 10_000 });
+  const backend = await createKubevirtBackend({
+    kubeconfigPath: sim.kubeconfigFile(),
+    watchBackoffMs: 50,
+    watchBackoffMaxMs: 200,
+    vmActionTimeoutMs: 10_000,
+    migrationTimeoutMs: 10_000,
+  });
   const db = await openDatabase({ url: `file:${join(mkdtempSync(join(tmpdir(), 'lk-kv-')), 'lockkeeper.db')}` });
   const app = buildApp({
     backend,

@@ -11,7 +11,7 @@ import { startPageserverFleet, type PageserverFleet, type SimClusterSpec } from 
  * Fast settings for loopback tests. `offlineAfterMs` leaves room for a test process whose
  * event loop is briefly blocked (SQLite migrations, module loading) so nodes do not flap.
  */
-export const FAST_OPTIONS = {
+const FAST_OPTIONS = {
   heartbeatIntervalMs: 50,
   offlineAfterMs: 1500,
   requestTimeoutMs: 1000,

@@ -63,7 +63,11 @@ export function pageserverWorlds(afterEach: (fn: () => Promise<void>) => void) {
       rmSync(dir, { recursive: true, force: true });
     });
     const gql = async (query: string) => {
-      const res = await app.yoga.fetch('http://lockkeeper.test/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+      const res = await app.yoga.fetch('http://lockkeeper.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query }),
+      });
       const body = (await res.json()) as { data?: any; errors?: unknown };
       if (body.errors) throw new Error(JSON.stringify(body.errors));
       return body.data;
@@ -96,7 +100,9 @@ export async function expectConsistent(w: World) {
   const view = w.cluster.view();
   for (const shard of await w.backend.listShards()) {
     const singles = Object.entries(view[shard.id] ?? {}).filter(([, v]) => v.startsWith('AttachedSingle@'));
-    expect(singles, `shard ${shard.id}: ${JSON.stringify(view[shard.id])}`).toEqual([[shard.attachedNodeId, `AttachedSingle@${w.backend.generationOf(shard.id)}`]]);
+    expect(singles, `shard ${shard.id}: ${JSON.stringify(view[shard.id])}`).toEqual([
+      [shard.attachedNodeId, `AttachedSingle@${w.backend.generationOf(shard.id)}`],
+    ]);
     for (const s of shard.secondaryNodeIds) expect(view[shard.id]?.[s]).toBe('Secondary@-');
   }
 }
@@ -105,14 +111,19 @@ export const total = (counts: Record<string, number>) => Object.values(counts).r
 
 export async function restartAndWaitActive(w: World, nodeId: string) {
   await w.cluster.sim(nodeId).restart({ downMs: 20 });
-  await waitFor(async () => (await w.backend.getNode(nodeId))?.availability === 'ACTIVE' && (await policy(w, nodeId)) === 'ACTIVE', { what: `node ${nodeId} ACTIVE after restart` });
+  await waitFor(async () => (await w.backend.getNode(nodeId))?.availability === 'ACTIVE' && (await policy(w, nodeId)) === 'ACTIVE', {
+    what: `node ${nodeId} ACTIVE after restart`,
+  });
 }
 
 /**
  * Drain, restart and fill each node in turn, checking the simulators after each step.
  * Returns the AttachedSingle counts per node (simulators' view) after each drain and fill.
  */
-export async function rollingRestart(w: World, nodeIds: string[]): Promise<{ node: string; afterDrain: Record<string, number>; afterFill: Record<string, number> }[]> {
+export async function rollingRestart(
+  w: World,
+  nodeIds: string[],
+): Promise<{ node: string; afterDrain: Record<string, number>; afterFill: Record<string, number> }[]> {
   const trace: { node: string; afterDrain: Record<string, number>; afterFill: Record<string, number> }[] = [];
   for (const id of nodeIds) {
     const before = total(w.cluster.attachedSingleCounts());
@@ -146,6 +157,8 @@ export interface StepView {
 
 /** An operation's steps as GraphQL shows them. */
 export async function stepsOf(w: World, operationId: string): Promise<StepView[]> {
-  const data = await w.gql(`{ operation(id: "${operationId}") { __typename ... on Operation { steps(first: 100) { edges { node { workloadId state reason error fromNodeId toNodeId } } } } } }`);
+  const data = await w.gql(
+    `{ operation(id: "${operationId}") { __typename ... on Operation { steps(first: 100) { edges { node { workloadId state reason error fromNodeId toNodeId } } } } } }`,
+  );
   return data.operation.steps.edges.map((e: { node: StepView }) => e.node);
 }

@@ -34,7 +34,7 @@ export interface DmmfField {
   relationOnUpdate?: string;
 }
 
-export interface DmmfModel {
+interface DmmfModel {
   name: string;
   dbName: string | null;
   fields: DmmfField[];
@@ -42,7 +42,7 @@ export interface DmmfModel {
   uniqueFields: string[][];
 }
 
-export interface DmmfIndex {
+interface DmmfIndex {
   model: string;
   type: 'id' | 'unique' | 'normal' | 'fulltext';
   fields: { name: string }[];
@@ -56,7 +56,7 @@ export interface GeneratedDatamodel {
   indexes: DmmfIndex[];
 }
 
-export const defaultDatamodelFile = fileURLToPath(new URL('../../src/store/generated/datamodel.json', import.meta.url));
+const defaultDatamodelFile = fileURLToPath(new URL('../../src/store/generated/datamodel.json', import.meta.url));
 export const defaultSchemaFile = fileURLToPath(new URL('../../prisma/schema.prisma', import.meta.url));
 
 export function loadGeneratedDatamodel(file: string = defaultDatamodelFile): GeneratedDatamodel {
@@ -65,14 +65,14 @@ export function loadGeneratedDatamodel(file: string = defaultDatamodelFile): Gen
 
 // ---- A normalised table description, built from either side ---------------------------
 
-export interface ColumnShape {
+interface ColumnShape {
   type: string;
   notNull: boolean;
   /** SQL text of the default as SQLite stores it, or null for none. */
   default: string | null;
 }
 
-export interface ForeignKeyShape {
+interface ForeignKeyShape {
   columns: string[];
   table: string;
   references: string[];
@@ -80,7 +80,7 @@ export interface ForeignKeyShape {
   onUpdate: string;
 }
 
-export interface TableShape {
+interface TableShape {
   columns: Record<string, ColumnShape>;
   primaryKey: string[];
   autoincrement: boolean;
@@ -271,8 +271,7 @@ function normaliseTable(table: TableShape): TableShape {
   };
 }
 
-const fkKey = (fk: ForeignKeyShape) =>
-  `(${fk.columns.join(',')}) -> ${fk.table}(${fk.references.join(',')}) ON DELETE ${fk.onDelete} ON UPDATE ${fk.onUpdate}`;
+const fkKey = (fk: ForeignKeyShape) => `(${fk.columns.join(',')}) -> ${fk.table}(${fk.references.join(',')}) ON DELETE ${fk.onDelete} ON UPDATE ${fk.onUpdate}`;
 
 /**
  * Human-readable differences between what the Prisma schema expects and what the database
@@ -316,7 +315,9 @@ export function diffSchemas(expected: SchemaShape, live: SchemaShape): string[] 
       problems.push(`table ${name}: primary key (${have.primaryKey.join(', ')}) in the database, (${want.primaryKey.join(', ')}) in the Prisma schema`);
     }
     if (want.autoincrement !== have.autoincrement) {
-      problems.push(`table ${name}: AUTOINCREMENT ${have.autoincrement ? 'present' : 'absent'} in the database, ${want.autoincrement ? 'expected' : 'not expected'} by the Prisma schema`);
+      problems.push(
+        `table ${name}: AUTOINCREMENT ${have.autoincrement ? 'present' : 'absent'} in the database, ${want.autoincrement ? 'expected' : 'not expected'} by the Prisma schema`,
+      );
     }
     const parens = (list: string[]) => list.map((columns) => `(${columns})`);
     compareLists(problems, name, 'unique index', parens(want.uniqueIndexes), parens(have.uniqueIndexes));

@@ -3,7 +3,7 @@ import WebSocket from 'ws';
 import type { Scope } from '../../src/auth/scopes.ts';
 import { createTestApp, type TestApp, type TestAppOptions } from './graphql-app.ts';
 
-export type TokenSet = Record<Scope, string>;
+type TokenSet = Record<Scope, string>;
 
 export interface SecuredServer {
   t: TestApp;
@@ -14,13 +14,16 @@ export interface SecuredServer {
   /** One token per scope, named `test-viewer`, `test-operator`, `test-admin`. */
   tokens: TokenSet;
   /** POST /graphql over the socket with an optional bearer token. */
-  gql<T = any>(query: string, options?: { token?: string | null; variables?: Record<string, unknown> }): Promise<{ status: number; body: { data?: T; errors?: GqlError[] } }>;
+  gql<T = any>(
+    query: string,
+    options?: { token?: string | null; variables?: Record<string, unknown> },
+  ): Promise<{ status: number; body: { data?: T; errors?: GqlError[] } }>;
   /** A graphql-ws client whose connection_init carries the token (none when null). */
   ws(token: string | null, extra?: { onClosed?: (event: { code: number; reason: string }) => void }): Client;
   stop(): Promise<void>;
 }
 
-export interface GqlError {
+interface GqlError {
   message: string;
   extensions?: Record<string, any>;
 }
@@ -72,7 +75,11 @@ export async function startSecuredServer(options: TestAppOptions = {}): Promise<
 }
 
 /** The first message, error or completion of a subscription, or 'silent' after `ms`. */
-export function firstOutcome(client: Client, query: string, ms = 300): Promise<{ kind: 'next'; data: any } | { kind: 'error'; error: any } | { kind: 'complete' } | { kind: 'silent' }> {
+export function firstOutcome(
+  client: Client,
+  query: string,
+  ms = 300,
+): Promise<{ kind: 'next'; data: any } | { kind: 'error'; error: any } | { kind: 'complete' } | { kind: 'silent' }> {
   return new Promise((resolve) => {
     let settled = false;
     const settle = (v: Parameters<typeof resolve>[0]) => {

@@ -3,17 +3,10 @@ import { compareNodeIds } from '../compare.ts';
 import { maySchedule } from './policy.ts';
 import { byTenantAndNumber, type PlanNode, type PlanShard } from './shards.ts';
 
-export type DrainSkipReason =
-  | 'SHARD_POLICY_PAUSE'
-  | 'SHARD_POLICY_STOP'
-  | 'NO_SECONDARY'
-  | 'NO_SCHEDULABLE_SECONDARY'
-  | 'SECONDARY_LAGGING'
-  | 'SECONDARY_STATUS_UNKNOWN';
+type DrainSkipReason =
+  'SHARD_POLICY_PAUSE' | 'SHARD_POLICY_STOP' | 'NO_SECONDARY' | 'NO_SCHEDULABLE_SECONDARY' | 'SECONDARY_LAGGING' | 'SECONDARY_STATUS_UNKNOWN';
 
-export type DrainDecision =
-  | { shard: PlanShard; action: 'move'; toNodeId: string }
-  | { shard: PlanShard; action: 'skip'; reason: DrainSkipReason };
+export type DrainDecision = { shard: PlanShard; action: 'move'; toNodeId: string } | { shard: PlanShard; action: 'skip'; reason: DrainSkipReason };
 
 /**
  * D3: among the secondaries on schedulable nodes, one in the shard's preferred AZ first,
@@ -23,9 +16,7 @@ export type DrainDecision =
  * compute.
  */
 export function chooseDrainDestination(shard: PlanShard, nodes: ReadonlyMap<string, PlanNode>): string | null {
-  const candidates = shard.secondaryNodeIds
-    .map((id) => nodes.get(id))
-    .filter((n): n is PlanNode => n !== undefined && maySchedule(n));
+  const candidates = shard.secondaryNodeIds.map((id) => nodes.get(id)).filter((n): n is PlanNode => n !== undefined && maySchedule(n));
   if (!candidates.length) return null;
   candidates.sort((a, b) => {
     const aHome = shard.preferredZone !== null && a.zone === shard.preferredZone ? 0 : 1;

@@ -32,7 +32,7 @@ type Row = { from: readonly SchedulingPolicy[] | 'any'; event: PolicyEvent['type
  * unschedulable without anyone deciding so. A drain that fails with NODE_STATE_CHANGED
  * makes no transition at all (D7: the policy is left as it is).
  */
-export const POLICY_TRANSITIONS: readonly Row[] = [
+const POLICY_TRANSITIONS: readonly Row[] = [
   { from: ['ACTIVE'], event: 'drainAccepted', to: 'DRAINING' },
   { from: ['DRAINING'], event: 'drainFinished', to: 'PAUSE_FOR_RESTART' },
   { from: ['DRAINING'], event: 'drainCancelled', to: 'ACTIVE' },

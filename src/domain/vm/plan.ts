@@ -113,9 +113,7 @@ export function planMaintenance(input: PlanInput): MaintenancePlan {
   const refusals = precheckMaintenance(nodeId, input.nodes);
   const node = input.nodes.find((n) => n.id === nodeId);
   if (!node) return { nodeId, force, refusals, vms: [], warnings: [] };
-  const covered = input.vms
-    .filter((vm) => vm.nodeId === nodeId || (vm.nodeId === null && vm.tracking?.nodeName === node.name))
-    .sort(byNamespaceName);
+  const covered = input.vms.filter((vm) => vm.nodeId === nodeId || (vm.nodeId === null && vm.tracking?.nodeName === node.name)).sort(byNamespaceName);
   const warnings: string[] = [];
   const drafts = covered.map((vm) => draftEntry(vm, input, warnings));
   predictTargets(drafts, input, warnings);

@@ -7,9 +7,9 @@ import { isSchedulable } from './scheduling.ts';
 import type { MaintNode, PrecheckRefusal } from './types.ts';
 
 /** Harvester counts these roles together for quorum (P4). */
-export const CONTROL_PLANE_ROLES = ['control-plane', 'etcd', 'witness'] as const;
+const CONTROL_PLANE_ROLES = ['control-plane', 'etcd', 'witness'] as const;
 
-export const isControlPlane = (node: MaintNode): boolean => node.roles.some((r) => (CONTROL_PLANE_ROLES as readonly string[]).includes(r));
+const isControlPlane = (node: MaintNode): boolean => node.roles.some((r) => (CONTROL_PLANE_ROLES as readonly string[]).includes(r));
 
 /**
  * Every refusal that applies, P1 first. An unknown node yields only NOT_FOUND (nothing

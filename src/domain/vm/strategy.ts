@@ -2,15 +2,10 @@
 import { InvalidInputError } from '../errors.ts';
 import { matchesLabels } from '../labels.ts';
 
-export const MAINTENANCE_STRATEGIES = [
-  'Migrate',
-  'ShutdownAndRestartAfterEnable',
-  'ShutdownAndRestartAfterDisable',
-  'Shutdown',
-] as const;
+export const MAINTENANCE_STRATEGIES = ['Migrate', 'ShutdownAndRestartAfterEnable', 'ShutdownAndRestartAfterDisable', 'Shutdown'] as const;
 export type MaintenanceStrategy = (typeof MAINTENANCE_STRATEGIES)[number];
 
-export function isMaintenanceStrategy(value: string): value is MaintenanceStrategy {
+function isMaintenanceStrategy(value: string): value is MaintenanceStrategy {
   return (MAINTENANCE_STRATEGIES as readonly string[]).includes(value);
 }
 
@@ -32,13 +27,9 @@ export function effectiveStrategy(raw: string | null): EffectiveStrategy {
   return { strategy: 'Migrate', labelValid: false, labelled: true };
 }
 
-/** The strategies that stop the VM on enable (M2a); N4: a non-migratable VM with one does not block. */
-export const SHUTDOWN_CLASS_STRATEGIES = ['ShutdownAndRestartAfterEnable', 'ShutdownAndRestartAfterDisable', 'Shutdown'] as const;
 /** The strategies whose stop is tracked and undone later (T1). */
-export const RESTART_STRATEGIES = ['ShutdownAndRestartAfterEnable', 'ShutdownAndRestartAfterDisable'] as const;
+const RESTART_STRATEGIES = ['ShutdownAndRestartAfterEnable', 'ShutdownAndRestartAfterDisable'] as const;
 export type RestartStrategy = (typeof RESTART_STRATEGIES)[number];
-
-export const isShutdownClass = (strategy: MaintenanceStrategy): boolean => strategy !== 'Migrate';
 
 /** Takes a raw string because a recorded tracking strategy is unvalidated data (T3). */
 export function isRestartStrategy(value: string): value is RestartStrategy {
@@ -71,5 +62,4 @@ export function matchesSelector(vm: { namespace: string; labels: Record<string, 
   return matchesLabels(vm.labels, selector.labels ?? {});
 }
 
-export const isEmptySelector = (selector: VmSelector): boolean =>
-  selector.namespace === undefined && Object.keys(selector.labels ?? {}).length === 0;
+export const isEmptySelector = (selector: VmSelector): boolean => selector.namespace === undefined && Object.keys(selector.labels ?? {}).length === 0;

@@ -54,7 +54,9 @@ export function restartPlacement(
   const why = recorded ? `node ${tracking.nodeName} cannot take it` : `node ${tracking.nodeName} no longer exists`;
   return {
     nodeId: other?.id ?? null,
-    warning: other ? `VM ${vm.id} restarts on node ${other.id}, not on ${tracking.nodeName}: ${why}` : `VM ${vm.id} cannot restart: ${why} and no other node can`,
+    warning: other
+      ? `VM ${vm.id} restarts on node ${other.id}, not on ${tracking.nodeName}: ${why}`
+      : `VM ${vm.id} cannot restart: ${why} and no other node can`,
   };
 }
 
@@ -62,13 +64,14 @@ type TrackedVm = MaintVm & { tracking: VmTracking };
 
 function trackedTo(vms: readonly MaintVm[], nodeName: string, strategies: readonly RestartStrategy[]): TrackedVm[] {
   return vms
-    .filter((vm): vm is TrackedVm => vm.tracking !== null && vm.tracking.nodeName === nodeName && (strategies as readonly string[]).includes(vm.tracking.strategy))
+    .filter(
+      (vm): vm is TrackedVm => vm.tracking !== null && vm.tracking.nodeName === nodeName && (strategies as readonly string[]).includes(vm.tracking.strategy),
+    )
     .sort(byNamespaceName);
 }
 
 /** M4: the VMs to restart once the node is empty. */
-export const restartsAfterEnable = (vms: readonly MaintVm[], nodeName: string): TrackedVm[] =>
-  trackedTo(vms, nodeName, ['ShutdownAndRestartAfterEnable']);
+export const restartsAfterEnable = (vms: readonly MaintVm[], nodeName: string): TrackedVm[] => trackedTo(vms, nodeName, ['ShutdownAndRestartAfterEnable']);
 
 /**
  * D1/T5: the VMs a disable handles: tracked after-disable VMs, and after-enable VMs that are

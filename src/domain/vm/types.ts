@@ -50,9 +50,7 @@ export interface VmTracking {
 
 /** N1–N3. */
 export type NonMigratableReason =
-  | { code: 'LastHealthyReplica'; volume: string }
-  | { code: 'NotLiveMigratable'; backendReason: string }
-  | { code: 'NodeSchedulingRequirementsNotMet' };
+  { code: 'LastHealthyReplica'; volume: string } | { code: 'NotLiveMigratable'; backendReason: string } | { code: 'NodeSchedulingRequirementsNotMet' };
 
 /** What enabling maintenance does to one VM on the node. */
 export type VmAction =

@@ -60,7 +60,12 @@ builder.queryField('auditLog', (t) =>
         return {
           edges,
           totalCount: page.totalCount,
-          pageInfo: { hasNextPage: page.hasNextPage, hasPreviousPage: cursor !== null, startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null },
+          pageInfo: {
+            hasNextPage: page.hasNextPage,
+            hasPreviousPage: cursor !== null,
+            startCursor: edges[0]?.cursor ?? null,
+            endCursor: edges.at(-1)?.cursor ?? null,
+          },
         };
       },
     },

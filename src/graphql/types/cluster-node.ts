@@ -7,7 +7,7 @@ import { primeNodes } from '../loaders.ts';
 import { enumValuesOf, LabelType, pageOf, toLabels } from './common.ts';
 import { compareNatural } from '../../domain/compare.ts';
 
-export const NodeAvailabilityEnum = builder.enumType('NodeAvailability', {
+const NodeAvailabilityEnum = builder.enumType('NodeAvailability', {
   values: enumValuesOf(['ACTIVE', 'WARMING_UP', 'OFFLINE'] as const),
 });
 
@@ -31,7 +31,7 @@ ClusterNodeType.implement({
 });
 
 /** Sorted like operators read them: by name, numbers in names in numeric order. */
-export const byName = <T extends { name: string }>(a: T, b: T) => compareNatural(a.name, b.name);
+const byName = <T extends { name: string }>(a: T, b: T) => compareNatural(a.name, b.name);
 
 builder.queryFields((t) => ({
   nodes: t.connection(
@@ -43,9 +43,7 @@ builder.queryFields((t) => ({
       },
       resolve: async (_, args, ctx) => {
         const all = primeNodes(ctx.loaders, await ctx.backend.listNodes());
-        const rows = all
-          .filter((n) => (args.zone == null || n.zone === args.zone) && (args.role == null || n.roles.includes(args.role)))
-          .sort(byName);
+        const rows = all.filter((n) => (args.zone == null || n.zone === args.zone) && (args.role == null || n.roles.includes(args.role))).sort(byName);
         return pageOf(args, rows);
       },
     },

@@ -16,7 +16,7 @@ export const toLabels = (labels: Record<string, string>): KeyValue[] =>
     .map(([key, value]) => ({ key, value }));
 
 /** `RerunOnFailure` → `RERUN_ON_FAILURE`: GraphQL enum names for backend spellings. */
-export function screamingCase(value: string): string {
+function screamingCase(value: string): string {
   return value
     .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
     .replace(/[-\s]/g, '_')
@@ -34,4 +34,3 @@ type PageArgs = { first?: number | null; last?: number | null; before?: string |
 export function pageOf<T>(args: PageArgs, rows: T[]) {
   return { ...resolveArrayConnection({ args, defaultSize: PAGE.defaultSize, maxSize: PAGE.maxSize }, rows), totalCount: rows.length };
 }
-

@@ -17,7 +17,7 @@ export const ErrorInterface = builder.interfaceRef<LockkeeperError>('Error').imp
   }),
 });
 
-export const SubjectKindEnum = builder.enumType('SubjectKind', {
+const SubjectKindEnum = builder.enumType('SubjectKind', {
   values: { NODE: { value: 'node' }, VM: { value: 'vm' }, SHARD: { value: 'shard' }, OPERATION: { value: 'operation' } } as const,
 });
 

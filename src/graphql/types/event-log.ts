@@ -60,7 +60,8 @@ const POLL_MS = 250;
 builder.subscriptionField('eventLog', (t) =>
   t.field({
     type: LogEventType,
-    description: 'Every event after `after` (replayed from the log), then new ones as they are written; without `after`, only new ones. Reconnect with the last seq to resume without gaps.',
+    description:
+      'Every event after `after` (replayed from the log), then new ones as they are written; without `after`, only new ones. Reconnect with the last seq to resume without gaps.',
     args: {
       after: t.arg.int({ required: false, description: 'Replay from after this seq; omit for new events only.' }),
       nodeId: t.arg.id({ required: false }),

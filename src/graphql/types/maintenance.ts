@@ -1,11 +1,5 @@
 import type { ClusterNode } from '../../cluster/types.ts';
-import {
-  ConflictError,
-  InvalidInputError,
-  NotFoundError,
-  PreconditionFailedError,
-  UnavailableError,
-} from '../../domain/errors.ts';
+import { ConflictError, InvalidInputError, NotFoundError, PreconditionFailedError, UnavailableError } from '../../domain/errors.ts';
 import { describeReason, nonMigratableReasons } from '../../domain/vm/migratability.ts';
 import { MAINTENANCE_PHASES, type MaintNode, type VmPlanEntry } from '../../domain/vm/types.ts';
 import { audited } from '../../operations/core/audited.ts';
@@ -20,7 +14,7 @@ import { BlockerType } from './errors.ts';
 import { OperationType } from './operation.ts';
 import { MaintenanceStrategyEnum, VmType } from './vm.ts';
 
-export const MaintenancePhaseEnum = builder.enumType('MaintenancePhase', { values: MAINTENANCE_PHASES });
+const MaintenancePhaseEnum = builder.enumType('MaintenancePhase', { values: MAINTENANCE_PHASES });
 
 const MaintenanceType = builder.objectRef<MaintenanceState & { nodeId: string }>('NodeMaintenance').implement({
   description: 'A node’s VM maintenance: phase, deadline, and the operation driving it.',
@@ -51,7 +45,15 @@ builder.objectFields(ClusterNodeType, (t) => ({
 }));
 
 function maintNodes(nodes: ClusterNode[], ctx: GraphQLContext): MaintNode[] {
-  return nodes.map((n) => ({ id: n.id, name: n.name, ready: n.availability === 'ACTIVE', cordoned: n.cordoned, roles: n.roles, labels: n.labels, maintenancePhase: ctx.maintenance.stateOf(n.id)?.phase ?? null }));
+  return nodes.map((n) => ({
+    id: n.id,
+    name: n.name,
+    ready: n.availability === 'ACTIVE',
+    cordoned: n.cordoned,
+    roles: n.roles,
+    labels: n.labels,
+    maintenancePhase: ctx.maintenance.stateOf(n.id)?.phase ?? null,
+  }));
 }
 
 builder.objectFields(VmType, (t) => ({
@@ -80,8 +82,17 @@ const PlanEntryType = builder.objectRef<VmPlanEntry>('VmMaintenancePlanEntry').i
     labelValid: t.exposeBoolean('labelValid'),
     action: t.field({ type: VmActionEnum, resolve: (e) => e.action.kind }),
     targetNodeId: t.id({ nullable: true, description: 'Where a MIGRATE goes.', resolve: (e) => (e.action.kind === 'MIGRATE' ? e.action.targetNodeId : null) }),
-    restart: t.field({ type: VmRestartEnum, nullable: true, description: 'For STOP: when the VM runs again.', resolve: (e) => (e.action.kind === 'STOP' ? e.action.restart : null) }),
-    restartNodeId: t.id({ nullable: true, description: 'For STOP with a restart: where it is expected to run again.', resolve: (e) => (e.action.kind === 'STOP' ? e.action.restartNodeId : null) }),
+    restart: t.field({
+      type: VmRestartEnum,
+      nullable: true,
+      description: 'For STOP: when the VM runs again.',
+      resolve: (e) => (e.action.kind === 'STOP' ? e.action.restart : null),
+    }),
+    restartNodeId: t.id({
+      nullable: true,
+      description: 'For STOP with a restart: where it is expected to run again.',
+      resolve: (e) => (e.action.kind === 'STOP' ? e.action.restartNodeId : null),
+    }),
     tracked: t.boolean({ description: 'Restart tracking is recorded before the stop (T1).', resolve: (e) => e.action.kind === 'STOP' && e.action.track }),
     forced: t.boolean({ resolve: (e) => e.action.kind === 'STOP' && e.action.forced }),
     noActionReason: t.string({ nullable: true, resolve: (e) => (e.action.kind === 'NONE' ? e.action.why : null) }),
@@ -89,7 +100,6 @@ const PlanEntryType = builder.objectRef<VmPlanEntry>('VmMaintenancePlanEntry').i
     nonMigratableReasons: t.stringList({ resolve: (e) => e.nonMigratable.map(describeReason) }),
   }),
 });
-
 
 type RefusalView = { code: string; message: string; blockers: { id: string; reasons: string[] }[] };
 const RefusalType = builder.objectRef<RefusalView>('MaintenanceRefusal').implement({
@@ -119,11 +129,21 @@ const PlanType = builder.objectRef<MaintenancePlanView>('MaintenancePlan').imple
     refusals: t.field({
       type: [RefusalType],
       resolve: (p) => [
-        ...p.refusals.map((r) => ({ ...r, blockers: r.code === 'NON_MIGRATABLE_VMS' ? p.vms.filter((v) => v.blocksEnable).map((v) => ({ id: v.vmId, reasons: v.nonMigratable.map(describeReason) })) : [] })),
+        ...p.refusals.map((r) => ({
+          ...r,
+          blockers:
+            r.code === 'NON_MIGRATABLE_VMS'
+              ? p.vms.filter((v) => v.blocksEnable).map((v) => ({ id: v.vmId, reasons: v.nonMigratable.map(describeReason) }))
+              : [],
+        })),
         ...(p.shardRefusal ? [{ code: 'SHARD_DRAIN_REFUSED' as const, message: p.shardRefusal.message, blockers: [] }] : []),
       ],
     }),
-    shards: t.field({ type: [ShardPlanType], description: 'On a node that also holds tenant shards: their drain, under the same operation.', resolve: (p) => p.shards }),
+    shards: t.field({
+      type: [ShardPlanType],
+      description: 'On a node that also holds tenant shards: their drain, under the same operation.',
+      resolve: (p) => p.shards,
+    }),
     vms: t.field({ type: [PlanEntryType], resolve: (p) => p.vms }),
     warnings: t.exposeStringList('warnings'),
   }),
@@ -158,7 +178,14 @@ const DisableResultType = builder.objectRef<DisableResult>('DisableMaintenanceRe
 });
 
 const meta = (ctx: GraphQLContext, reason: string | null | undefined): RequestMeta => ({ actor: ctx.actor, reason: reason ?? null });
-const audit = <T>(ctx: GraphQLContext, action: string, args: object, nodeId: string | null, reason: string | null | undefined, run: (m: RequestMeta) => Promise<T>) => {
+const audit = <T>(
+  ctx: GraphQLContext,
+  action: string,
+  args: object,
+  nodeId: string | null,
+  reason: string | null | undefined,
+  run: (m: RequestMeta) => Promise<T>,
+) => {
   const m = meta(ctx, reason);
   return audited({ audit: ctx.audit, clock: ctx.clock }, { action, arguments: args, nodeId, meta: m }, () => run(m));
 };
@@ -176,8 +203,15 @@ builder.mutationFields((t) => ({
     errors: { types: [NotFoundError, UnavailableError, ConflictError, PreconditionFailedError, InvalidInputError] },
     resolve: (_, args, ctx) =>
       audit(ctx, 'enableMaintenanceMode', args, String(args.nodeId), args.reason, (m) => {
-        if (args.deadlineSeconds != null && args.deadlineSeconds <= 0) throw new InvalidInputError('deadlineSeconds', String(args.deadlineSeconds), 'deadlineSeconds must be positive');
-        return typedBackendCall(() => ctx.maintenance.enable(String(args.nodeId), { force: args.force ?? false, ...(args.deadlineSeconds != null && { deadlineMs: args.deadlineSeconds * 1000 }) }, m));
+        if (args.deadlineSeconds != null && args.deadlineSeconds <= 0)
+          throw new InvalidInputError('deadlineSeconds', String(args.deadlineSeconds), 'deadlineSeconds must be positive');
+        return typedBackendCall(() =>
+          ctx.maintenance.enable(
+            String(args.nodeId),
+            { force: args.force ?? false, ...(args.deadlineSeconds != null && { deadlineMs: args.deadlineSeconds * 1000 }) },
+            m,
+          ),
+        );
       }),
   }),
   disableMaintenanceMode: t.field({
@@ -185,14 +219,20 @@ builder.mutationFields((t) => ({
     description: 'Uncordons the node, ends its maintenance and restarts the VMs tracked to restart (D1–D3).',
     args: { nodeId: t.arg.id({ required: true }), reason: t.arg.string({ required: false }) },
     errors: { types: [NotFoundError, PreconditionFailedError, UnavailableError], directResult: true },
-    resolve: (_, args, ctx) => audit(ctx, 'disableMaintenanceMode', args, String(args.nodeId), args.reason, (m) => typedBackendCall(() => ctx.maintenance.disable(String(args.nodeId), m))),
+    resolve: (_, args, ctx) =>
+      audit(ctx, 'disableMaintenanceMode', args, String(args.nodeId), args.reason, (m) =>
+        typedBackendCall(() => ctx.maintenance.disable(String(args.nodeId), m)),
+      ),
   }),
   clearMaintenanceError: t.field({
     type: ClusterNodeType,
     description: 'ERROR → not in maintenance: uncordoned, tracking kept (M5).',
     args: { nodeId: t.arg.id({ required: true }), reason: t.arg.string({ required: false }) },
     errors: { types: [NotFoundError, PreconditionFailedError, UnavailableError] },
-    resolve: (_, args, ctx) => audit(ctx, 'clearMaintenanceError', args, String(args.nodeId), args.reason, (m) => typedBackendCall(() => ctx.maintenance.clearError(String(args.nodeId), m))),
+    resolve: (_, args, ctx) =>
+      audit(ctx, 'clearMaintenanceError', args, String(args.nodeId), args.reason, (m) =>
+        typedBackendCall(() => ctx.maintenance.clearError(String(args.nodeId), m)),
+      ),
   }),
 }));
 
@@ -223,9 +263,15 @@ builder.mutationField('setVmMaintenanceStrategy', (t) =>
     resolve: (_, args, ctx) =>
       audit(ctx, 'setVmMaintenanceStrategy', args, null, args.reason, async () => {
         const selector = args.selector
-          ? { ...(args.selector.namespace != null && { namespace: args.selector.namespace }), ...(args.selector.labels && { labels: Object.fromEntries(args.selector.labels.map((l) => [l.key, l.value])) }) }
+          ? {
+              ...(args.selector.namespace != null && { namespace: args.selector.namespace }),
+              ...(args.selector.labels && { labels: Object.fromEntries(args.selector.labels.map((l) => [l.key, l.value])) }),
+            }
           : undefined;
-        const vms = await ctx.maintenance.setStrategy({ ...(args.vmId != null && { vmId: String(args.vmId) }), ...(selector && { selector }) }, args.strategy ?? null);
+        const vms = await ctx.maintenance.setStrategy(
+          { ...(args.vmId != null && { vmId: String(args.vmId) }), ...(selector && { selector }) },
+          args.strategy ?? null,
+        );
         return { vms };
       }),
   }),

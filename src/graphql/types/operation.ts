@@ -18,11 +18,14 @@ import { ShardType } from './shard.ts';
 
 export const SchedulingPolicyEnum = builder.enumType('SchedulingPolicy', {
   description: 'A storage node’s scheduling policy (Neon semantics).',
-  values: Object.fromEntries(SCHEDULING_POLICIES.map((p) => [p, { value: p }])) as Record<(typeof SCHEDULING_POLICIES)[number], { value: (typeof SCHEDULING_POLICIES)[number] }>,
+  values: Object.fromEntries(SCHEDULING_POLICIES.map((p) => [p, { value: p }])) as Record<
+    (typeof SCHEDULING_POLICIES)[number],
+    { value: (typeof SCHEDULING_POLICIES)[number] }
+  >,
 });
-export const OperationKindEnum = builder.enumType('OperationKind', { values: OPERATION_KINDS });
-export const OperationStateEnum = builder.enumType('OperationState', { values: OPERATION_STATES });
-export const StepStateEnum = builder.enumType('StepState', { values: STEP_STATES });
+const OperationKindEnum = builder.enumType('OperationKind', { values: OPERATION_KINDS });
+const OperationStateEnum = builder.enumType('OperationState', { values: OPERATION_STATES });
+const StepStateEnum = builder.enumType('StepState', { values: STEP_STATES });
 
 const ReasonCountType = builder.objectRef<{ reason: string; count: number }>('ReasonCount').implement({
   fields: (t) => ({ reason: t.exposeString('reason'), count: t.exposeInt('count') }),
@@ -57,7 +60,7 @@ const WaitingOnType = builder.objectRef<WaitingOn>('WaitingOn').implement({
   }),
 });
 
-export const StepType = builder.objectRef<StepRecord>('OperationStep').implement({
+const StepType = builder.objectRef<StepRecord>('OperationStep').implement({
   description: 'One workload’s part of an operation.',
   fields: (t) => ({
     workloadKind: t.exposeString('workloadKind'),
@@ -70,7 +73,10 @@ export const StepType = builder.objectRef<StepRecord>('OperationStep').implement
     action: t.exposeString('action'),
     state: t.field({ type: StepStateEnum, resolve: (s) => s.state }),
     reason: t.exposeString('reason', { nullable: true, description: 'Why it was skipped or failed (or, for fills, why it was planned).' }),
-    error: t.exposeString('error', { nullable: true, description: 'Why it failed or was skipped; on a moved step, what happened on the way (e.g. retried requests).' }),
+    error: t.exposeString('error', {
+      nullable: true,
+      description: 'Why it failed or was skipped; on a moved step, what happened on the way (e.g. retried requests).',
+    }),
     fromNodeId: t.exposeID('fromNodeId', { nullable: true }),
     toNodeId: t.exposeID('toNodeId', { nullable: true }),
     seq: t.exposeInt('seq'),
@@ -124,7 +130,12 @@ builder.objectField(ClusterNodeType, 'maySchedule', (t) =>
   }),
 );
 builder.objectField(ClusterNodeType, 'operation', (t) =>
-  t.field({ type: OperationType, nullable: true, description: 'The operation running on this node, if any.', resolve: (n, _, ctx) => ctx.storage.activeOperation(n.id) }),
+  t.field({
+    type: OperationType,
+    nullable: true,
+    description: 'The operation running on this node, if any.',
+    resolve: (n, _, ctx) => ctx.storage.activeOperation(n.id),
+  }),
 );
 
 const ProgressType = builder.objectRef<OperationProgress>('OperationProgress').implement({
@@ -203,4 +214,3 @@ async function* progressStream(ctx: GraphQLContext, id: string): AsyncGenerator<
     await iterator.return?.();
   }
 }
-

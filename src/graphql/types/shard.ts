@@ -5,7 +5,7 @@ import { builder } from '../builder.ts';
 import { ClusterNodeType } from './cluster-node.ts';
 import { enumValuesOf, pageOf } from './common.ts';
 
-export const ShardPolicyEnum = builder.enumType('ShardSchedulingPolicy', { values: enumValuesOf(SHARD_POLICIES) });
+const ShardPolicyEnum = builder.enumType('ShardSchedulingPolicy', { values: enumValuesOf(SHARD_POLICIES) });
 
 export const ShardType = builder.objectRef<ClusterShard>('TenantShard');
 
@@ -24,10 +24,7 @@ ShardType.implement({
     attachedNodeId: t.exposeID('attachedNodeId'),
     secondaryNodes: t.field({
       type: [ClusterNodeType],
-      resolve: async (s, _, ctx) =>
-        (await ctx.loaders.node.loadMany(s.secondaryNodeIds)).filter(
-          (n): n is ClusterNode => n != null && !(n instanceof Error),
-        ),
+      resolve: async (s, _, ctx) => (await ctx.loaders.node.loadMany(s.secondaryNodeIds)).filter((n): n is ClusterNode => n != null && !(n instanceof Error)),
     }),
     secondaryNodeIds: t.exposeIDList('secondaryNodeIds'),
     highlyAvailable: t.boolean({ description: 'Has at least one secondary.', resolve: (s) => s.secondaryNodeIds.length > 0 }),

@@ -94,8 +94,7 @@ function requireEach(values: Record<string, number | undefined>, prefix: string,
   }
 }
 
-const withoutNulls = <T extends object>(o: T) =>
-  Object.fromEntries(Object.entries(o).filter(([, v]) => v != null)) as { [K in keyof T]?: NonNullable<T[K]> };
+const withoutNulls = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v != null)) as { [K in keyof T]?: NonNullable<T[K]> };
 
 const SimulationMutation = builder.objectRef<Record<string, never>>('SimulationMutation').implement({
   description: 'Drive the simulated cluster: restarts, outages, faults, latencies.',
@@ -112,7 +111,7 @@ const SimulationMutation = builder.objectRef<Record<string, never>>('SimulationM
     }),
     setNodeOnline: t.field({
       type: ClusterNodeType,
-      description: 'Stops (online: false) or resumes the node\'s heartbeats.',
+      description: "Stops (online: false) or resumes the node's heartbeats.",
       args: { nodeId: t.arg.id({ required: true }), online: t.arg.boolean({ required: true }) },
       errors: ACTION_ERRORS,
       resolve: async (_, { nodeId, online }, ctx) => {
@@ -163,9 +162,7 @@ const SimulationMutation = builder.objectRef<Record<string, never>>('SimulationM
       errors: ACTION_ERRORS,
       resolve: async (_, args, ctx) => {
         const shardId = String(args.shardId);
-        await typedBackendCall(() =>
-          controls(ctx).setSecondaryLag(shardId, String(args.nodeId), args.lagBytes, args.downloadBytesPerSecond ?? undefined),
-        );
+        await typedBackendCall(() => controls(ctx).setSecondaryLag(shardId, String(args.nodeId), args.lagBytes, args.downloadBytesPerSecond ?? undefined));
         const shard = await ctx.backend.getShard(shardId);
         if (!shard) throw new NotFoundError('shard', shardId);
         return shard;
@@ -198,9 +195,7 @@ const SimulationState = builder.objectRef<SimulationControls>('SimulationState')
   }),
 });
 
-builder.mutationField('simulation', (t) =>
-  t.field({ type: SimulationMutation, description: 'Present only with a simulated backend.', resolve: () => ({}) }),
-);
+builder.mutationField('simulation', (t) => t.field({ type: SimulationMutation, description: 'Present only with a simulated backend.', resolve: () => ({}) }));
 
 builder.queryField('simulation', (t) =>
   t.field({ type: SimulationState, description: 'Present only with a simulated backend.', resolve: (_, __, ctx) => controls(ctx) }),

@@ -1,10 +1,4 @@
-import {
-  ConflictError,
-  NotFoundError,
-  OperationLimitReachedError,
-  PreconditionFailedError,
-  UnavailableError,
-} from '../../domain/errors.ts';
+import { ConflictError, NotFoundError, OperationLimitReachedError, PreconditionFailedError, UnavailableError } from '../../domain/errors.ts';
 import { audited } from '../../operations/core/audited.ts';
 import type { OperationSnapshot, RequestMeta } from '../../domain/operations.ts';
 import { builder } from '../builder.ts';

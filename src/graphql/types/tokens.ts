@@ -8,12 +8,13 @@ import { builder } from '../builder.ts';
 import type { GraphQLContext } from '../context.ts';
 import { ErrorInterface } from './errors.ts';
 
-export const TokenScopeEnum = builder.enumType('TokenScope', {
-  description: 'viewer: queries and subscriptions; operator: + maintenance, drain, fill, cancel, strategies; admin: + configureNode, tokens, the controls of a simulated cluster.',
+const TokenScopeEnum = builder.enumType('TokenScope', {
+  description:
+    'viewer: queries and subscriptions; operator: + maintenance, drain, fill, cancel, strategies; admin: + configureNode, tokens, the controls of a simulated cluster.',
   values: Object.fromEntries(SCOPES.map((s) => [s.toUpperCase(), { value: s }])) as Record<Uppercase<Scope>, { value: Scope }>,
 });
 
-export const ApiTokenType = builder.objectRef<TokenRecord>('ApiToken').implement({
+const ApiTokenType = builder.objectRef<TokenRecord>('ApiToken').implement({
   description: 'An API token. The token itself is shown only once, by createToken; only its SHA-256 is stored.',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -49,7 +50,8 @@ const auditedCall = <T>(ctx: GraphQLContext, action: string, args: object, reaso
 builder.mutationFields((t) => ({
   createToken: t.field({
     type: CreatedTokenType,
-    description: 'Creates a token; the result carries it once. While no token exists the server runs without authentication (loopback only): the first token turns authentication on.',
+    description:
+      'Creates a token; the result carries it once. While no token exists the server runs without authentication (loopback only): the first token turns authentication on.',
     authScopes: { admin: true },
     args: {
       name: t.arg.string({ required: true, description: 'Unique, forever (a revoked token keeps its name): 1-64 of letters, digits and . _ : @ -' }),

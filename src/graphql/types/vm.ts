@@ -1,4 +1,12 @@
-import { RUN_STRATEGIES, VM_STATUSES, type ClusterVm, type NodeSelectorTerm, type VmMaintenanceTracking, type VmVolume, type VolumeReplica } from '../../cluster/types.ts';
+import {
+  RUN_STRATEGIES,
+  VM_STATUSES,
+  type ClusterVm,
+  type NodeSelectorTerm,
+  type VmMaintenanceTracking,
+  type VmVolume,
+  type VolumeReplica,
+} from '../../cluster/types.ts';
 import { NotFoundError, UnavailableError } from '../../domain/errors.ts';
 import { typedBackendCall } from '../map-backend-error.ts';
 import { effectiveStrategy, MAINTENANCE_STRATEGIES } from '../../domain/vm/strategy.ts';
@@ -7,8 +15,8 @@ import { ClusterNodeType } from './cluster-node.ts';
 import { enumValuesOf, LabelType, pageOf, toLabels } from './common.ts';
 import { compareNatural } from '../../domain/compare.ts';
 
-export const RunStrategyEnum = builder.enumType('RunStrategy', { values: enumValuesOf(RUN_STRATEGIES) });
-export const VmStatusEnum = builder.enumType('VmStatus', { values: enumValuesOf(VM_STATUSES) });
+const RunStrategyEnum = builder.enumType('RunStrategy', { values: enumValuesOf(RUN_STRATEGIES) });
+const VmStatusEnum = builder.enumType('VmStatus', { values: enumValuesOf(VM_STATUSES) });
 export const MaintenanceStrategyEnum = builder.enumType('MaintenanceStrategy', {
   description: 'What maintenance does to a VM (label harvesterhci.io/maintain-mode-strategy).',
   values: enumValuesOf(MAINTENANCE_STRATEGIES),
@@ -30,15 +38,13 @@ const VolumeType = builder.objectRef<VmVolume>('VmVolume').implement({
   }),
 });
 
-const RequirementType = builder
-  .objectRef<NodeSelectorTerm['matchExpressions'][number]>('NodeSelectorRequirement')
-  .implement({
-    fields: (t) => ({
-      key: t.exposeString('key'),
-      operator: t.exposeString('operator'),
-      values: t.exposeStringList('values'),
-    }),
-  });
+const RequirementType = builder.objectRef<NodeSelectorTerm['matchExpressions'][number]>('NodeSelectorRequirement').implement({
+  fields: (t) => ({
+    key: t.exposeString('key'),
+    operator: t.exposeString('operator'),
+    values: t.exposeStringList('values'),
+  }),
+});
 
 const TermType = builder.objectRef<NodeSelectorTerm>('NodeSelectorTerm').implement({
   fields: (t) => ({ matchExpressions: t.field({ type: [RequirementType], resolve: (term) => term.matchExpressions }) }),

@@ -33,9 +33,7 @@ builder.subscriptionFields((t) => ({
     subscribe: (_, args, ctx) =>
       pipe(
         ctx.bus.subscribe('workloadChanged'),
-        filter(
-          (c) => (args.kind == null || c.kind === args.kind) && (args.nodeId == null || touchesNode(c, String(args.nodeId))),
-        ),
+        filter((c) => (args.kind == null || c.kind === args.kind) && (args.nodeId == null || touchesNode(c, String(args.nodeId)))),
       ),
     resolve: (c) => c,
   }),

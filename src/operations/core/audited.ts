@@ -21,6 +21,14 @@ export async function audited<T>(
     outcome = e instanceof LockkeeperError ? e.code : 'ERROR';
     throw e;
   } finally {
-    await deps.audit.record({ actor: call.meta.actor, action: call.action, arguments: call.arguments, reason: call.meta.reason, outcome, nodeId: call.nodeId, at });
+    await deps.audit.record({
+      actor: call.meta.actor,
+      action: call.action,
+      arguments: call.arguments,
+      reason: call.meta.reason,
+      outcome,
+      nodeId: call.nodeId,
+      at,
+    });
   }
 }

@@ -106,7 +106,13 @@ export class OperationCoordinator {
     const { store } = this.deps;
     await store.commit([
       store.operations.finish({ ...snapshot, finishedAt: now }),
-      store.events.append({ at: now, type: 'OPERATION_FINISHED', nodeId: snapshot.nodeId, operationId: snapshot.id, payload: { outcome, error, counts: snapshot.counts } }),
+      store.events.append({
+        at: now,
+        type: 'OPERATION_FINISHED',
+        nodeId: snapshot.nodeId,
+        operationId: snapshot.id,
+        payload: { outcome, error, counts: snapshot.counts },
+      }),
       ...(options.alsoWrite ?? []),
     ]);
     options.committed?.();
@@ -141,7 +147,13 @@ export class OperationCoordinator {
   }
 
   /** Runs a part of `kind` under `owner`'s record; it holds the node for its kind until it ends or is released. */
-  runPart(kind: OperationKind, owner: OperationSnapshot, steps: StepRecord[], journal: JournalWriter, onEnd: (outcome: OperationOutcome, failure: string | null) => void): LiveRun {
+  runPart(
+    kind: OperationKind,
+    owner: OperationSnapshot,
+    steps: StepRecord[],
+    journal: JournalWriter,
+    onEnd: (outcome: OperationOutcome, failure: string | null) => void,
+  ): LiveRun {
     const engine = this.partEngine(kind);
     if (!engine) throw new Error(`no engine runs ${kind} parts`);
     return engine.run(owner, steps, journal, onEnd);
@@ -159,7 +171,10 @@ export class OperationCoordinator {
   private published(operations: OperationSnapshot[], steps: { operationId: string; step: StepRecord }[]): void {
     for (const op of operations) {
       const live = this.live.get(op.id)?.snapshot ?? op;
-      this.publishProgress(live, steps.filter((s) => s.operationId === op.id).map((s) => s.step));
+      this.publishProgress(
+        live,
+        steps.filter((s) => s.operationId === op.id).map((s) => s.step),
+      );
     }
   }
 }

@@ -14,7 +14,7 @@ import { SCHEDULING_POLICIES, type SchedulingPolicy } from '../../domain/storage
 import { OPERATION_KINDS, type OperationOutcome } from '../../domain/operations.ts';
 import type { OperationObserver } from './observer.ts';
 
-export const METRICS_PREFIX = 'lockkeeper_';
+const METRICS_PREFIX = 'lockkeeper_';
 
 /**
  * Seconds. A simulated or local cut-over takes tens of milliseconds; a real one waits for

@@ -1,5 +1,12 @@
 import type { Clock } from '../../cluster/clock.ts';
-import { countTransition, type OperationCounts, type OperationOutcome, type OperationSnapshot, type StepRecord, type WaitingOn } from '../../domain/operations.ts';
+import {
+  countTransition,
+  type OperationCounts,
+  type OperationOutcome,
+  type OperationSnapshot,
+  type StepRecord,
+  type WaitingOn,
+} from '../../domain/operations.ts';
 import type { Logger } from '../../logger.ts';
 import { estimateCompletion } from './eta.ts';
 import type { JournalWriter } from './journal.ts';

@@ -93,7 +93,10 @@ export class MaintenanceEngine implements OperationKindEngine {
     const state = this.states.get(stored.nodeId);
     if (!state || (state.phase !== 'DRAINING' && state.phase !== 'EVACUATING')) return;
     const snapshot = { ...stored, counts: countsOf(steps) };
-    this.deps.log.info({ operation: snapshot.id, node: snapshot.nodeId, phase: state.phase }, `resuming maintenance of node ${snapshot.nodeId} in phase ${state.phase}`);
+    this.deps.log.info(
+      { operation: snapshot.id, node: snapshot.nodeId, phase: state.phase },
+      `resuming maintenance of node ${snapshot.nodeId} in phase ${state.phase}`,
+    );
     this.launch(snapshot, steps, state.deadline ?? this.deps.clock.now(), state.phase);
   }
 
@@ -129,7 +132,11 @@ export class MaintenanceEngine implements OperationKindEngine {
       // Another operation on the node (a storage drain or fill is its own maintenance): one at a time.
       const running = this.core.live.holder(nodeId);
       if (running) {
-        throw new PreconditionFailedError('OPERATION_RUNNING', `node ${nodeId} has a ${running.kind.toLowerCase()} running (operation ${running.id})`, running.id);
+        throw new PreconditionFailedError(
+          'OPERATION_RUNNING',
+          `node ${nodeId} has a ${running.kind.toLowerCase()} running (operation ${running.id})`,
+          running.id,
+        );
       }
       for (const w of plan.warnings) this.deps.log.warn({ node: nodeId }, w);
       const now = this.deps.clock.now();
@@ -148,13 +155,20 @@ export class MaintenanceEngine implements OperationKindEngine {
       await store.commit([
         store.operations.create(snapshot, { force: options.force, deadline: new Date(deadline).toISOString(), warnings: plan.warnings }),
         ...store.operations.writeSteps(steps.map((step) => ({ operationId: id, step }))),
-        ...this.states.writes(nodeId, state, { at: now, operationId: id, payload: { cause: 'validated', actor: meta.actor, reason: meta.reason, force: options.force } }),
+        ...this.states.writes(nodeId, state, {
+          at: now,
+          operationId: id,
+          payload: { cause: 'validated', actor: meta.actor, reason: meta.reason, force: options.force },
+        }),
         ...(claim?.writes ?? []),
       ]);
       this.states.applied(nodeId, state);
       claim?.applied();
       this.deps.observer.operationStarted('MAINTENANCE');
-      this.deps.log.info({ operation: id, node: nodeId, force: options.force, vms: steps.length }, `maintenance of node ${nodeId} started (${steps.length} VM action(s))`);
+      this.deps.log.info(
+        { operation: id, node: nodeId, force: options.force, vms: steps.length },
+        `maintenance of node ${nodeId} started (${steps.length} VM action(s))`,
+      );
       this.launch(snapshot, steps, deadline, 'DRAINING');
       await this.publishNode(nodeId);
       return snapshot;
@@ -200,7 +214,8 @@ export class MaintenanceEngine implements OperationKindEngine {
     return this.core.exclusive(async () => {
       await this.requireNode(nodeId);
       const phase = this.states.phaseOf(nodeId);
-      if (phase !== 'ERROR') throw new PreconditionFailedError('NOT_IN_ERROR', `node ${nodeId} is ${phase ? `in maintenance phase ${phase}` : 'not in maintenance'}, not in ERROR`);
+      if (phase !== 'ERROR')
+        throw new PreconditionFailedError('NOT_IN_ERROR', `node ${nodeId} is ${phase ? `in maintenance phase ${phase}` : 'not in maintenance'}, not in ERROR`);
       await this.deps.backend.uncordonNode(nodeId);
       await this.writeState(nodeId, null, null, 'errorCleared', meta);
       await this.publishNode(nodeId);
@@ -219,9 +234,12 @@ export class MaintenanceEngine implements OperationKindEngine {
       if (!vm) throw new NotFoundError('vm', target.vmId);
       ids = [vm.id];
     } else {
-      if (!target.selector || isEmptySelector(target.selector)) throw new InvalidInputError('selector', JSON.stringify(target.selector ?? {}), 'give a vmId or a non-empty selector');
+      if (!target.selector || isEmptySelector(target.selector))
+        throw new InvalidInputError('selector', JSON.stringify(target.selector ?? {}), 'give a vmId or a non-empty selector');
       const selector = target.selector;
-      ids = (await backend.listVms(selector.namespace ? { namespace: selector.namespace } : {})).filter((vm) => matchesSelector(vm, selector)).map((vm) => vm.id);
+      ids = (await backend.listVms(selector.namespace ? { namespace: selector.namespace } : {}))
+        .filter((vm) => matchesSelector(vm, selector))
+        .map((vm) => vm.id);
     }
     for (const id of ids) await backend.setVmMaintenanceStrategyLabel(id, strategy);
     return (await backend.getVms(ids)).filter((vm): vm is ClusterVm => vm !== null);
@@ -273,13 +291,26 @@ export class MaintenanceEngine implements OperationKindEngine {
     await this.publishNode(nodeId);
   }
 
-  private async writeState(nodeId: string, state: MaintenanceState | null, operationId: string | null, cause: PhaseEvent, meta: RequestMeta | null): Promise<void> {
+  private async writeState(
+    nodeId: string,
+    state: MaintenanceState | null,
+    operationId: string | null,
+    cause: PhaseEvent,
+    meta: RequestMeta | null,
+  ): Promise<void> {
     nextPhase(this.states.phaseOf(nodeId), cause);
     await this.deps.store.commit(
-      this.states.writes(nodeId, state, { at: this.deps.clock.now(), operationId, payload: { cause, ...(meta && { actor: meta.actor, reason: meta.reason }) } }),
+      this.states.writes(nodeId, state, {
+        at: this.deps.clock.now(),
+        operationId,
+        payload: { cause, ...(meta && { actor: meta.actor, reason: meta.reason }) },
+      }),
     );
     this.states.applied(nodeId, state);
-    this.deps.log.info({ node: nodeId, phase: state?.phase ?? null, cause }, `node ${nodeId} maintenance ${state ? `phase ${state.phase}` : 'ended'} (${cause})`);
+    this.deps.log.info(
+      { node: nodeId, phase: state?.phase ?? null, cause },
+      `node ${nodeId} maintenance ${state ? `phase ${state.phase}` : 'ended'} (${cause})`,
+    );
   }
 
   private async finishRun(run: MaintenanceRun, outcome: OperationOutcome, error: string | null): Promise<void> {
@@ -327,7 +358,13 @@ export class MaintenanceEngine implements OperationKindEngine {
         const message = e instanceof Error ? e.message : String(e);
         failures.push({ vmId: vm.id, message });
         log.warn({ vm: vm.id, node: node.id, err: e }, `restart of VM ${vm.id} after maintenance failed: ${message}`);
-        await this.deps.store.events.append({ at: clock.now(), type: 'VM_RESTART_FAILED', nodeId: node.id, operationId: null, payload: { vm: vm.id, message } });
+        await this.deps.store.events.append({
+          at: clock.now(),
+          type: 'VM_RESTART_FAILED',
+          nodeId: node.id,
+          operationId: null,
+          payload: { vm: vm.id, message },
+        });
       }
     }
     return { restarted, trackingCleared, failures, warnings };

@@ -23,7 +23,7 @@ export class MigrationLimiter {
 
   private pump(): void {
     const { cluster, perNode } = this.limits();
-    for (let i = 0; i < this.waiting.length && this.total < cluster; ) {
+    for (let i = 0; i < this.waiting.length && this.total < cluster;) {
       const w = this.waiting[i]!;
       if ((this.outbound.get(w.node) ?? 0) >= perNode) {
         i++;

@@ -23,7 +23,12 @@ export interface MaintenanceHost extends StepRunHost<MaintenanceRun> {
   nodeName(nodeId: string): string;
   setPhase(run: MaintenanceRun, phase: MaintenancePhase): Promise<void>;
   /** Starts the drain of the node's shards inside this operation (hyperconverged nodes). */
-  startShardDrain(run: MaintenanceRun, steps: StepRecord[], journal: JournalWriter, onEnd: (outcome: OperationOutcome, failure: string | null) => void): LiveRun;
+  startShardDrain(
+    run: MaintenanceRun,
+    steps: StepRecord[],
+    journal: JournalWriter,
+    onEnd: (outcome: OperationOutcome, failure: string | null) => void,
+  ): LiveRun;
 }
 
 const WAITING_SAMPLE = 20;
@@ -87,11 +92,16 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
           event: (e) => host.journal.event(e),
           operation: () => this.publishCounts(),
         };
-        this.shardRun = host.startShardDrain(this, this.shardSteps.map((s) => (s.state === 'MOVING' ? { ...s, state: 'PLANNED' as const, startedAt: null } : s)), journal, (outcome, failure) => {
-          this.shardEnd = { outcome, failure };
-          this.publishCounts();
-          this.nudge();
-        });
+        this.shardRun = host.startShardDrain(
+          this,
+          this.shardSteps.map((s) => (s.state === 'MOVING' ? { ...s, state: 'PLANNED' as const, startedAt: null } : s)),
+          journal,
+          (outcome, failure) => {
+            this.shardEnd = { outcome, failure };
+            this.publishCounts();
+            this.nudge();
+          },
+        );
       }
       if (this.phase === 'DRAINING') {
         // M2 (a): stops first, in namespace/name order; tracking is recorded before each stop.
@@ -138,7 +148,10 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
         this.showWaiting(onNode);
         if (host.clock.now() >= this.deadlineAt) {
           const list = onNode.map((vm) => `${vm.id} (${this.blockers.get(vm.id) ?? this.describe(vm)})`).join(', ');
-          host.log.warn({ node: this.nodeId, operation: this.snapshot.id, vms: onNode.map((v) => v.id) }, `maintenance of node ${this.nodeId} missed its deadline; still on the node: ${list}`);
+          host.log.warn(
+            { node: this.nodeId, operation: this.snapshot.id, vms: onNode.map((v) => v.id) },
+            `maintenance of node ${this.nodeId} missed its deadline; still on the node: ${list}`,
+          );
           await this.end('FAILED', `DEADLINE_EXCEEDED: still on the node: ${list || 'none'}`);
           return;
         }
@@ -314,7 +327,12 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
     const retry = this.retryNote ? `; ${this.retryNote}` : '';
     const waiting: WaitingOn = {
       kind: onNode.length ? 'VMS_ON_NODE' : shardsLeft ? 'SHARDS' : 'RESTARTS',
-      description: (onNode.length ? `${onNode.length} VM(s) still running on node ${this.nodeId}: ${reasons.join('; ')}${shardNote}` : shardsLeft ? `${shardsLeft} shard cut-over(s) to go` : 'waiting for stops to finish') + retry,
+      description:
+        (onNode.length
+          ? `${onNode.length} VM(s) still running on node ${this.nodeId}: ${reasons.join('; ')}${shardNote}`
+          : shardsLeft
+            ? `${shardsLeft} shard cut-over(s) to go`
+            : 'waiting for stops to finish') + retry,
       nodeId: this.nodeId,
       workloadIds: onNode.slice(0, WAITING_SAMPLE).map((vm) => vm.id),
       since: this.snapshot.startedAt,

@@ -15,7 +15,16 @@ export function stepsOf(plan: MaintenancePlan): StepRecord[] {
 }
 
 function stepOfEntry(entry: VmPlanEntry, nodeId: string, seq: number): StepRecord | null {
-  const base = { workloadKind: 'vm' as const, workloadId: entry.vmId, state: 'PLANNED' as const, error: null, fromNodeId: nodeId, seq, startedAt: null, finishedAt: null };
+  const base = {
+    workloadKind: 'vm' as const,
+    workloadId: entry.vmId,
+    state: 'PLANNED' as const,
+    error: null,
+    fromNodeId: nodeId,
+    seq,
+    startedAt: null,
+    finishedAt: null,
+  };
   const a = entry.action;
   if (a.kind === 'MIGRATE') return { ...base, action: VM_STEP.MIGRATE, reason: null, toNodeId: a.targetNodeId };
   if (a.kind === 'STOP') {

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { ClusterEvent, ClusterNode } from '../../cluster/types.ts';
 import { NotFoundError, PreconditionFailedError } from '../../domain/errors.ts';
-import { countsOf, newOperation, type OperationOutcome, type OperationSnapshot, type RequestMeta, type StepRecord, type StorageKind } from '../../domain/operations.ts';
+import {
+  countsOf,
+  newOperation,
+  type OperationOutcome,
+  type OperationSnapshot,
+  type RequestMeta,
+  type StepRecord,
+  type StorageKind,
+} from '../../domain/operations.ts';
 import { checkAdmission } from '../../domain/storage/admission.ts';
 import type { PolicyEvent, SchedulingPolicy } from '../../domain/storage/policy.ts';
 import type { PlanNode } from '../../domain/storage/shards.ts';
@@ -74,7 +82,10 @@ export class StorageEngine implements OperationKindEngine {
     // A move that was in flight when the process died runs again: cut-overs are idempotent.
     const steps = recorded.map((s) => (s.state === 'MOVING' ? { ...s, state: 'PLANNED' as const, startedAt: null } : s));
     const snapshot = { ...stored, counts: countsOf(steps), waitingOn: null };
-    this.deps.log.info({ operation: snapshot.id, node: snapshot.nodeId, state: stored.state, left: snapshot.counts.planned }, `resuming ${snapshot.kind.toLowerCase()} of node ${snapshot.nodeId}`);
+    this.deps.log.info(
+      { operation: snapshot.id, node: snapshot.nodeId, state: stored.state, left: snapshot.counts.planned },
+      `resuming ${snapshot.kind.toLowerCase()} of node ${snapshot.nodeId}`,
+    );
     this.core.launch(new StorageRun(this.host, snapshot, steps));
   }
 
@@ -142,7 +153,11 @@ export class StorageEngine implements OperationKindEngine {
     if ((await backend.listShards({ attachedNodeId: nodeId })).length === 0) return null;
     await this.refreshNodes();
     const planNodes = [...this.planNodes().values()];
-    const refusal = checkAdmission('DRAIN', nodeId, { nodes: planNodes, runningOperationNodeIds: this.busyNodeIds(), operationLimit: Number.POSITIVE_INFINITY });
+    const refusal = checkAdmission('DRAIN', nodeId, {
+      nodes: planNodes,
+      runningOperationNodeIds: this.busyNodeIds(),
+      operationLimit: Number.POSITIVE_INFINITY,
+    });
     const steps = refusal ? [] : await planSteps(backend, 'DRAIN', nodeId, planNodes, now);
     return {
       steps,
@@ -151,7 +166,12 @@ export class StorageEngine implements OperationKindEngine {
     };
   }
 
-  private runShardDrain(owner: OperationSnapshot, steps: StepRecord[], journal: JournalWriter, onEnd: (outcome: OperationOutcome, failure: string | null) => void): StorageRun {
+  private runShardDrain(
+    owner: OperationSnapshot,
+    steps: StepRecord[],
+    journal: JournalWriter,
+    onEnd: (outcome: OperationOutcome, failure: string | null) => void,
+  ): StorageRun {
     this.core.live.addPart(owner.nodeId, 'DRAIN', owner);
     this.afterPolicyChange(owner.nodeId);
     const inner: OperationSnapshot = { ...owner, kind: 'DRAIN', counts: countsOf(steps), waitingOn: null, state: 'RUNNING' };
@@ -160,7 +180,12 @@ export class StorageEngine implements OperationKindEngine {
     return run;
   }
 
-  private async endShardDrain(run: StorageRun, outcome: OperationOutcome, failure: string | null, onEnd: (outcome: OperationOutcome, failure: string | null) => void): Promise<void> {
+  private async endShardDrain(
+    run: StorageRun,
+    outcome: OperationOutcome,
+    failure: string | null,
+    onEnd: (outcome: OperationOutcome, failure: string | null) => void,
+  ): Promise<void> {
     if (this.core.stopped) return;
     await this.core.exclusive(async () => {
       const transition = this.endTransition(run, outcome, failure, this.deps.clock.now());
@@ -180,7 +205,8 @@ export class StorageEngine implements OperationKindEngine {
     if (!backend.capabilities.shards) return { operationId: null, warning: null };
     this.core.live.removePart(nodeId);
     const policy = this.policies.get(nodeId);
-    if (policy === 'DRAINING' || policy === 'PAUSE_FOR_RESTART') await this.changePolicy(nodeId, { type: 'configure', policy: 'ACTIVE' }, null, { actor: meta.actor, reason: meta.reason });
+    if (policy === 'DRAINING' || policy === 'PAUSE_FOR_RESTART')
+      await this.changePolicy(nodeId, { type: 'configure', policy: 'ACTIVE' }, null, { actor: meta.actor, reason: meta.reason });
     if ((await backend.listShards({ secondaryNodeId: nodeId })).length === 0) return { operationId: null, warning: null };
     try {
       const fill = await this.admitAndStart('FILL', nodeId, meta);
@@ -240,11 +266,20 @@ export class StorageEngine implements OperationKindEngine {
     const { store } = this.deps;
     await this.policies.transition(nodeId, { type: kind === 'DRAIN' ? 'drainAccepted' : 'fillAccepted' }, id, now, [
       store.operations.create(snapshot, { settings: this.deps.settings }, steps),
-      store.events.append({ at: now, type: 'OPERATION_STARTED', nodeId, operationId: id, payload: { kind, actor: meta.actor, reason: meta.reason, counts: snapshot.counts } }),
+      store.events.append({
+        at: now,
+        type: 'OPERATION_STARTED',
+        nodeId,
+        operationId: id,
+        payload: { kind, actor: meta.actor, reason: meta.reason, counts: snapshot.counts },
+      }),
     ]);
     this.deps.observer.operationStarted(kind);
     for (const s of steps) if (s.state === 'SKIPPED') this.deps.observer.stepFinished(kind, 'SKIPPED', s.reason, null);
-    this.deps.log.info({ operation: id, node: nodeId, kind, planned: snapshot.counts.planned, skipped: snapshot.counts.skipped }, `${kind.toLowerCase()} of node ${nodeId} started`);
+    this.deps.log.info(
+      { operation: id, node: nodeId, kind, planned: snapshot.counts.planned, skipped: snapshot.counts.skipped },
+      `${kind.toLowerCase()} of node ${nodeId} started`,
+    );
     this.afterPolicyChange(nodeId);
     this.core.launch(new StorageRun(this.host, snapshot, steps));
     this.core.publishProgress(snapshot, steps);
@@ -261,7 +296,10 @@ export class StorageEngine implements OperationKindEngine {
       }
       if (run.snapshot.state === 'CANCELLING') return run.snapshot;
       await this.core.changeState(run, 'CANCELLING', { type: 'OPERATION_CANCELLING', payload: { actor: meta.actor, reason: meta.reason } });
-      this.deps.log.info({ operation: run.snapshot.id, node: nodeId }, `${kind.toLowerCase()} of node ${nodeId} cancelling: moves in flight finish, nothing new starts`);
+      this.deps.log.info(
+        { operation: run.snapshot.id, node: nodeId },
+        `${kind.toLowerCase()} of node ${nodeId} cancelling: moves in flight finish, nothing new starts`,
+      );
       return run.snapshot;
     });
   }

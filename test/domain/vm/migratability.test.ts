@@ -15,7 +15,13 @@ describe('non-migratable detection N1–N3', () => {
   });
 
   it('N1: not when another healthy replica exists, or the single one is elsewhere', () => {
-    const two = { name: 'd', replicas: [{ nodeId: '1', healthy: true }, { nodeId: '2', healthy: true }] };
+    const two = {
+      name: 'd',
+      replicas: [
+        { nodeId: '1', healthy: true },
+        { nodeId: '2', healthy: true },
+      ],
+    };
     expect(nonMigratableReasons(vm('a', 'a', '1', { volumes: [two] }), '1', nodes)).toEqual([]);
     expect(nonMigratableReasons(vm('a', 'a', '1', { volumes: [lastReplicaOn('2')] }), '1', nodes)).toEqual([]);
   });
@@ -38,7 +44,12 @@ describe('non-migratable detection N1–N3', () => {
   });
 
   it('returns every reason that applies', () => {
-    const v = vm('a', 'a', '1', { volumes: [lastReplicaOn('1')], liveMigratable: false, liveMigratableReason: 'DisksNotLiveMigratable', nodeSelector: { zone: 'z' } });
+    const v = vm('a', 'a', '1', {
+      volumes: [lastReplicaOn('1')],
+      liveMigratable: false,
+      liveMigratableReason: 'DisksNotLiveMigratable',
+      nodeSelector: { zone: 'z' },
+    });
     expect(nonMigratableReasons(v, '1', nodes).map((r) => r.code)).toEqual(['LastHealthyReplica', 'NotLiveMigratable', 'NodeSchedulingRequirementsNotMet']);
   });
 });

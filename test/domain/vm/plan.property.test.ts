@@ -39,9 +39,16 @@ const clusterArb = fc.integer({ min: 1, max: 6 }).chain((count) => {
       liveMigratableReason: fc.constant('HostDeviceNotLiveMigratable'),
       nodeSelector: fc.option(zone, { nil: undefined }).map((z): Record<string, string> => (z ? { zone: z } : {})),
       requiredNodeAffinity: fc.constant([]),
-      tracking: fc.option(fc.record({ nodeName: fc.constantFrom(...ids.map((id) => `node-${id}`)), strategy: fc.constantFrom(...MAINTENANCE_STRATEGIES), savedRunStrategy: fc.constant(null) }), {
-        nil: null,
-      }),
+      tracking: fc.option(
+        fc.record({
+          nodeName: fc.constantFrom(...ids.map((id) => `node-${id}`)),
+          strategy: fc.constantFrom(...MAINTENANCE_STRATEGIES),
+          savedRunStrategy: fc.constant(null),
+        }),
+        {
+          nil: null,
+        },
+      ),
     }) as fc.Arbitrary<MaintVm>;
   const vms = fc.integer({ min: 0, max: 12 }).chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => vmArb(i))));
   return fc.record({ nodes, vms, nodeId: fc.constantFrom(...ids, 'missing'), force: fc.boolean() });
@@ -63,11 +70,17 @@ describe('plan properties on random clusters', () => {
     run((c) => {
       const plan = planMaintenance(c);
       for (const e of plan.vms) {
-        const target = e.action.kind === 'MIGRATE' ? e.action.targetNodeId : e.action.kind === 'STOP' && e.action.restart === 'AFTER_ENABLE' ? e.action.restartNodeId : null;
+        const target =
+          e.action.kind === 'MIGRATE' ? e.action.targetNodeId : e.action.kind === 'STOP' && e.action.restart === 'AFTER_ENABLE' ? e.action.restartNodeId : null;
         if (target === null) continue;
         expect(target).not.toBe(c.nodeId);
         const v = c.vms.find((x) => x.id === e.vmId)!;
-        expect(canTake(c.nodes.find((n) => n.id === target)!, v)).toBe(true);
+        expect(
+          canTake(
+            c.nodes.find((n) => n.id === target)!,
+            v,
+          ),
+        ).toBe(true);
       }
     });
   });
@@ -96,7 +109,10 @@ describe('plan properties on random clusters', () => {
       const named = new Set(refusal && refusal.code === 'NON_MIGRATABLE_VMS' ? Object.values(refusal.byReason).flat() : []);
       for (const v of c.vms) {
         const running = v.nodeId === c.nodeId && v.runStrategy !== 'Halted' && v.status !== 'Stopped';
-        const isMigrate = v.maintenanceStrategyLabel === null || v.maintenanceStrategyLabel === 'Migrate' || !(MAINTENANCE_STRATEGIES as readonly string[]).includes(v.maintenanceStrategyLabel);
+        const isMigrate =
+          v.maintenanceStrategyLabel === null ||
+          v.maintenanceStrategyLabel === 'Migrate' ||
+          !(MAINTENANCE_STRATEGIES as readonly string[]).includes(v.maintenanceStrategyLabel);
         const lastReplica = v.volumes.some((vol) => {
           const healthy = vol.replicas.filter((r) => r.healthy);
           return healthy.length === 1 && healthy[0]!.nodeId === c.nodeId;

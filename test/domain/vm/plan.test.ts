@@ -17,7 +17,10 @@ describe('M1: planning has no side effects', () => {
       vm('a', 'ad', '1', labelled('ShutdownAndRestartAfterDisable')),
       vm('a', 'stuck', '1', stuck),
       vm('b', 'other', '2'),
-      vm('b', 'tracked', null, { runStrategy: 'Halted', tracking: { nodeName: 'node-1', strategy: 'ShutdownAndRestartAfterDisable', savedRunStrategy: 'Always' } }),
+      vm('b', 'tracked', null, {
+        runStrategy: 'Halted',
+        tracking: { nodeName: 'node-1', strategy: 'ShutdownAndRestartAfterDisable', savedRunStrategy: 'Always' },
+      }),
     ];
     const input = { nodeId: '1', force: false, nodes: structuredClone(nodes), vms: structuredClone(vms) };
     const before = structuredClone(input);
@@ -36,7 +39,10 @@ describe('M2: coverage and order', () => {
       vm('a', 'vm-9', '1'),
       vm('a', 'elsewhere', '2'),
       vm('a', 'tracked', null, { runStrategy: 'Halted', tracking: { nodeName: 'node-1', strategy: 'ShutdownAndRestartAfterDisable', savedRunStrategy: null } }),
-      vm('a', 'tracked-other', null, { runStrategy: 'Halted', tracking: { nodeName: 'node-2', strategy: 'ShutdownAndRestartAfterDisable', savedRunStrategy: null } }),
+      vm('a', 'tracked-other', null, {
+        runStrategy: 'Halted',
+        tracking: { nodeName: 'node-2', strategy: 'ShutdownAndRestartAfterDisable', savedRunStrategy: null },
+      }),
     ];
     const p = plan(vms);
     expect(p.vms.map((e) => e.vmId)).toEqual(['a/tracked', 'a/vm-9', 'a/vm-10', 'b/x']);
@@ -224,9 +230,7 @@ describe('acceptance scenario 4 as a plan', () => {
 
   it('without force: refused, naming only the unlabelled non-migratable VM and its reason', () => {
     const p = plan(vms, false, ns);
-    expect(p.refusals).toEqual([
-      expect.objectContaining({ code: 'NON_MIGRATABLE_VMS', byReason: { LastHealthyReplica: ['a/replica'] } }),
-    ]);
+    expect(p.refusals).toEqual([expect.objectContaining({ code: 'NON_MIGRATABLE_VMS', byReason: { LastHealthyReplica: ['a/replica'] } })]);
     expect(p.refusals[0]!.message).not.toContain('a/labelled');
   });
 });

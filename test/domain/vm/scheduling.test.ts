@@ -9,7 +9,17 @@ describe('pickTargetNode', () => {
     const nodes = [node('10'), node('9'), node('2')];
     expect(pickTargetNode(v, nodes, new Map(), null)?.id).toBe('2');
     expect(pickTargetNode(v, nodes, new Map([['2', 1]]), null)?.id).toBe('9');
-    expect(pickTargetNode(v, nodes, new Map([['2', 1], ['9', 1]]), null)?.id).toBe('10');
+    expect(
+      pickTargetNode(
+        v,
+        nodes,
+        new Map([
+          ['2', 1],
+          ['9', 1],
+        ]),
+        null,
+      )?.id,
+    ).toBe('10');
   });
 
   it('skips the excluded, not-ready, cordoned, in-maintenance and non-matching nodes', () => {

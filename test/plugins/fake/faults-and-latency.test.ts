@@ -48,7 +48,12 @@ describe('injected failures', () => {
       const results: boolean[] = [];
       for (let i = 0; i < 24; i++) {
         const action = i % 2 === 0 ? t.cluster.cordonNode('2') : t.cluster.uncordonNode('2');
-        results.push(await t.after(0, action).then(() => true, () => false));
+        results.push(
+          await t.after(0, action).then(
+            () => true,
+            () => false,
+          ),
+        );
       }
       return results;
     };

@@ -49,7 +49,7 @@ describe('secondary lag', () => {
     await expect(t.cluster.getSecondaryStatus(t1!.id, '2')).rejects.toMatchObject({ code: 'Unavailable' });
   });
 
-  it('after a cut-over the old attached location is a warm secondary of the shard\'s full size', async () => {
+  it("after a cut-over the old attached location is a warm secondary of the shard's full size", async () => {
     const t = setup();
     const [, t2] = await t.cluster.listShards();
     await t.after(300, t.cluster.cutOverShard(t2!.id, { fromNodeId: '1', toNodeId: '3' }));

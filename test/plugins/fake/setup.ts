@@ -38,7 +38,10 @@ export function setup(options: CreateSimulatedClusterOptions = {}) {
     /** Advances the clock by `ms`, then returns the outcome of `promise` (which must have settled). */
     async after<T>(ms: number, promise: Promise<T>): Promise<T> {
       let settled = false;
-      promise.then(() => (settled = true), () => (settled = true));
+      promise.then(
+        () => (settled = true),
+        () => (settled = true),
+      );
       await clock.advance(ms);
       if (!settled) throw new Error(`still pending after ${ms} ms`);
       return promise;
@@ -46,12 +49,14 @@ export function setup(options: CreateSimulatedClusterOptions = {}) {
     /** Whether `promise` is still pending once queued work has run. */
     async pending(promise: Promise<unknown>): Promise<boolean> {
       let settled = false;
-      promise.then(() => (settled = true), () => (settled = true));
+      promise.then(
+        () => (settled = true),
+        () => (settled = true),
+      );
       await clock.advance(0);
       return !settled;
     },
   };
 }
 
-export const vmEvents = (events: ClusterEvent[], id: string) =>
-  events.flatMap((e) => (e.type === 'vmChanged' && e.vm.id === id ? [e.vm] : []));
+export const vmEvents = (events: ClusterEvent[], id: string) => events.flatMap((e) => (e.type === 'vmChanged' && e.vm.id === id ? [e.vm] : []));

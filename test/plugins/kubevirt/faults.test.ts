@@ -23,7 +23,10 @@ async function setup(options: { longhorn?: boolean } = {}) {
 }
 
 async function rejection(p: Promise<unknown>): Promise<BackendError> {
-  const e = await p.then(() => expect.fail('expected a rejection'), (err: unknown) => err);
+  const e = await p.then(
+    () => expect.fail('expected a rejection'),
+    (err: unknown) => err,
+  );
   expect(e).toBeInstanceOf(BackendError);
   return e as BackendError;
 }
@@ -60,7 +63,9 @@ describe('kubevirt plugin: faults', () => {
     expect(cordon.code).toBe('Rejected');
     expect(cordon.message).toMatch(/verb "patch" on resource "nodes"/);
     const migrate = await rejection(b.migrateVm('default/vm', { fromNodeId: 'node-1', toNodeId: 'node-2' }));
-    expect(migrate.message).toMatch(/verb "create" on resource "virtualmachineinstancemigrations" in API group "kubevirt.io"|create virtualmachineinstancemigrations in API group "kubevirt.io"/);
+    expect(migrate.message).toMatch(
+      /verb "create" on resource "virtualmachineinstancemigrations" in API group "kubevirt.io"|create virtualmachineinstancemigrations in API group "kubevirt.io"/,
+    );
   });
 
   it('watches resume after a dropped connection and after an outage, from their resourceVersion', async () => {

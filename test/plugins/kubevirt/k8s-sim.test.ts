@@ -9,7 +9,11 @@ afterEach(async () => {
 });
 
 async function req(method: string, path: string, body?: unknown, contentType = 'application/json') {
-  const res = await fetch(sim.url + path, { method, headers: { authorization: `Bearer ${sim.token}`, 'content-type': contentType }, ...(body !== undefined && { body: JSON.stringify(body) }) });
+  const res = await fetch(sim.url + path, {
+    method,
+    headers: { authorization: `Bearer ${sim.token}`, 'content-type': contentType },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
   return { status: res.status, body: (await res.json()) as any };
 }
 
@@ -31,7 +35,9 @@ describe('Kubernetes API simulator', () => {
     const stale = vm.metadata.resourceVersion;
     expect((await req('PATCH', `${VMS}/vm`, { metadata: { labels: { a: 'b' } } }, 'application/merge-patch+json')).status).toBe(200);
     expect((await req('PUT', `${VMS}/vm`, vm)).body).toMatchObject({ code: 409, reason: 'Conflict' });
-    expect((await req('PATCH', `${VMS}/vm`, { metadata: { resourceVersion: stale }, spec: { runStrategy: 'Always' } }, 'application/merge-patch+json')).status).toBe(409);
+    expect(
+      (await req('PATCH', `${VMS}/vm`, { metadata: { resourceVersion: stale }, spec: { runStrategy: 'Always' } }, 'application/merge-patch+json')).status,
+    ).toBe(409);
     expect((await req('PATCH', `${VMS}/vm`, {}, 'application/json')).status).toBe(415);
     expect((await req('PATCH', `${VMS}/vm`, {}, 'application/strategic-merge-patch+json')).status).toBe(415);
     const jp = await req('PATCH', `${VMS}/vm`, [{ op: 'replace', path: '/spec/runStrategy', value: 'Manual' }], 'application/json-patch+json');
@@ -59,12 +65,18 @@ describe('Kubernetes API simulator', () => {
     const rv = list.metadata.resourceVersion;
     sim.store.mutate(sim.def('nodes'), undefined, 'n1', (n) => (n.spec = { unschedulable: true }));
     const controller = new AbortController();
-    const res = await fetch(`${sim.url}/api/v1/nodes?watch=true&allowWatchBookmarks=true&resourceVersion=${rv}`, { headers: { authorization: `Bearer ${sim.token}` }, signal: controller.signal });
+    const res = await fetch(`${sim.url}/api/v1/nodes?watch=true&allowWatchBookmarks=true&resourceVersion=${rv}`, {
+      headers: { authorization: `Bearer ${sim.token}` },
+      signal: controller.signal,
+    });
     const reader = res.body!.getReader();
     let text = '';
     while (!text.includes('BOOKMARK')) text += new TextDecoder().decode((await reader.read()).value);
     controller.abort();
-    const events = text.trim().split('\n').map((l) => JSON.parse(l));
+    const events = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(events[0]).toMatchObject({ type: 'MODIFIED', object: { spec: { unschedulable: true } } });
     expect(events.some((e) => e.type === 'BOOKMARK')).toBe(true);
 
@@ -82,7 +94,10 @@ describe('Kubernetes API simulator', () => {
     await eventually(() => sim.vmi('default', 'g') === null && sim.vm('default', 'g')!.status.printableStatus === 'Stopped');
     await req('PATCH', `${VMS}/g`, { spec: { runStrategy: 'Always' } }, 'application/merge-patch+json');
     await eventually(() => sim.vmi('default', 'g')?.status.nodeName === 'n1');
-    const created = await req('POST', '/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstancemigrations', { metadata: { name: 'm1' }, spec: { vmiName: 'g' } });
+    const created = await req('POST', '/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstancemigrations', {
+      metadata: { name: 'm1' },
+      spec: { vmiName: 'g' },
+    });
     expect(created.status).toBe(201);
     await eventually(() => sim.migrations('default')[0]?.status?.phase === 'Failed');
     expect(sim.migrations('default')[0]!.status.migrationState.failureReason).toMatch(/^HostDeviceNotLiveMigratable/);

@@ -4,7 +4,8 @@ import { MAINTENANCE_STRATEGY_LABEL } from '../../../src/domain/labels.ts';
 import { clusterRoleRules } from '../../support/deploy-rbac.ts';
 import { K8sSim, type PolicyRule } from '../../../simulators/kubernetes/index.ts';
 
-const triples = (rules: PolicyRule[]) => new Set(rules.flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}.${g}`)))));
+const triples = (rules: PolicyRule[]) =>
+  new Set(rules.flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}.${g}`)))));
 
 let sim: K8sSim;
 let backend: KubevirtBackend | null = null;

@@ -19,20 +19,27 @@ async function setUp(shard: SimShardSpec = SHARD, downloadBytesPerSecond?: numbe
   return c.startController({ requestTimeoutMs: 300 });
 }
 
-const persistedGeneration = () => JSON.parse(readFileSync(join(c!.dir, 'state/placement.json'), 'utf8')).shards.find((s: { id: string }) => s.id === ID).generation;
+const persistedGeneration = () =>
+  JSON.parse(readFileSync(join(c!.dir, 'state/placement.json'), 'utf8')).shards.find((s: { id: string }) => s.id === ID).generation;
 
 async function rejection(p: Promise<unknown>): Promise<BackendError> {
-  const e = await p.then(() => expect.fail('expected the cut-over to fail'), (error: unknown) => error);
+  const e = await p.then(
+    () => expect.fail('expected the cut-over to fail'),
+    (error: unknown) => error,
+  );
   expect(e).toBeInstanceOf(BackendError);
   return e as BackendError;
 }
 
 describe('pageserver cut-over (live migration)', () => {
-  it('runs Neon\'s sequence, persisting the new generation before the destination is attached with it', async () => {
+  it("runs Neon's sequence, persisting the new generation before the destination is attached with it", async () => {
     const backend = await setUp();
     const puts: string[] = [];
     for (const id of [1, 2]) {
-      c!.sim(id).onPut = (_shard, body) => puts.push(`${id}:${body.mode}@${body.generation ?? '-'}${body.secondary_conf ? ` warm=${(body.secondary_conf as { warm: boolean }).warm}` : ''} persisted=${persistedGeneration()}`);
+      c!.sim(id).onPut = (_shard, body) =>
+        puts.push(
+          `${id}:${body.mode}@${body.generation ?? '-'}${body.secondary_conf ? ` warm=${(body.secondary_conf as { warm: boolean }).warm}` : ''} persisted=${persistedGeneration()}`,
+        );
     }
     const events: ClusterEvent[] = [];
     backend.watch((e) => events.push(e));
@@ -49,8 +56,21 @@ describe('pageserver cut-over (live migration)', () => {
     await new Promise((r) => setTimeout(r, 10));
     expect(events.filter((e) => e.type === 'shardChanged')).toHaveLength(1);
     // Validate upcall: only the newest generation is valid.
-    const res = await fetch(`${backend.upcallUrl}/upcall/v1/validate`, { method: 'POST', body: JSON.stringify({ tenants: [{ id: ID, gen: 4 }, { id: ID, gen: 5 }] }) });
-    expect(await res.json()).toEqual({ tenants: [{ id: ID, valid: false }, { id: ID, valid: true }] });
+    const res = await fetch(`${backend.upcallUrl}/upcall/v1/validate`, {
+      method: 'POST',
+      body: JSON.stringify({
+        tenants: [
+          { id: ID, gen: 4 },
+          { id: ID, gen: 5 },
+        ],
+      }),
+    });
+    expect(await res.json()).toEqual({
+      tenants: [
+        { id: ID, valid: false },
+        { id: ID, valid: true },
+      ],
+    });
   });
 
   it('retries a request answered 5xx, with backoff, and completes; the note names the requests, node and attempts', async () => {
@@ -81,7 +101,9 @@ describe('pageserver cut-over (live migration)', () => {
     const e = await rejection(backend.cutOverShard(ID, { fromNodeId: '1', toNodeId: '2' }));
     // The destination may have applied AttachedMulti (no answer is not a refusal): the origin
     // must not be AttachedSingle next to it.
-    expect(e.message).toMatch(/timed out after 300 ms \(3 attempts\); rolled back to node 1: re-attached AttachedMulti with generation 6; node 2 did not confirm it is no longer attached/);
+    expect(e.message).toMatch(
+      /timed out after 300 ms \(3 attempts\); rolled back to node 1: re-attached AttachedMulti with generation 6; node 2 did not confirm it is no longer attached/,
+    );
     expect(c!.view()[ID]).toEqual({ '1': 'AttachedMulti@6', '2': 'Secondary@-' });
     expect(backend.unsettledShards()).toEqual({ [ID]: ['1', '2'] });
     const refused = await rejection(backend.cutOverShard(ID, { fromNodeId: '1', toNodeId: '2' }));
@@ -99,7 +121,9 @@ describe('pageserver cut-over (live migration)', () => {
     // The origin accepts AttachedStale, then answers 500 to everything.
     c!.sim(1).inject({ method: 'PUT', path: LOCATION, kind: { status: 500 }, skip: 1 });
     const result = await backend.cutOverShard(ID, { fromNodeId: '1', toNodeId: '2' });
-    expect(result?.note).toMatch(/^rolled forward: cut-over of shard \S+ from node 1 to node 2 failed: pageserver 1: PUT \S+ answered 500: injected fault 500 \(3 attempts\); rollback to node 1 failed \(.*\); node 2 attached AttachedSingle with generation 7$/);
+    expect(result?.note).toMatch(
+      /^rolled forward: cut-over of shard \S+ from node 1 to node 2 failed: pageserver 1: PUT \S+ answered 500: injected fault 500 \(3 attempts\); rollback to node 1 failed \(.*\); node 2 attached AttachedSingle with generation 7$/,
+    );
     expect(c!.view()[ID]).toEqual({ '1': 'AttachedStale@4', '2': 'AttachedSingle@7' });
     expect(await backend.getShard(ID)).toMatchObject({ attachedNodeId: '2', secondaryNodeIds: ['1'] });
     // The origin is set Secondary once it takes requests again.
@@ -115,7 +139,9 @@ describe('pageserver cut-over (live migration)', () => {
     c!.sim(2).inject({ method: 'PUT', path: LOCATION, kind: { status: 500 }, skip: 1 });
     c!.sim(1).inject({ method: 'PUT', path: LOCATION, kind: { status: 500 }, skip: 1 });
     const result = await backend.cutOverShard(ID, { fromNodeId: '1', toNodeId: '2' });
-    expect(result?.note).toMatch(/^rolled forward: .*pageserver 1: PUT \S+ answered 500.*; node 2 refused to be set back to Secondary \(.*\) and keeps the shard AttachedMulti with generation 5; it is made AttachedSingle when it answers$/);
+    expect(result?.note).toMatch(
+      /^rolled forward: .*pageserver 1: PUT \S+ answered 500.*; node 2 refused to be set back to Secondary \(.*\) and keeps the shard AttachedMulti with generation 5; it is made AttachedSingle when it answers$/,
+    );
     expect(c!.view()[ID]).toEqual({ '1': 'AttachedStale@4', '2': 'AttachedMulti@5' });
     expect(backend.unsettledShards()).toEqual({ [ID]: ['1', '2'] });
     c!.sim(1).clearFaults();
@@ -162,7 +188,9 @@ describe('re-synchronisation after a cut-over whose rollback and roll-forward bo
     c!.sim(2).inject({ method: 'PUT', path: LOCATION, kind: { status: 500 } });
     const e = await rejection(backend.cutOverShard(ID, { fromNodeId: '1', toNodeId: '2' }));
     expect(e.code).toBe('Unavailable');
-    expect(e.message).toMatch(/; not rolled back: node 1 refused the shard \(.*\); not rolled forward: node 2 refused it too \(.*\); the shard stays assigned to node 1/);
+    expect(e.message).toMatch(
+      /; not rolled back: node 1 refused the shard \(.*\); not rolled forward: node 2 refused it too \(.*\); the shard stays assigned to node 1/,
+    );
     // The origin is still AttachedStale (an attached location); node 2 never took generation 7.
     expect(c!.view()[ID]).toEqual({ '1': 'AttachedStale@4', '2': 'Secondary@-' });
     expect(await backend.getShard(ID)).toMatchObject({ attachedNodeId: '1', secondaryNodeIds: ['2'] });

@@ -25,7 +25,14 @@ describe('options', () => {
     expect(pageserverOptionsSchema.safeParse({ pageservers: [{ id: 1, url: 'http://a:9898', availabilityZone: 'z' }], bogus: 1 }).success).toBe(false);
     const o = pageserverOptionsSchema.parse({ pageservers: [{ id: 1, url: 'http://a:9898', availabilityZone: 'z' }] });
     expect(o).toMatchObject({ heartbeatIntervalMs: 5000, offlineAfterMs: 30_000, stateFile: 'pageserver-state.json', upcall: { host: '127.0.0.1', port: 0 } });
-    expect(pageserverOptionsSchema.safeParse({ pageservers: [{ id: 1, url: 'http://a', availabilityZone: 'z' }, { id: 1, url: 'http://b', availabilityZone: 'z' }] }).success).toBe(false);
+    expect(
+      pageserverOptionsSchema.safeParse({
+        pageservers: [
+          { id: 1, url: 'http://a', availabilityZone: 'z' },
+          { id: 1, url: 'http://b', availabilityZone: 'z' },
+        ],
+      }).success,
+    ).toBe(false);
   });
 });
 
@@ -49,12 +56,18 @@ describe('upcalls', () => {
     await waitFor(() => events.some((e) => e.type === 'nodeReattached' && e.nodeId === '1'));
     expect(events.find((e) => e.type === 'nodeChanged')).toMatchObject({ node: { id: '1', availability: 'WARMING_UP' } });
     await waitFor(async () => (await backend.getNode('1'))?.availability === 'ACTIVE', { what: 'ACTIVE after a heartbeat' });
-    const valid = await post(`${backend.upcallUrl}/upcall/v1/validate`, { tenants: [{ id: shardIdOf(A), gen: 3 }, { id: shardIdOf(A), gen: 4 }, { id: 'ffffffffffffffffffffffffffffffff', gen: 1 }] });
+    const valid = await post(`${backend.upcallUrl}/upcall/v1/validate`, {
+      tenants: [
+        { id: shardIdOf(A), gen: 3 },
+        { id: shardIdOf(A), gen: 4 },
+        { id: 'ffffffffffffffffffffffffffffffff', gen: 1 },
+      ],
+    });
     expect(valid.json.tenants.map((t: { valid: boolean }) => t.valid)).toEqual([false, true, false]);
   });
 });
 
-describe('upcall auth (upcall.token, Neon\'s control_plane_api_token)', () => {
+describe("upcall auth (upcall.token, Neon's control_plane_api_token)", () => {
   const TOKEN = 'upcall-s3cret';
   const withAuth = async (url: string, body: unknown, authorization?: string) => {
     const headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -71,8 +84,14 @@ describe('upcall auth (upcall.token, Neon\'s control_plane_api_token)', () => {
       status: 401,
       json: { msg: 'Unauthorized: missing Authorization header: upcalls need "Authorization: Bearer <control_plane_api_token>"' },
     });
-    expect(await withAuth(reAttach, { node_id: 1 }, 'Bearer wrong')).toEqual({ status: 401, json: { msg: 'Unauthorized: invalid token in the Authorization header' } });
-    expect(await withAuth(reAttach, { node_id: 1 }, TOKEN)).toEqual({ status: 401, json: { msg: 'Unauthorized: malformed Authorization header: expected "Bearer <token>"' } });
+    expect(await withAuth(reAttach, { node_id: 1 }, 'Bearer wrong')).toEqual({
+      status: 401,
+      json: { msg: 'Unauthorized: invalid token in the Authorization header' },
+    });
+    expect(await withAuth(reAttach, { node_id: 1 }, TOKEN)).toEqual({
+      status: 401,
+      json: { msg: 'Unauthorized: malformed Authorization header: expected "Bearer <token>"' },
+    });
     expect((await withAuth(`${backend.upcallUrl}/upcall/v1/validate`, { tenants: [] })).status).toBe(401);
     expect(backend.generationOf(shardIdOf(A))).toBe(3);
     // A pageserver configured with the token (the simulators send controllerToken).
@@ -124,7 +143,15 @@ describe('discovery', () => {
     c!.sim(3).seed(shardIdOf(A), { mode: 'AttachedStale', generation: 2 });
     await fetch(`${c!.sim(1).url}/v1/tenant/${shardIdOf(A)}/location_config`, {
       method: 'PUT',
-      body: JSON.stringify({ mode: 'Detached', generation: null, secondary_conf: null, shard_number: 0, shard_count: 0, shard_stripe_size: 0, tenant_conf: {} }),
+      body: JSON.stringify({
+        mode: 'Detached',
+        generation: null,
+        secondary_conf: null,
+        shard_number: 0,
+        shard_count: 0,
+        shard_stripe_size: 0,
+        tenant_conf: {},
+      }),
     });
     const again = await c!.startController();
     expect(await again.getShard(shardIdOf(A))).toMatchObject({ attachedNodeId: '2', secondaryNodeIds: ['1'] });
@@ -147,7 +174,7 @@ describe('discovery', () => {
   });
 });
 
-describe('the simulators\' safety checker', () => {
+describe("the simulators' safety checker", () => {
   it('flags two AttachedSingle, an attached location below an issued generation, and a shard left with no attached location', () => {
     const safety = new SafetyChecker();
     safety.issue('s', 1);
