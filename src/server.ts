@@ -18,6 +18,7 @@ import type { Logger } from './logger.ts';
 import { OperationCoordinator } from './operations/core/coordinator.ts';
 import { createOperationMetrics } from './operations/core/metrics.ts';
 import { MaintenanceEngine } from './operations/maintenance/engine.ts';
+import { RolloutEngine } from './operations/rollouts/engine.ts';
 import { StorageEngine } from './operations/storage/engine.ts';
 import { headerOf } from './rest/http-io.ts';
 import { createNeonFacade } from './rest/neon-facade.ts';
@@ -53,6 +54,7 @@ export interface App {
   operations: OperationCoordinator;
   storage: StorageEngine;
   maintenance: MaintenanceEngine;
+  rollouts: RolloutEngine;
   auth: AuthService;
   server: Server;
   /** Resumes interrupted operations, then listens; port 0 picks a free port. Resolves with the bound address. */
@@ -80,6 +82,7 @@ export function buildApp(deps: AppDeps): App {
   // Constructed in start order: storage policies are loaded before maintenance resumes.
   const storage = new StorageEngine(engineDeps);
   const maintenance = new MaintenanceEngine(engineDeps);
+  const rollouts = new RolloutEngine({ ...engineDeps, storage, maintenance, audit });
   const auth = new AuthService(new ApiTokenStore(deps.prisma), log, {
     bootstrapToken: deps.bootstrapToken,
     recheckIntervalMs: config.auth.recheckIntervalMs,
@@ -91,7 +94,7 @@ export function buildApp(deps: AppDeps): App {
 
   const neonFacade = createNeonFacade({ storage, backend: deps.backend, audit, clock, log, maxBodyBytes, authorize: restAuthorizer(auth) });
   const yoga = createGraphQLHandler(
-    { backend: deps.backend, bus, operations, storage, maintenance, audit, events: new EventLog(deps.prisma), clock, auth },
+    { backend: deps.backend, bus, operations, storage, maintenance, rollouts, audit, events: new EventLog(deps.prisma), clock, auth },
     log,
     {
       limits: config.limits,
@@ -133,6 +136,7 @@ export function buildApp(deps: AppDeps): App {
     operations,
     storage,
     maintenance,
+    rollouts,
     auth,
     server,
     ready() {

@@ -44,7 +44,7 @@ export class ClusterState {
   private build(topology: Topology, lag: SecondaryLagTable): void {
     for (const n of [...topology.nodes].sort((a, b) => compareNodeIds(a.id, b.id))) {
       const name = n.name ?? `node-${n.id}`;
-      this.nodes.set(n.id, { ...n, name, roles: [...n.roles], labels: wellKnownLabels(n, name) });
+      this.nodes.set(n.id, { ...n, name, roles: [...n.roles], labels: wellKnownLabels(n, name), bootId: '1' });
     }
     for (const v of [...topology.vms].sort((a, b) => compareNatural(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`))) {
       const id = `${v.namespace}/${v.name}`;

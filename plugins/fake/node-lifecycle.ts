@@ -1,5 +1,5 @@
 import { BackendError } from '../../src/cluster/errors.ts';
-import type { ClusterShard, ClusterVm, RunStrategy } from '../../src/cluster/types.ts';
+import type { ClusterNode, ClusterShard, ClusterVm, RunStrategy } from '../../src/cluster/types.ts';
 import { compareNodeIds } from '../../src/domain/compare.ts';
 import { nodeChanged, shardChanged, vmChanged, type Runtime } from './runtime.ts';
 import type { StateFile } from './state-file.ts';
@@ -42,6 +42,11 @@ function interruptWorkloads(rt: Runtime, nodeId: string, what: string): ClusterV
     stopped.push(vm);
   }
   return stopped;
+}
+
+/** The node came up again: a new boot (ClusterNode.bootId). */
+function nextBoot(node: ClusterNode): void {
+  node.bootId = String(Number(node.bootId ?? '0') + 1);
 }
 
 /** Promotion on node removal keeps the shard in its preferred zone when a secondary there allows it. */
@@ -136,6 +141,7 @@ export class NodeLifecycle {
       }
       this.rerunVms(nodeId, vmIds);
       node.availability = 'ACTIVE';
+      nextBoot(node);
     }
     for (const nodeId of saved.warmingUp) {
       const node = this.rt.state.nodes.get(nodeId);
@@ -165,6 +171,7 @@ export class NodeLifecycle {
     this.restarting.delete(nodeId);
     this.cancelTimer(nodeId);
     node.availability = 'WARMING_UP';
+    nextBoot(node);
     nodeChanged(this.rt, node);
     this.rt.hub.emit({ type: 'nodeReattached', nodeId });
     for (const vm of this.rerunVms(nodeId, vmIds)) vmChanged(this.rt, vm);

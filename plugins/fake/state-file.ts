@@ -27,6 +27,7 @@ const nodeSchema = z
     availability: z.enum(['ACTIVE', 'WARMING_UP', 'OFFLINE']),
     cordoned: z.boolean(),
     labels,
+    bootId: z.string().nullable().optional(),
   })
   .strict();
 

@@ -70,6 +70,8 @@ export function toClusterNode(node: KObject): ClusterNode {
     availability: nodeIsReady(node) ? 'ACTIVE' : 'OFFLINE',
     cordoned: node.spec?.unschedulable === true,
     labels,
+    // Changes when the node reboots: how a rollout knows it restarted (rollout:O7).
+    bootId: node.status?.nodeInfo?.bootID ?? null,
   };
 }
 

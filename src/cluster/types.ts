@@ -20,6 +20,13 @@ export interface ClusterNode {
   availability: NodeAvailability;
   cordoned: boolean;
   labels: Record<string, string>;
+  /**
+   * The node's current boot: a new value after every restart, the same while it runs
+   * (Kubernetes `status.nodeInfo.bootID`; the simulated cluster counts its boots). Absent
+   * or null when the backend cannot tell: a pageserver's restart shows as its re-attach
+   * (`nodeReattached`). A rollout's health gate (rollout:O7) takes either as "restarted".
+   */
+  bootId?: string | null;
 }
 
 export const VM_STATUSES = ['Running', 'Stopped', 'Starting', 'Stopping', 'Migrating'] as const;

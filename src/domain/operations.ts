@@ -4,21 +4,23 @@
  * bus and the store can read them without importing the operations that use both.
  */
 
-export const OPERATION_KINDS = ['DRAIN', 'FILL', 'MAINTENANCE'] as const;
+export const OPERATION_KINDS = ['DRAIN', 'FILL', 'MAINTENANCE', 'ROLLOUT'] as const;
 export type OperationKind = (typeof OPERATION_KINDS)[number];
 /** The storage operations (spec storage-drain-fill). */
 export type StorageKind = 'DRAIN' | 'FILL';
 
-export const OPERATION_STATES = ['RUNNING', 'CANCELLING', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
+/** PAUSED (rollouts, rollout:O8): not ended, and starting nothing new until resumed. */
+export const OPERATION_STATES = ['RUNNING', 'CANCELLING', 'PAUSED', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
 export type OperationState = (typeof OPERATION_STATES)[number];
-/** States in which an operation holds its node and counts toward the cluster-wide limit. */
-export const ACTIVE_OPERATION_STATES: readonly OperationState[] = ['RUNNING', 'CANCELLING'];
+/** States of an operation that has not ended: what a restarted gateway takes up again. */
+export const UNENDED_OPERATION_STATES: readonly OperationState[] = ['RUNNING', 'CANCELLING', 'PAUSED'];
 
 export const STEP_STATES = ['PLANNED', 'MOVING', 'MOVED', 'SKIPPED', 'FAILED'] as const;
 export type StepState = (typeof STEP_STATES)[number];
 
 export interface StepRecord {
-  workloadKind: 'shard' | 'vm';
+  /** `node`: a rollout's step, one per node (rollout:O4). */
+  workloadKind: 'shard' | 'vm' | 'node';
   workloadId: string;
   /** CUT_OVER for shards; MIGRATE, STOP or RESTART for VMs. */
   action: string;
@@ -32,6 +34,8 @@ export interface StepRecord {
   seq: number;
   startedAt: number | null;
   finishedAt: number | null;
+  /** The kind's own state of the step, as JSON (a rollout's node phase and operations); absent for most kinds. */
+  detail?: string | null;
 }
 
 export interface OperationCounts {
@@ -56,7 +60,8 @@ export interface WaitingOn {
 export interface OperationSnapshot {
   id: string;
   kind: OperationKind;
-  nodeId: string;
+  /** Null for a ROLLOUT, which has no node of its own (rollout:O2). */
+  nodeId: string | null;
   state: OperationState;
   reason: string | null;
   actor: string | null;
@@ -78,6 +83,14 @@ export interface RequestMeta {
 
 /** Outcome labels for metrics and audit. */
 export type OperationOutcome = 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
+
+export const ENDED_OPERATION_STATES: readonly OperationState[] = ['SUCCEEDED', 'FAILED', 'CANCELLED'];
+
+/** The node of a per-node operation (drain, fill, maintenance); only a rollout has none. */
+export function nodeOf(op: Pick<OperationSnapshot, 'id' | 'kind' | 'nodeId'>): string {
+  if (op.nodeId === null) throw new Error(`operation ${op.id} (${op.kind}) has no node of its own`);
+  return op.nodeId;
+}
 
 export function emptyCounts(): OperationCounts {
   return { planned: 0, moving: 0, moved: 0, skipped: 0, failed: 0, skippedByReason: {}, failedByReason: {} };
@@ -120,7 +133,7 @@ export function countsOf(steps: Iterable<StepRecord>): OperationCounts {
 export function newOperation(input: {
   id: string;
   kind: OperationKind;
-  nodeId: string;
+  nodeId: string | null;
   meta: RequestMeta;
   steps: StepRecord[];
   now: number;

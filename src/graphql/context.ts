@@ -4,6 +4,7 @@ import type { Clock } from '../cluster/clock.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { OperationCoordinator } from '../operations/core/coordinator.ts';
 import type { MaintenanceEngine } from '../operations/maintenance/engine.ts';
+import type { RolloutEngine } from '../operations/rollouts/engine.ts';
 import type { StorageEngine } from '../operations/storage/engine.ts';
 import type { AuditLog } from '../store/audit-log.ts';
 import type { EventLog } from '../store/event-log.ts';
@@ -17,6 +18,7 @@ export interface AppServices {
   operations: OperationCoordinator;
   storage: StorageEngine;
   maintenance: MaintenanceEngine;
+  rollouts: RolloutEngine;
   audit: AuditLog;
   events: EventLog;
   clock: Clock;

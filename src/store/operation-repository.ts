@@ -1,4 +1,4 @@
-import { ACTIVE_OPERATION_STATES, type OperationKind, type OperationSnapshot, type OperationState, type StepRecord } from '../domain/operations.ts';
+import { UNENDED_OPERATION_STATES, type OperationKind, type OperationSnapshot, type OperationState, type StepRecord } from '../domain/operations.ts';
 import type { HotPathSql } from './hot-path-sql.ts';
 import type { PrismaClient } from './index.ts';
 import { compactPlan, mergeSteps, snapshotOf, stepOf, stepsOfPlan } from './operation-rows.ts';
@@ -10,10 +10,17 @@ export interface OperationFilter {
   states?: OperationState[];
 }
 
-/** An operation that was RUNNING or CANCELLING when the process stopped, with its steps as recorded. */
+/** An operation that was RUNNING, CANCELLING or PAUSED when the process stopped, with its steps as recorded. */
 export interface InterruptedOperation {
   snapshot: OperationSnapshot;
   steps: StepRecord[];
+  /** What it was started with (its `params`, without a stored plan). */
+  params: Record<string, unknown>;
+}
+
+function paramsOf(json: string): Record<string, unknown> {
+  const { plan: _plan, ...params } = JSON.parse(json) as Record<string, unknown>;
+  return params;
 }
 
 const date = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -64,6 +71,7 @@ export class OperationRepository {
         seq: s.seq,
         startedAt: date(s.startedAt),
         finishedAt: date(s.finishedAt),
+        detail: s.detail ?? null,
       })),
     );
     return [this.prisma.$executeRaw(this.sql.upsertSteps(json))];
@@ -82,6 +90,17 @@ export class OperationRepository {
         updatedAt: new Date().toISOString(),
       }),
     );
+  }
+
+  /** What the operation was started with (without a stored plan); null for an unknown id. */
+  async params(id: string): Promise<Record<string, unknown> | null> {
+    const row = await this.prisma.operation.findUnique({ where: { id }, select: { params: true } });
+    return row ? paramsOf(row.params) : null;
+  }
+
+  /** Replaces what the operation runs with (e.g. a rollout resumed with another setting). */
+  setParams(id: string, params: object): PendingWrite {
+    return this.prisma.operation.update({ where: { id }, data: { params: JSON.stringify(params) } });
   }
 
   setState(id: string, state: OperationState): PendingWrite {
@@ -129,12 +148,16 @@ export class OperationRepository {
     return mergeSteps(op ? stepsOfPlan(op.params, op.createdAt.getTime()) : [], rows.map(stepOf));
   }
 
-  /** Operations of `kinds` that were running when the process stopped, to be resumed. */
+  /** Operations of `kinds` that had not ended when the process stopped (running, cancelling, paused), to be resumed. */
   async interrupted(kinds: readonly OperationKind[]): Promise<InterruptedOperation[]> {
     const rows = await this.prisma.operation.findMany({
-      where: { state: { in: [...ACTIVE_OPERATION_STATES] }, kind: { in: [...kinds] } },
+      where: { state: { in: [...UNENDED_OPERATION_STATES] }, kind: { in: [...kinds] } },
       include: { steps: true },
     });
-    return rows.map((row) => ({ snapshot: snapshotOf(row), steps: mergeSteps(stepsOfPlan(row.params, row.createdAt.getTime()), row.steps.map(stepOf)) }));
+    return rows.map((row) => ({
+      snapshot: snapshotOf(row),
+      steps: mergeSteps(stepsOfPlan(row.params, row.createdAt.getTime()), row.steps.map(stepOf)),
+      params: paramsOf(row.params),
+    }));
   }
 }

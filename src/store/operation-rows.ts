@@ -36,6 +36,7 @@ export function stepOf(row: OperationStep): StepRecord {
     seq: row.seq,
     startedAt: time(row.startedAt),
     finishedAt: time(row.finishedAt),
+    detail: row.detail,
   };
 }
 

@@ -8,14 +8,14 @@ export const sqliteHotPath: HotPathSql = {
   // 10 000-shard plan; this costs under 100 ms. `WHERE true` lets SQLite parse ON
   // CONFLICT after a SELECT (its documented upsert quirk).
   upsertSteps: (rowsJson) =>
-    Prisma.sql`INSERT INTO "OperationStep" ("id", "operationId", "workloadKind", "workloadId", "action", "state", "reason", "error", "fromNodeId", "toNodeId", "seq", "startedAt", "finishedAt")
+    Prisma.sql`INSERT INTO "OperationStep" ("id", "operationId", "workloadKind", "workloadId", "action", "state", "reason", "error", "fromNodeId", "toNodeId", "seq", "startedAt", "finishedAt", "detail")
       SELECT r.value->>'id', r.value->>'operationId', r.value->>'workloadKind', r.value->>'workloadId', r.value->>'action', r.value->>'state',
-             r.value->>'reason', r.value->>'error', r.value->>'fromNodeId', r.value->>'toNodeId', r.value->>'seq', r.value->>'startedAt', r.value->>'finishedAt'
+             r.value->>'reason', r.value->>'error', r.value->>'fromNodeId', r.value->>'toNodeId', r.value->>'seq', r.value->>'startedAt', r.value->>'finishedAt', r.value->>'detail'
       FROM json_each(${rowsJson}) AS r WHERE true
       ON CONFLICT ("operationId", "workloadKind", "workloadId") DO UPDATE SET
         "state" = excluded."state", "reason" = excluded."reason", "error" = excluded."error",
         "fromNodeId" = excluded."fromNodeId", "toNodeId" = excluded."toNodeId",
-        "startedAt" = excluded."startedAt", "finishedAt" = excluded."finishedAt"`,
+        "startedAt" = excluded."startedAt", "finishedAt" = excluded."finishedAt", "detail" = excluded."detail"`,
 
   updateProgress: (p) =>
     Prisma.sql`UPDATE "Operation" SET "state" = ${p.state}, "error" = ${p.error}, "counts" = ${p.counts},

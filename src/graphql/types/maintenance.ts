@@ -110,7 +110,7 @@ const RefusalType = builder.objectRef<RefusalView>('MaintenanceRefusal').impleme
   }),
 });
 
-const ShardPlanType = builder.objectRef<MaintenancePlanView['shards'][number]>('ShardMaintenancePlanEntry').implement({
+export const ShardPlanType = builder.objectRef<MaintenancePlanView['shards'][number]>('ShardMaintenancePlanEntry').implement({
   description: 'What enable would do to one tenant shard attached to the node (storage drain rules D1–D3).',
   fields: (t) => ({
     shardId: t.exposeID('workloadId'),
@@ -120,7 +120,7 @@ const ShardPlanType = builder.objectRef<MaintenancePlanView['shards'][number]>('
   }),
 });
 
-const PlanType = builder.objectRef<MaintenancePlanView>('MaintenancePlan').implement({
+export const PlanType = builder.objectRef<MaintenancePlanView>('MaintenancePlan').implement({
   description: 'What enableMaintenanceMode would do now; nothing is changed by asking.',
   fields: (t) => ({
     nodeId: t.exposeID('nodeId'),
@@ -236,7 +236,7 @@ builder.mutationFields((t) => ({
   }),
 }));
 
-const LabelInput = builder.inputType('LabelInput', { fields: (t) => ({ key: t.string({ required: true }), value: t.string({ required: true }) }) });
+export const LabelInput = builder.inputType('LabelInput', { fields: (t) => ({ key: t.string({ required: true }), value: t.string({ required: true }) }) });
 const SelectorInput = builder.inputType('VmSelectorInput', {
   fields: (t) => ({
     namespace: t.string({ required: false }),

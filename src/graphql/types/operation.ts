@@ -25,7 +25,7 @@ export const SchedulingPolicyEnum = builder.enumType('SchedulingPolicy', {
 });
 const OperationKindEnum = builder.enumType('OperationKind', { values: OPERATION_KINDS });
 const OperationStateEnum = builder.enumType('OperationState', { values: OPERATION_STATES });
-const StepStateEnum = builder.enumType('StepState', { values: STEP_STATES });
+export const StepStateEnum = builder.enumType('StepState', { values: STEP_STATES });
 
 const ReasonCountType = builder.objectRef<{ reason: string; count: number }>('ReasonCount').implement({
   fields: (t) => ({ reason: t.exposeString('reason'), count: t.exposeInt('count') }),
@@ -92,8 +92,8 @@ OperationType.implement({
   fields: (t) => ({
     id: t.exposeID('id'),
     kind: t.field({ type: OperationKindEnum, resolve: (o) => o.kind }),
-    nodeId: t.exposeID('nodeId'),
-    node: t.field({ type: ClusterNodeType, nullable: true, resolve: (o, _, ctx) => ctx.loaders.node.load(o.nodeId) }),
+    nodeId: t.exposeID('nodeId', { nullable: true, description: 'Null for a ROLLOUT, which has no node of its own.' }),
+    node: t.field({ type: ClusterNodeType, nullable: true, resolve: (o, _, ctx) => (o.nodeId === null ? null : ctx.loaders.node.load(o.nodeId)) }),
     state: t.field({ type: OperationStateEnum, resolve: (o) => o.state }),
     reason: t.exposeString('reason', { nullable: true, description: 'Why it was started, as given by the caller.' }),
     startedBy: t.exposeString('actor', { nullable: true }),

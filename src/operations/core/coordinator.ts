@@ -30,6 +30,7 @@ export class OperationCoordinator {
   readonly journal: Journal;
   private readonly lock = new Mutex();
   private readonly engines: OperationKindEngine[] = [];
+  private readonly progressWatchers = new Set<(operation: OperationSnapshot) => void>();
   private stopping = false;
 
   constructor(private readonly deps: CoordinatorDeps) {
@@ -139,6 +140,13 @@ export class OperationCoordinator {
 
   publishProgress(operation: OperationSnapshot, steps: StepRecord[]): void {
     this.deps.bus.publish('operationProgress', operation.id, { operation: { ...operation, counts: structuredClone(operation.counts) }, steps });
+    for (const watcher of this.progressWatchers) watcher(operation);
+  }
+
+  /** Hears the progress and the end of every operation (a rollout follows its nodes' operations); returns the unsubscribe function. */
+  watchProgress(watcher: (operation: OperationSnapshot) => void): () => void {
+    this.progressWatchers.add(watcher);
+    return () => this.progressWatchers.delete(watcher);
   }
 
   /** The part `kind` would run on the node for another operation; null when it would run none. */

@@ -56,7 +56,7 @@ export class LiveRuns {
   /** Nodes held for one of `kinds`, one entry per run or part. */
   heldNodes(kinds: readonly OperationKind[]): string[] {
     const nodes: string[] = [];
-    for (const run of this.runs.values()) if (kinds.includes(run.snapshot.kind)) nodes.push(run.snapshot.nodeId);
+    for (const run of this.runs.values()) if (kinds.includes(run.snapshot.kind) && run.snapshot.nodeId !== null) nodes.push(run.snapshot.nodeId);
     for (const [nodeId, part] of this.parts) if (kinds.includes(part.kind)) nodes.push(nodeId);
     return nodes;
   }

@@ -54,7 +54,8 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
     }).then(() => this.run());
   }
 
-  get nodeId(): string {
+  /** The operation's node; null for a rollout. Per-node kinds narrow it. */
+  get nodeId(): string | null {
     return this.snapshot.nodeId;
   }
 
@@ -83,6 +84,11 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
   protected abstract stepEvent(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null): { type: string; payload: object };
 
   protected onHalt(): void {}
+
+  /** The node a step's events are about: the operation's own node, unless the kind says otherwise (a rollout's step is a node). */
+  protected stepNodeId(_step: StepRecord): string | null {
+    return this.nodeId;
+  }
 
   /** The counts shown on the operation: by default this run's own. */
   protected totalCounts(): OperationCounts {
@@ -132,7 +138,7 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
     if (state !== 'SKIPPED') this.finishedSteps++;
     this.host.observer.stepFinished(this.snapshot.kind, state, reason, state === 'MOVED' ? duration : null);
     const { type, payload } = this.stepEvent(step, state, reason, error);
-    this.host.journal.event({ type, nodeId: this.nodeId, operationId: this.snapshot.id, at: now, payload });
+    this.host.journal.event({ type, nodeId: this.stepNodeId(step), operationId: this.snapshot.id, at: now, payload });
   }
 
   /** Steps the operation ended before: SKIPPED with `reason`, without an event each (the operation's end says why). */

@@ -10,7 +10,7 @@ import { vmLoadByNode } from '../../domain/vm/scheduling.ts';
 import { isEmptySelector, matchesSelector, parseStrategyInput, type VmSelector } from '../../domain/vm/strategy.ts';
 import { restartPlacement, restartRunStrategy, restartsOnDisable, shouldRestart, trackingToClear } from '../../domain/vm/tracking.ts';
 import type { MaintenancePhase, MaintenancePlan, MaintNode } from '../../domain/vm/types.ts';
-import { countsOf, newOperation, type OperationOutcome, type OperationSnapshot, type RequestMeta, type StepRecord } from '../../domain/operations.ts';
+import { countsOf, newOperation, nodeOf, type OperationOutcome, type OperationSnapshot, type RequestMeta, type StepRecord } from '../../domain/operations.ts';
 import type { MaintenanceState } from '../../store/maintenance-state-store.ts';
 import type { InterruptedOperation } from '../../store/operation-repository.ts';
 import type { LiveRun } from '../core/live-runs.ts';
@@ -90,7 +90,7 @@ export class MaintenanceEngine implements OperationKindEngine {
   }
 
   resume({ snapshot: stored, steps }: InterruptedOperation): void {
-    const state = this.states.get(stored.nodeId);
+    const state = this.states.get(nodeOf(stored));
     if (!state || (state.phase !== 'DRAINING' && state.phase !== 'EVACUATING')) return;
     const snapshot = { ...stored, counts: countsOf(steps) };
     this.deps.log.info(

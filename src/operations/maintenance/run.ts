@@ -1,7 +1,15 @@
 import { isBackendError } from '../../cluster/errors.ts';
 import type { ClusterBackend } from '../../cluster/backend.ts';
 import type { ClusterVm, RunStrategy } from '../../cluster/types.ts';
-import { countsOf, type OperationCounts, type OperationOutcome, type OperationSnapshot, type StepRecord, type WaitingOn } from '../../domain/operations.ts';
+import {
+  countsOf,
+  nodeOf,
+  type OperationCounts,
+  type OperationOutcome,
+  type OperationSnapshot,
+  type StepRecord,
+  type WaitingOn,
+} from '../../domain/operations.ts';
 import type { MaintenancePhase } from '../../domain/vm/types.ts';
 import type { JournalWriter } from '../core/journal.ts';
 import type { LiveRun } from '../core/live-runs.ts';
@@ -75,6 +83,10 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
     this.counts = countsOf(this.steps);
     if (!this.shardSteps.some((s) => s.state === 'PLANNED' || s.state === 'MOVING')) this.shardEnd = { outcome: 'SUCCEEDED', failure: null };
     this.issuedAll = phase !== 'DRAINING';
+  }
+
+  override get nodeId(): string {
+    return nodeOf(this.snapshot);
   }
 
   protected override onHalt(): void {

@@ -4,6 +4,7 @@ import { NotFoundError, PreconditionFailedError } from '../../domain/errors.ts';
 import {
   countsOf,
   newOperation,
+  nodeOf,
   type OperationOutcome,
   type OperationSnapshot,
   type RequestMeta,
@@ -172,8 +173,8 @@ export class StorageEngine implements OperationKindEngine {
     journal: JournalWriter,
     onEnd: (outcome: OperationOutcome, failure: string | null) => void,
   ): StorageRun {
-    this.core.live.addPart(owner.nodeId, 'DRAIN', owner);
-    this.afterPolicyChange(owner.nodeId);
+    this.core.live.addPart(nodeOf(owner), 'DRAIN', owner);
+    this.afterPolicyChange(nodeOf(owner));
     const inner: OperationSnapshot = { ...owner, kind: 'DRAIN', counts: countsOf(steps), waitingOn: null, state: 'RUNNING' };
     const run = new StorageRun({ ...this.host, journal, finish: (r, outcome, failure) => this.endShardDrain(r, outcome, failure, onEnd) }, inner, steps);
     run.start().catch((e: unknown) => this.deps.log.error({ err: e, operation: owner.id }, 'embedded drain crashed'));

@@ -1,7 +1,7 @@
 import type { ClusterBackend } from '../../cluster/backend.ts';
 import { isBackendError } from '../../cluster/errors.ts';
 import type { ClusterShard } from '../../cluster/types.ts';
-import type { OperationOutcome, OperationSnapshot, StepRecord, StorageKind } from '../../domain/operations.ts';
+import { nodeOf, type OperationOutcome, type OperationSnapshot, type StepRecord, type StorageKind } from '../../domain/operations.ts';
 import { planDrain, warmthVerdict } from '../../domain/storage/drain-plan.ts';
 import type { PlanNode } from '../../domain/storage/shards.ts';
 import type { PolicyStore } from '../../store/policy-store.ts';
@@ -41,6 +41,10 @@ export class StorageRun extends StepRun<StorageRun> {
     this.queue = steps.filter((s) => s.state === 'PLANNED').sort((a, b) => a.seq - b.seq);
   }
 
+  override get nodeId(): string {
+    return nodeOf(this.snapshot);
+  }
+
   get kind(): StorageKind {
     return this.snapshot.kind as StorageKind;
   }
@@ -56,7 +60,7 @@ export class StorageRun extends StepRun<StorageRun> {
       const woken = this.nextWakeUp();
       if (this.halted) return;
       if (this.snapshot.state === 'CANCELLING') break;
-      if (policies.get(this.snapshot.nodeId) !== this.expectedPolicy) {
+      if (policies.get(this.nodeId) !== this.expectedPolicy) {
         failure = 'NODE_STATE_CHANGED';
         break;
       }
@@ -69,7 +73,7 @@ export class StorageRun extends StepRun<StorageRun> {
         }
         if (this.queue.length && this.inFlight.size === 0) {
           // Everything left touches an OFFLINE node: wait for it, up to the deadline (§6).
-          const offline = this.offlineNodesOf(this.queue[0]!)[0] ?? this.snapshot.nodeId;
+          const offline = this.offlineNodesOf(this.queue[0]!)[0] ?? this.nodeId;
           this.blockedSince ??= clock.now();
           const waited = clock.now() - this.blockedSince;
           if (waited >= settings.operationDeadlineMs) {
@@ -109,7 +113,7 @@ export class StorageRun extends StepRun<StorageRun> {
 
   private offlineNodesOf(step: StepRecord): string[] {
     const nodes = this.host.planNodes();
-    const involved = this.kind === 'DRAIN' ? [this.snapshot.nodeId] : [this.snapshot.nodeId, step.fromNodeId];
+    const involved = this.kind === 'DRAIN' ? [this.nodeId] : [this.nodeId, step.fromNodeId];
     return involved.filter((id): id is string => id !== null && nodes.get(id)?.availability === 'OFFLINE');
   }
 
@@ -133,7 +137,7 @@ export class StorageRun extends StepRun<StorageRun> {
   private async drainOne(step: StepRecord): Promise<void> {
     const shard = await this.readShard(step);
     if (!shard) return;
-    const nodeId = this.snapshot.nodeId;
+    const nodeId = this.nodeId;
     if (shard.attachedNodeId !== nodeId) return this.alreadyDone(step, shard);
     const [decision] = planDrain(nodeId, [shard], [...this.host.planNodes().values()]);
     if (!decision) return;
@@ -144,7 +148,7 @@ export class StorageRun extends StepRun<StorageRun> {
   private async fillOne(step: StepRecord): Promise<void> {
     const shard = await this.readShard(step);
     if (!shard) return;
-    const nodeId = this.snapshot.nodeId;
+    const nodeId = this.nodeId;
     if (shard.attachedNodeId === nodeId) return this.finishStep(step, 'MOVED', null, null);
     if (shard.policy === 'PAUSE' || shard.policy === 'STOP') return this.skip(step, `SHARD_POLICY_${shard.policy}`);
     if (!shard.secondaryNodeIds.includes(nodeId)) return this.skip(step, 'NO_SECONDARY_ON_NODE');
@@ -189,7 +193,7 @@ export class StorageRun extends StepRun<StorageRun> {
 
   private skip(step: StepRecord, reason: string, detail?: string): void {
     this.host.log.info(
-      { operation: this.snapshot.id, shard: step.workloadId, node: this.snapshot.nodeId, reason },
+      { operation: this.snapshot.id, shard: step.workloadId, node: this.nodeId, reason },
       `shard ${step.workloadId} skipped: ${detail ?? reason}`,
     );
     this.finishStep(step, 'SKIPPED', reason, detail ?? null);
@@ -202,7 +206,7 @@ export class StorageRun extends StepRun<StorageRun> {
     this.setWaiting({
       kind: 'MOVES_IN_FLIGHT',
       description: `${this.inFlight.size} cut-over(s) in flight${this.snapshot.state === 'CANCELLING' ? ' (cancelling: nothing new starts)' : ''}`,
-      nodeId: this.snapshot.nodeId,
+      nodeId: this.nodeId,
       workloadIds: ids,
       since,
     });

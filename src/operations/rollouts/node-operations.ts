@@ -1,0 +1,54 @@
+import type { ClusterShard, ClusterVm } from '../../cluster/types.ts';
+import type { OperationSnapshot, RequestMeta } from '../../domain/operations.ts';
+import type { RolloutNodeOperation, RolloutSettings } from '../../domain/rollouts.ts';
+
+/**
+ * What a rollout does to one node, through the engines of the node's own operations, so
+ * that every rule of their specs applies (rollout:O4).
+ */
+export interface NodeOperations {
+  startDrain(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot>;
+  /** Back into service: a policy a drain left at PAUSE_FOR_RESTART goes to ACTIVE, then the fill starts. */
+  startFill(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot>;
+  cancelDrain(nodeId: string, meta: RequestMeta): Promise<void>;
+  enableMaintenance(nodeId: string, settings: Pick<RolloutSettings, 'force' | 'deadlineSeconds'>, meta: RequestMeta): Promise<OperationSnapshot>;
+  /**
+   * Ends the node's maintenance; says which fill brings its shards back (null: none).
+   * Idempotent: a node already out of maintenance answers with the fill started since `since`.
+   */
+  leaveMaintenance(nodeId: string, since: number, meta: RequestMeta): Promise<string | null>;
+  getOperation(id: string): Promise<OperationSnapshot | null>;
+  /** The newest operation of `kind` on the node created at or after `at` (rollout:O9). */
+  operationSince(nodeId: string, kind: RolloutNodeOperation['kind'], at: number): Promise<string | null>;
+  vmsOn(nodeId: string): Promise<ClusterVm[]>;
+  shardsAttachedTo(nodeId: string): Promise<ClusterShard[]>;
+}
+
+/**
+ * rollout:O6: what would lose service if the node restarted now: VMs still running on it,
+ * shards still attached to it (their secondary was not made attached elsewhere).
+ */
+export async function unsafeWorkloads(ops: Pick<NodeOperations, 'vmsOn' | 'shardsAttachedTo'>, nodeId: string): Promise<{ id: string; reasons: string[] }[]> {
+  const [vms, shards] = await Promise.all([ops.vmsOn(nodeId), ops.shardsAttachedTo(nodeId)]);
+  return [
+    ...vms.filter((vm) => vm.status !== 'Stopped').map((vm) => ({ id: vm.id, reasons: [`VM still ${vm.status.toLowerCase()} on node ${nodeId}`] })),
+    ...shards.map((s) => ({
+      id: s.id,
+      reasons: [
+        s.secondaryNodeIds.length
+          ? `shard still attached to node ${nodeId}: not cut over to its secondary on ${s.secondaryNodeIds.join(', ')}`
+          : `shard still attached to node ${nodeId} with no secondary to take over`,
+      ],
+    })),
+  ];
+}
+
+/** One line of a node operation's progress, e.g. "fill 412/1000 shards (2 in flight)" (rollout:O10). */
+export function describeNode(op: OperationSnapshot): string {
+  const c = op.counts;
+  const total = c.planned + c.moving + c.moved + c.skipped + c.failed;
+  const what = op.kind === 'MAINTENANCE' ? 'workloads' : 'shards';
+  const done = c.moved + c.skipped + c.failed;
+  const waiting = op.waitingOn ? `: ${op.waitingOn.description}` : '';
+  return `${op.kind.toLowerCase()} ${done}/${total} ${what}${op.state === 'CANCELLING' ? ' (cancelling)' : ''}${waiting}`;
+}
