@@ -6,7 +6,7 @@
 
 export const OPERATION_KINDS = ['DRAIN', 'FILL', 'MAINTENANCE'] as const;
 export type OperationKind = (typeof OPERATION_KINDS)[number];
-/** The storage operations (spec storage-drain-fill). */
+/** The storage operations (storage:S3–S5, storage:D1–D8, storage:F1–F5). */
 export type StorageKind = 'DRAIN' | 'FILL';
 
 export const OPERATION_STATES = ['RUNNING', 'CANCELLING', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
@@ -28,7 +28,7 @@ export interface StepRecord {
   error: string | null;
   fromNodeId: string | null;
   toNodeId: string | null;
-  /** Order within the operation (D1). */
+  /** Order within the operation (storage:D1). */
   seq: number;
   startedAt: number | null;
   finishedAt: number | null;
