@@ -1,7 +1,6 @@
-import type { ClusterNode } from '../../cluster/types.ts';
 import { ConflictError, InvalidInputError, NotFoundError, PreconditionFailedError, UnavailableError } from '../../domain/errors.ts';
 import { describeReason, nonMigratableReasons } from '../../domain/vm/migratability.ts';
-import { MAINTENANCE_PHASES, type MaintNode, type VmPlanEntry } from '../../domain/vm/types.ts';
+import { MAINTENANCE_PHASES, type VmPlanEntry } from '../../domain/vm/types.ts';
 import { audited } from '../../operations/core/audited.ts';
 import type { DisableResult, MaintenancePlanView } from '../../operations/maintenance/engine.ts';
 import type { MaintenanceState } from '../../store/maintenance-state-store.ts';
@@ -44,26 +43,16 @@ builder.objectFields(ClusterNodeType, (t) => ({
   }),
 }));
 
-function maintNodes(nodes: ClusterNode[], ctx: GraphQLContext): MaintNode[] {
-  return nodes.map((n) => ({
-    id: n.id,
-    name: n.name,
-    ready: n.availability === 'ACTIVE',
-    cordoned: n.cordoned,
-    roles: n.roles,
-    labels: n.labels,
-    maintenancePhase: ctx.maintenance.stateOf(n.id)?.phase ?? null,
-  }));
-}
-
 builder.objectFields(VmType, (t) => ({
   nonMigratableReasons: t.stringList({
     description: 'Why the VM cannot be live-migrated off its node now (vm:N1–N3); empty when it can, or when it is not running.',
-    resolve: async (vm, _, ctx) => (vm.nodeId ? nonMigratableReasons(vm, vm.nodeId, maintNodes(await ctx.loaders.allNodes(), ctx)).map(describeReason) : []),
+    resolve: async (vm, _, ctx) =>
+      vm.nodeId ? nonMigratableReasons(vm, vm.nodeId, ctx.maintenance.maintNodes(await ctx.loaders.allNodes())).map(describeReason) : [],
   }),
   migratable: t.boolean({
     description: 'Running and live-migratable off its node (no vm:N1–N3 reason).',
-    resolve: async (vm, _, ctx) => vm.nodeId !== null && nonMigratableReasons(vm, vm.nodeId, maintNodes(await ctx.loaders.allNodes(), ctx)).length === 0,
+    resolve: async (vm, _, ctx) =>
+      vm.nodeId !== null && nonMigratableReasons(vm, vm.nodeId, ctx.maintenance.maintNodes(await ctx.loaders.allNodes())).length === 0,
   }),
 }));
 

@@ -104,6 +104,19 @@ export class MaintenanceEngine implements OperationKindEngine {
     this.unwatch?.();
   }
 
+  /** The cluster's nodes as the maintenance rules see them, with their current phases. */
+  maintNodes(nodes: readonly ClusterNode[]): MaintNode[] {
+    return nodes.map((n) => ({
+      id: n.id,
+      name: n.name,
+      ready: n.availability === 'ACTIVE',
+      cordoned: n.cordoned,
+      roles: n.roles,
+      labels: n.labels,
+      maintenancePhase: this.states.phaseOf(n.id),
+    }));
+  }
+
   stateOf(nodeId: string): MaintenanceState | null {
     return this.states.get(nodeId);
   }
@@ -250,15 +263,7 @@ export class MaintenanceEngine implements OperationKindEngine {
   private async view(): Promise<{ nodes: MaintNode[]; vms: ClusterVm[] }> {
     const [clusterNodes, vms] = await Promise.all([this.deps.backend.listNodes(), this.deps.backend.listVms()]);
     for (const n of clusterNodes) this.nodeNames.set(n.id, n.name);
-    const nodes = clusterNodes.map((n) => ({
-      id: n.id,
-      name: n.name,
-      ready: n.availability === 'ACTIVE',
-      cordoned: n.cordoned,
-      roles: n.roles,
-      labels: n.labels,
-      maintenancePhase: this.states.phaseOf(n.id),
-    }));
+    const nodes = this.maintNodes(clusterNodes);
     return { nodes, vms };
   }
 
