@@ -5,7 +5,7 @@
 //
 // `prisma generate` (Prisma 7) does not use the native schema engine, but the CLI insists
 // on resolving it first and, when it is missing, tries to download it — which fails on
-// machines without internet (DESIGN.md §5). When PRISMA_SCHEMA_ENGINE_BINARY names an
+// machines without internet (prisma/README.md). When PRISMA_SCHEMA_ENGINE_BINARY names an
 // existing file, the CLI only checks that the file exists and moves on. So, when the
 // variable is unset, we point it at this script itself: an existing file that is never
 // executed by `generate` (and would fail loudly, not silently, if it ever were).

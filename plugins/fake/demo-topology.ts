@@ -15,7 +15,7 @@ const DEMO_NODES: NodeSpec[] = [
   { id: '4', zone: 'zone-b', roles: ['worker', 'storage'], labels: { disktype: 'hdd' } },
 ];
 
-/** Every strategy value (spec vm-maintenance §1) and "unlabelled", handed out in turn. */
+/** Every strategy value (vm:V1) and "unlabelled", handed out in turn. */
 const STRATEGIES = ['Migrate', 'ShutdownAndRestartAfterEnable', 'ShutdownAndRestartAfterDisable', 'Shutdown', null];
 const APPS = ['web', 'api', 'cache', 'batch', 'report'];
 
@@ -25,7 +25,7 @@ function rootdisk(nodeId: string): VmSpec['volumes'] {
   return [{ name: 'rootdisk', replicas: [{ nodeId }, { nodeId: next }] }];
 }
 
-/** The only healthy replica is on node 1: these VMs are LastHealthyReplica there (spec N1). */
+/** The only healthy replica is on node 1: these VMs are LastHealthyReplica there (vm:N1). */
 const lastReplicaOnNode1 = { name: 'data', replicas: [{ nodeId: '1' }, { nodeId: '2', healthy: false }] };
 
 function everydayVms(): VmSpec[] {
@@ -74,7 +74,7 @@ const SPECIAL_VMS: VmSpec[] = [
 
 /**
  * Secondaries that are not warm, so a drain in the demo shows its skip reasons
- * (storage spec D2/D4): one catching up within a minute, one stalled, one without a
+ * (storage:D2/D4): one catching up within a minute, one stalled, one without a
  * heatmap, and one shard paused by its owner.
  */
 function withDemoQuirks(shards: ShardSpec[]): ShardSpec[] {

@@ -2,7 +2,7 @@ import { definePlugin } from '../../src/cluster/plugin.ts';
 import { clusterFromOptions } from './create.ts';
 import { fakeOptionsSchema, type FakeOptions } from './options.ts';
 
-/** The default backend: an in-memory simulated cluster (DESIGN.md §1). */
+/** The default backend: an in-memory simulated cluster (docs/architecture.md §1). */
 const fakePlugin = definePlugin<FakeOptions>({
   name: 'fake',
   optionsSchema: fakeOptionsSchema,

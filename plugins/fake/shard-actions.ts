@@ -29,7 +29,7 @@ export async function setSecondaryLag(rt: Runtime, shardId: string, nodeId: stri
   rt.changed();
 }
 
-/** Unknown = the secondary has no heatmap, so its lag cannot be told (storage spec D4). */
+/** Unknown = the secondary has no heatmap, so its lag cannot be told (storage:D4). */
 export async function setSecondaryHeatmapKnown(rt: Runtime, shardId: string, nodeId: string, known: boolean): Promise<void> {
   const shard = rt.state.shard(shardId);
   rt.state.node(nodeId);

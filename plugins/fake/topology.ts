@@ -80,7 +80,7 @@ const secondarySpecSchema = z
     lagBytes: z.number().int().nonnegative().default(0),
     /** Overrides the cluster-wide download rate for this secondary (0 = never catches up). */
     downloadBytesPerSecond: z.number().nonnegative().optional(),
-    /** False: no heatmap yet, so the lag is unknown (storage spec D4). */
+    /** False: no heatmap yet, so the lag is unknown (storage:D4). */
     heatmapKnown: z.boolean().default(true),
   })
   .strict();

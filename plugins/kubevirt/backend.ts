@@ -349,7 +349,7 @@ export class KubevirtBackend implements ClusterBackend {
   /**
    * Longhorn's replicas, or null when `replicas.longhorn.io` is not served (404: Longhorn is
    * not installed). Every call records the answer in `capabilities.replicaHealth`, so the
-   * plan's "LastHealthyReplica (N1) not checked" note follows Longhorn being installed or
+   * plan's "LastHealthyReplica (vm:N1) not checked" note follows Longhorn being installed or
    * removed; other errors (5xx, 403) propagate and leave the capability as it was.
    */
   private async longhornReplicas(): Promise<KObject[] | null> {

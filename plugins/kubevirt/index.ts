@@ -22,7 +22,7 @@ export async function createKubevirtBackend(input: CreateKubevirtBackendOptions 
   return backend;
 }
 
-/** Kubernetes + KubeVirt (DESIGN.md §1): VMs only; shards are another plugin's. */
+/** Kubernetes + KubeVirt (docs/architecture.md §1): VMs only; shards are another plugin's. */
 const kubevirtPlugin = definePlugin<KubevirtOptions>({
   name: 'kubevirt',
   optionsSchema: kubevirtOptionsSchema,

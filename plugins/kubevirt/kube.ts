@@ -75,7 +75,7 @@ function statusMessage(e: unknown): string | null {
 const resourceName = (r: Resource) => (r.group ? `${r.plural}.${r.group}` : r.plural);
 
 /**
- * Translates a failed API call into the backend's closed error set (DESIGN.md §2):
+ * Translates a failed API call into the backend's closed error set (docs/architecture.md §2):
  * unreachable, 5xx and 429 → Unavailable (retryable); 403 → Rejected naming the missing
  * RBAC verb and resource; 404 → NotFound; 409 → Conflict; other 4xx → Rejected.
  */

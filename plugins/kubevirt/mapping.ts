@@ -33,7 +33,7 @@ export interface KObject {
 
 export const TRACKING_NODE_ANNOTATION = 'harvesterhci.io/maintain-mode-strategy-node-name';
 export const TRACKING_RUN_STRATEGY_ANNOTATION = 'harvesterhci.io/vmRunStrategy';
-/** Ours: the strategy in force when the VM was stopped (spec T3); Harvester keeps no such record. */
+/** Ours: the strategy in force when the VM was stopped (vm:T3); Harvester keeps no such record. */
 export const TRACKING_STRATEGY_ANNOTATION = 'lockkeeper.io/maintain-mode-recorded-strategy';
 /** Ours, on VirtualMachineInstanceMigrations this plugin creates. */
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
@@ -135,7 +135,7 @@ function statusOf(vm: KObject, vmi: KObject | null): VmStatus {
 
 /**
  * matchFields are not read: a term that has only them reads as empty and so matches no
- * node. The plan then reports N3 rather than predicting a move the scheduler may refuse.
+ * node. The plan then reports vm:N3 rather than predicting a move the scheduler may refuse.
  */
 function requiredAffinityOf(podSpec: any): NodeSelectorTerm[] {
   const terms: any[] = podSpec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];

@@ -6,7 +6,7 @@ export interface BackendCapabilities {
   shards: boolean;
   /**
    * False when the backend cannot see volume replicas (e.g. Longhorn is not installed):
-   * VMs then report no replicas and the LastHealthyReplica rule (N1) cannot be checked,
+   * VMs then report no replicas and the LastHealthyReplica rule (vm:N1) cannot be checked,
    * which plans say. Absent means the backend reports replicas.
    */
   replicaHealth?: boolean;
@@ -28,7 +28,7 @@ export interface ShardFilter {
 }
 
 /**
- * The contract every cluster backend implements (DESIGN.md §2).
+ * The contract every cluster backend implements (docs/architecture.md §2).
  *
  * Contracts that `test/contract/` checks for every plugin:
  * - Reads of an unknown id resolve to null (`getX`) or are left out (`getXs` gives null

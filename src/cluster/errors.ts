@@ -1,6 +1,6 @@
 /**
  * The closed set of errors a backend may raise. The core decides retry vs. fail from
- * `code` alone, never by parsing messages (DESIGN.md §2).
+ * `code` alone, never by parsing messages (docs/architecture.md §2).
  */
 const BACKEND_ERROR_CODES = ['NotFound', 'Unavailable', 'Conflict', 'Rejected', 'Transient'] as const;
 export type BackendErrorCode = (typeof BACKEND_ERROR_CODES)[number];

@@ -43,14 +43,14 @@ export interface VmVolume {
 }
 
 /**
- * Restart tracking recorded on a VM before a maintenance stop (spec vm-maintenance T1).
+ * Restart tracking recorded on a VM before a maintenance stop (vm:T1).
  * Kept on the VM itself (Kubernetes: annotations) so that other tools see it too.
  */
 export interface VmMaintenanceTracking {
   nodeName: string;
-  /** The strategy in force when the VM was stopped (T3: the restart decision uses this). */
+  /** The strategy in force when the VM was stopped (vm:T3: the restart decision uses this). */
   strategy: string;
-  /** Run strategy before the stop, restored on restart (T2). */
+  /** Run strategy before the stop, restored on restart (vm:T2). */
   savedRunStrategy: RunStrategy | null;
 }
 
@@ -63,7 +63,7 @@ export interface ClusterVm {
   nodeId: string | null;
   runStrategy: RunStrategy;
   status: VmStatus;
-  /** Raw value of the maintenance-strategy label, unvalidated (spec V2); null when unset. */
+  /** Raw value of the maintenance-strategy label, unvalidated (vm:V2); null when unset. */
   maintenanceStrategyLabel: string | null;
   labels: Record<string, string>;
   volumes: VmVolume[];
@@ -98,7 +98,7 @@ export interface SecondaryStatus {
 export type ClusterEvent =
   | { type: 'nodeChanged'; node: ClusterNode }
   | { type: 'nodeRemoved'; nodeId: string }
-  /** A node came back from a restart and re-attached (storage spec §2). */
+  /** A node came back from a restart and re-attached (storage:X2). */
   | { type: 'nodeReattached'; nodeId: string }
   | { type: 'vmChanged'; vm: ClusterVm }
   | { type: 'vmRemoved'; vmId: string }

@@ -28,17 +28,17 @@ const serverSettingsSchema = z
 /** Limits of background operations. */
 const operationSettingsSchema = z
   .object({
-    /** Cut-overs in flight per operation (D6; Neon's default). */
+    /** Cut-overs in flight per operation (storage:D6; Neon's default). */
     maxConcurrentMoves: z.number().int().min(1).max(10_000).default(64),
-    /** Node operations running at once in the cluster (S3; Neon allows exactly one). */
+    /** Node operations running at once in the cluster (storage:S3; Neon allows exactly one). */
     maxConcurrentOperations: z.number().int().min(1).max(1000).default(1),
-    /** D4: a secondary lagging more than this is not cut over to. */
+    /** storage:D4: a secondary lagging more than this is not cut over to. */
     maxSecondaryLagBytes: z
       .number()
       .int()
       .min(0)
       .default(256 * 1024 * 1024),
-    /** How long an operation waits for an OFFLINE node before it fails (§6). */
+    /** How long an operation waits for an OFFLINE node before it fails (storage:X4). */
     operationDeadlineMs: z
       .number()
       .int()
@@ -48,7 +48,7 @@ const operationSettingsSchema = z
     maxParallelMigrations: z.number().int().min(1).max(1000).default(5),
     /** Live migrations leaving one node at once (KubeVirt's parallelOutboundMigrationsPerNode). */
     maxOutboundMigrationsPerNode: z.number().int().min(1).max(1000).default(2),
-    /** How long a maintenance may take to empty its node before it goes to ERROR (spec M5). */
+    /** How long a maintenance may take to empty its node before it goes to ERROR (vm:M5). */
     maintenanceDeadlineMs: z
       .number()
       .int()

@@ -47,7 +47,7 @@ export class PreconditionFailedError extends LockkeeperError {
     message: string,
     /** The operation that stands in the way, when there is one. */
     readonly operationId: string | null = null,
-    /** The workloads that stand in the way and why (e.g. non-migratable VMs, spec N4). */
+    /** The workloads that stand in the way and why (e.g. non-migratable VMs, vm:N4). */
     readonly blockers: { id: string; reasons: string[] }[] = [],
   ) {
     super(message);

@@ -4,7 +4,7 @@
  * and Harvester's strategy label so that Harvester and Lockkeeper read the same VMs alike.
  */
 
-/** Carries a VM's maintenance strategy (spec vm-maintenance §1). */
+/** Carries a VM's maintenance strategy (vm:V1). */
 export const MAINTENANCE_STRATEGY_LABEL = 'harvesterhci.io/maintain-mode-strategy';
 export const ZONE_LABEL = 'topology.kubernetes.io/zone';
 export const HOSTNAME_LABEL = 'kubernetes.io/hostname';

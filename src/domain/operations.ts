@@ -6,7 +6,7 @@
 
 export const OPERATION_KINDS = ['DRAIN', 'FILL', 'MAINTENANCE', 'ROLLOUT'] as const;
 export type OperationKind = (typeof OPERATION_KINDS)[number];
-/** The storage operations (spec storage-drain-fill). */
+/** The storage operations (storage:S3–S5, storage:D1–D8, storage:F1–F5). */
 export type StorageKind = 'DRAIN' | 'FILL';
 
 /** PAUSED (rollouts, rollout:O8): not ended, and starting nothing new until resumed. */
@@ -30,7 +30,7 @@ export interface StepRecord {
   error: string | null;
   fromNodeId: string | null;
   toNodeId: string | null;
-  /** Order within the operation (D1). */
+  /** Order within the operation (storage:D1). */
   seq: number;
   startedAt: number | null;
   finishedAt: number | null;

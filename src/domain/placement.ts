@@ -1,6 +1,6 @@
 /**
  * Which nodes a VM may run on and which of them it goes to. One implementation for the
- * maintenance plan (predicted targets, N3), the simulated cluster and the KubeVirt plugin:
+ * maintenance plan (predicted targets, vm:N3), the simulated cluster and the KubeVirt plugin:
  * a plan predicts the node the run is then given only while all three agree.
  *
  * Kubernetes semantics, because a real cluster's scheduler is what the plan predicts:

@@ -1,6 +1,6 @@
 /**
  * A REST facade compatible with the Neon storage controller's node API (spec
- * storage-drain-fill §9), so that Neon's tooling (storcon_cli, the regression tests'
+ * storage-drain-fill.md §9, summarised in docs/rules.md), so that Neon's tooling (storcon_cli, the regression tests'
  * client, runbooks using curl) can drive Lockkeeper unchanged:
  *
  *   GET    /control/v1/node                       nodes, sorted by id
@@ -12,7 +12,7 @@
  *   PUT    /control/v1/node/:node_id/config       set the policy          → 200 null
  *   GET    /control/v1/node/:node_id/shards       shards attached / secondary there
  *
- * Errors carry Neon's body `{"msg": "..."}` and the status of spec §3. Unexpected faults
+ * Errors carry Neon's body `{"msg": "..."}` and the status of storage:S3–S5. Unexpected faults
  * are masked as 500 `{"msg": "internal error"}` (and logged when a logger is given).
  *
  * Every PUT / DELETE on a known route is recorded through `audited`, including the ones
@@ -80,7 +80,7 @@ export interface NeonFacadeDeps {
 /** Handles requests under `/control/v1/`; resolves false (leaving `res` untouched) for any other path. Never rejects. */
 export type NeonFacadeHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
-/** Status of each typed refusal (spec §3). */
+/** Status of each typed refusal (storage:S3–S5). */
 function statusOf(error: LockkeeperError): number {
   if (error instanceof NotFoundError) return 404;
   if (error instanceof ConflictError) return 409;

@@ -1,5 +1,5 @@
 /**
- * The Neon storage controller's REST shapes and spellings (spec storage-drain-fill §9,
+ * The Neon storage controller's REST shapes and spellings (storage-drain-fill.md §9, summarised in docs/rules.md;
  * Neon `libs/pageserver_api/src/controller_api.rs`), and their mapping from ours.
  */
 import { z } from 'zod';

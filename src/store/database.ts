@@ -1,5 +1,5 @@
 /**
- * Opening the embedded SQLite store (DESIGN.md §3): resolve the file, refuse anything
+ * Opening the embedded SQLite store (docs/architecture.md §3): resolve the file, refuse anything
  * that is not a SQLite database, set pragmas, apply migrations, then hand out a Prisma
  * client on the better-sqlite3 driver adapter.
  *

@@ -11,7 +11,7 @@ export interface MaintenanceState {
 }
 
 /**
- * The maintenance phase of each node, persisted in NodeState (spec M6). Like the storage
+ * The maintenance phase of each node, persisted in NodeState (vm:M6). Like the storage
  * policy, the database is the truth and the map a cache written after commit.
  */
 export class MaintenanceStateStore {

@@ -1,5 +1,5 @@
 /**
- * Lockkeeper's own migration runner (DESIGN.md §3).
+ * Lockkeeper's own migration runner (docs/architecture.md §3).
  *
  * Applies the Prisma-format migrations in `prisma/migrations/<name>/migration.sql`, in name
  * order, each inside its own transaction, and records them in `_prisma_migrations` exactly

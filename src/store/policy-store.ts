@@ -13,7 +13,7 @@ export interface PolicyTransition {
 
 /**
  * Storage scheduling policy per node. The database is the truth; the map is a cache
- * written only after the database committed (S1: persisted before it takes effect).
+ * written only after the database committed (storage:S1: persisted before it takes effect).
  * Nodes without a row are ACTIVE.
  */
 export class PolicyStore {

@@ -25,13 +25,13 @@ function shard(tenantId: string, shardNumber: number, attachedNodeId: string, se
   };
 }
 
-describe('drain plan (D1–D4)', () => {
-  it('D1: walks the node’s attached shards by tenant id then shard number', () => {
+describe('drain plan (storage:D1–D4)', () => {
+  it('storage:D1: walks the node’s attached shards by tenant id then shard number', () => {
     const shards = [shard('t2', 0, '1', ['2']), shard('t1', 3, '1', ['2']), shard('t1', 1, '1', ['2']), shard('t1', 0, '2', ['1'])];
     expect(planDrain('1', shards, [n('1'), n('2')]).map((d) => d.shard.id)).toEqual(['t1-0108', 't1-0308', 't2-0008']);
   });
 
-  it('D2: skips PAUSE/STOP shards, non-HA shards and shards without a schedulable secondary', () => {
+  it('storage:D2: skips PAUSE/STOP shards, non-HA shards and shards without a schedulable secondary', () => {
     const shards = [
       shard('a', 0, '1', ['2'], { policy: 'PAUSE' }),
       shard('b', 0, '1', ['2'], { policy: 'STOP' }),
@@ -49,7 +49,7 @@ describe('drain plan (D1–D4)', () => {
     ]);
   });
 
-  it('D3: prefers a secondary in the preferred AZ, then the lowest node id', () => {
+  it('storage:D3: prefers a secondary in the preferred AZ, then the lowest node id', () => {
     const nodes = new Map([n('2', 'b'), n('3', 'a'), n('10', 'a'), n('4', 'b', 'ACTIVE', 'OFFLINE')].map((x) => [x.id, x]));
     expect(chooseDrainDestination(shard('t', 0, '1', ['2', '10', '3'], { preferredZone: 'a' }), nodes)).toBe('3');
     expect(chooseDrainDestination(shard('t', 0, '1', ['2', '10'], { preferredZone: 'b' }), nodes)).toBe('2');
@@ -59,7 +59,7 @@ describe('drain plan (D1–D4)', () => {
     expect(chooseDrainDestination(shard('t', 0, '1', ['4'], { preferredZone: 'b' }), nodes)).toBeNull();
   });
 
-  it('D4: lag over the limit or unknown lag refuses the cut-over', () => {
+  it('storage:D4: lag over the limit or unknown lag refuses the cut-over', () => {
     expect(warmthVerdict({ bytesTotal: 100, bytesDownloaded: 90, heatmapMtime: 1 }, 10)).toEqual({ ok: true, lagBytes: 10 });
     expect(warmthVerdict({ bytesTotal: 100, bytesDownloaded: 89, heatmapMtime: 1 }, 10)).toEqual({ ok: false, reason: 'SECONDARY_LAGGING', lagBytes: 11 });
     expect(warmthVerdict({ bytesTotal: 100, bytesDownloaded: 100, heatmapMtime: null }, 10)).toMatchObject({ reason: 'SECONDARY_STATUS_UNKNOWN' });
@@ -67,8 +67,8 @@ describe('drain plan (D1–D4)', () => {
   });
 });
 
-describe('fill plan (F1–F3)', () => {
-  it('F3: takes the fair share from the most loaded nodes, never below expected', () => {
+describe('fill plan (storage:F1–F3)', () => {
+  it('storage:F3: takes the fair share from the most loaded nodes, never below expected', () => {
     // 12 shards, 3 nodes → expected 4. Node 1 is empty after a drain; node 2 has 7, node 3 has 5.
     const shards = [...[0, 1, 2, 3, 4, 5, 6].map((i) => shard(`t${i}`, 0, '2', ['1'])), ...[7, 8, 9, 10, 11].map((i) => shard(`t${i}`, 0, '3', ['1']))];
     const plan = planFill('1', shards, [n('1'), n('2'), n('3')]);
@@ -79,7 +79,7 @@ describe('fill plan (F1–F3)', () => {
     expect(plan.every((m) => m.toNodeId === '1' && m.why === 'FAIR_SHARE')).toBe(true);
   });
 
-  it('F3: at most max(1, shardCount / nodes) shards of one tenant', () => {
+  it('storage:F3: at most max(1, shardCount / nodes) shards of one tenant', () => {
     const shards = [0, 1, 2, 3, 4, 5, 6, 7].map((i) => shard('t', i, '2', ['1']));
     // 8 shards, 2 nodes: expected 4, cap 4.
     expect(planFill('1', shards, [n('1'), n('2')])).toHaveLength(4);
@@ -90,19 +90,19 @@ describe('fill plan (F1–F3)', () => {
     expect(planFill('1', single, [n('1'), n('2')])).toHaveLength(1);
   });
 
-  it('F3: skips unavailable source nodes', () => {
+  it('storage:F3: skips unavailable source nodes', () => {
     const shards = [0, 1, 2, 3].map((i) => shard(`t${i}`, 0, '2', ['1']));
     expect(planFill('1', shards, [n('1'), n('2', 'a', 'ACTIVE', 'OFFLINE')])).toEqual([]);
   });
 
-  it('F2: with two AZs, shards whose home is the filling node’s AZ always go home', () => {
+  it('storage:F2: with two AZs, shards whose home is the filling node’s AZ always go home', () => {
     const shards = [shard('t1', 0, '2', ['1'], { preferredZone: 'a' }), shard('t2', 0, '2', ['1'], { preferredZone: 'b' }), shard('t3', 0, '1', ['2'])];
     // 3 shards, 2 nodes: expected 1; node 1 already has 1, so no fair-share need; the home shard moves anyway.
     const plan = planFill('1', shards, [n('1', 'a'), n('2', 'b')]);
     expect(plan).toEqual([{ shardId: 't1-0008', fromNodeId: '2', toNodeId: '1', why: 'HOME_AZ' }]);
   });
 
-  it('F1: AZ preferences count only with more than one AZ', () => {
+  it('storage:F1: AZ preferences count only with more than one AZ', () => {
     const shards = [shard('t1', 0, '2', ['1'], { preferredZone: 'a' }), shard('t3', 0, '1', ['2'])];
     expect(planFill('1', shards, [n('1', 'a'), n('2', 'a')])).toEqual([]);
   });

@@ -49,7 +49,7 @@ function specNext(from: SchedulingPolicy, e: PolicyEvent): SchedulingPolicy | 'r
   }
 }
 
-describe('storage policy machine (spec §2)', () => {
+describe('storage policy machine (storage-drain-fill.md §2)', () => {
   it('follows the table and refuses every other transition, over random event sequences', () => {
     fc.assert(
       fc.property(policyArb, fc.array(eventArb, { maxLength: 40 }), (start, events) => {
@@ -87,10 +87,10 @@ function node(id: string, policy: SchedulingPolicy = 'ACTIVE', availability: Adm
   return { id, policy, availability };
 }
 
-describe('admission (S3, S4) in the spec order', () => {
+describe('admission (storage:S3, storage:S4) in the spec order', () => {
   const two = [node('1'), node('2')];
 
-  it('S3: NotFound, Conflict, OperationLimitReached, Unavailable, no other schedulable, DRAINING, policy', () => {
+  it('storage:S3: NotFound, Conflict, OperationLimitReached, Unavailable, no other schedulable, DRAINING, policy', () => {
     const base = { nodes: two, runningOperationNodeIds: [], operationLimit: 1 };
     expect(checkAdmission('DRAIN', '9', base)?.error).toBe('NotFound');
     expect(checkAdmission('DRAIN', '1', { ...base, runningOperationNodeIds: ['1'] })?.error).toBe('Conflict');
@@ -111,7 +111,7 @@ describe('admission (S3, S4) in the spec order', () => {
     expect(checkAdmission('DRAIN', '1', base)).toBeNull();
   });
 
-  it('S3 order: the earlier check wins when several apply', () => {
+  it('storage:S3 order: the earlier check wins when several apply', () => {
     // Unknown node beats everything; an operation on the node beats the limit; the limit beats availability.
     const busy = { nodes: [node('1', 'DRAINING', 'OFFLINE'), node('2', 'PAUSE')], runningOperationNodeIds: ['1'], operationLimit: 1 };
     expect(checkAdmission('DRAIN', '1', busy)?.error).toBe('Conflict');
@@ -119,7 +119,7 @@ describe('admission (S3, S4) in the spec order', () => {
     expect(checkAdmission('DRAIN', '1', { ...busy, runningOperationNodeIds: [] })?.error).toBe('Unavailable');
   });
 
-  it('S4: fewer than two nodes, FILLING conflict, PAUSE_FOR_RESTART not ready', () => {
+  it('storage:S4: fewer than two nodes, FILLING conflict, PAUSE_FOR_RESTART not ready', () => {
     const base = { nodes: two, runningOperationNodeIds: [], operationLimit: 1 };
     expect(checkAdmission('FILL', '1', { ...base, nodes: [node('1')] })).toMatchObject({ message: 'no other nodes to fill from' });
     expect(checkAdmission('FILL', '1', { ...base, nodes: [node('1', 'FILLING'), node('2')] })?.error).toBe('Conflict');

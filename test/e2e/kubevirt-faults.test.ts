@@ -15,7 +15,7 @@ afterEach(async () => {
   await t?.stop();
 });
 
-const NOT_CHECKED = 'LastHealthyReplica (N1) not checked: the backend cannot see volume replicas (e.g. Longhorn is not installed)';
+const NOT_CHECKED = 'LastHealthyReplica (vm:N1) not checked: the backend cannot see volume replicas (e.g. Longhorn is not installed)';
 
 function threeNodes(sim: K8sSim): void {
   for (const n of ['node-1', 'node-2', 'node-3']) sim.addNode(n, { zone: 'zone-a' });

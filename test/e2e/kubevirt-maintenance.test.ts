@@ -11,7 +11,7 @@ import { HOSTNAME_LABEL, MAINTENANCE_STRATEGY_LABEL } from '../../src/domain/lab
 import type { K8sObject, K8sSim } from '../../simulators/kubernetes/index.ts';
 import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
 
-/** Spec vm-maintenance §9 through GraphQL, with the kubevirt plugin against the API simulator; asserts on the Kubernetes objects. */
+/** vm:scenario-1–5 through GraphQL, with the kubevirt plugin against the API simulator; asserts on the Kubernetes objects. */
 let t: KubevirtTestApp;
 afterEach(async () => {
   await t?.stop();
@@ -88,7 +88,7 @@ function seedTwo(strategy: string) {
   };
 }
 
-describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernetes API simulator', () => {
+describe('vm:scenario-1–5, kubevirt plugin against the Kubernetes API simulator', () => {
   it('1. ShutdownAndRestartAfterDisable: Halted with tracking annotations, control migrated by a VMIM, node cordoned; disable restarts it on node-1', async () => {
     t = await kubevirtApp(seedTwo('ShutdownAndRestartAfterDisable'));
     const history = recordVmHistory();
@@ -103,7 +103,7 @@ describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernete
       [TRACKING_RUN_STRATEGY_ANNOTATION]: 'Always',
       [TRACKING_STRATEGY_ANNOTATION]: 'ShutdownAndRestartAfterDisable',
     });
-    // T1: the tracking was written before the run strategy went to Halted.
+    // vm:T1: the tracking was written before the run strategy went to Halted.
     const versions = history.get('vm')!;
     const firstTracked = versions.findIndex((v) => v.metadata.annotations?.[TRACKING_NODE_ANNOTATION] === 'node-1');
     const firstHalted = versions.findIndex((v) => v.spec.runStrategy === 'Halted');
@@ -141,7 +141,7 @@ describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernete
     const history = recordVmHistory();
     await enable('node-1');
     await untilPhase('node-1', 'COMPLETED');
-    // On the way: Halted, with the tracking annotations of a stop-and-restart (T1), and no VMI.
+    // On the way: Halted, with the tracking annotations of a stop-and-restart (vm:T1), and no VMI.
     const halted = history.get('vm')!.find((v) => v.spec.runStrategy === 'Halted');
     expect(halted?.metadata.annotations).toMatchObject({
       [TRACKING_NODE_ANNOTATION]: 'node-1',
@@ -248,7 +248,7 @@ describe('acceptance scenarios (spec §9), kubevirt plugin against the Kubernete
     await eventually(() => vmObj('vm').metadata.annotations?.[TRACKING_NODE_ANNOTATION] === undefined);
     const vm = vmObj('vm');
     for (const a of TRACKING) expect(vm.metadata.annotations?.[a]).toBeUndefined();
-    // R1: cleared, not restarted: run strategy unchanged, no VMI, label kept, no migration.
+    // vm:R1: cleared, not restarted: run strategy unchanged, no VMI, label kept, no migration.
     expect(vm.spec.runStrategy).toBe('Halted');
     expect(vm.metadata.labels?.[MAINTENANCE_STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterDisable');
     await eventually(async () => (await t.db.prisma.vmTracking.count()) === 0);

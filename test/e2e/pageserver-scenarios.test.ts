@@ -4,16 +4,16 @@ import { waitFor } from '../support/pageserver-cluster.ts';
 import { expectConsistent, pageserverWorlds, policy, rollingRestart, settled, start, THREE_NODES, total } from '../support/pageserver-e2e.ts';
 
 /**
- * Storage spec §8 through GraphQL (and scenario 1 through the Neon-compatible REST facade)
+ * storage:scenario-1–5 through GraphQL (and scenario 1 through the Neon-compatible REST facade)
  * with the pageserver plugin driving three simulated pageservers over loopback HTTP. Every
  * assertion on placement reads the simulators' own view.
  */
 
 const { setUp, closeAll } = pageserverWorlds(afterEach);
 
-describe('storage spec §8 with Neon pageservers (simulated, over HTTP)', () => {
+describe('storage:scenario-1–5 with Neon pageservers (simulated, over HTTP)', () => {
   // Two pageservers here; three in one AZ are the next two tests: with 5 tenants of 8 shards
-  // the fill's per-tenant cap (F3) keeps one pass from ending within 2; with 20 tenants of 2 it does.
+  // the fill's per-tenant cap (storage:F3) keeps one pass from ending within 2; with 20 tenants of 2 it does.
   it('1. graceful cluster restart, one AZ (two pageservers): every node drains to zero, nothing lost, attached counts end within 2', async () => {
     const w = await setUp({
       nodes: [
@@ -28,8 +28,8 @@ describe('storage spec §8 with Neon pageservers (simulated, over HTTP)', () => 
     expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(2);
   });
 
-  it('1. graceful cluster restart, one AZ, three pageservers, 5 tenants x 8 shards: nothing lost, but F3 caps each fill at 10, ending at 18/12/10', async () => {
-    // F3: expected = floor(40 / 3) = 13 per node, but a fill takes at most max(1, floor(8 / 3)) = 2
+  it('1. graceful cluster restart, one AZ, three pageservers, 5 tenants x 8 shards: nothing lost, but storage:F3 caps each fill at 10, ending at 18/12/10', async () => {
+    // storage:F3: expected = floor(40 / 3) = 13 per node, but a fill takes at most max(1, floor(8 / 3)) = 2
     // shards of a tenant, i.e. 5 x 2 = 10. The last node filled therefore ends with at most 10
     // and the other two hold at least 30 between them: a spread of at least 5 after any one
     // pass in this order; the engine's plans give exactly these counts (a second pass repeats them).
@@ -45,7 +45,7 @@ describe('storage spec §8 with Neon pageservers (simulated, over HTTP)', () => 
   });
 
   it('1. graceful cluster restart, one AZ, three pageservers, 20 tenants x 2 shards: attached counts end within 2', async () => {
-    // F3's cap is max(1, floor(2 / 3)) = 1 per tenant: 20 tenants allow the 13 shards a fill needs.
+    // storage:F3's cap is max(1, floor(2 / 3)) = 1 per tenant: 20 tenants allow the 13 shards a fill needs.
     const w = await setUp({ nodes: THREE_NODES(['az-a']), shards: roundRobinShards([1, 2, 3], 20, 2) });
     await rollingRestart(w, ['1', '2', '3']);
     const counts = w.cluster.attachedSingleCounts();

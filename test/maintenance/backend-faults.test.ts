@@ -75,7 +75,7 @@ describe('backend faults during maintenance', () => {
     });
     const res = await t.gql('{ maintenancePlan(nodeId: "1") { warnings } }');
     expect(res.data.maintenancePlan.warnings).toContain(
-      'LastHealthyReplica (N1) not checked: the backend cannot see volume replicas (e.g. Longhorn is not installed)',
+      'LastHealthyReplica (vm:N1) not checked: the backend cannot see volume replicas (e.g. Longhorn is not installed)',
     );
   });
 });

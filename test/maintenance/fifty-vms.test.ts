@@ -1,7 +1,7 @@
 /**
  * Issue 4: 50 VMs of mixed strategies on one node (simulated cluster, virtual clock). After
  * enable → COMPLETED and after disable, every VM is in the state its strategy demands
- * (spec §1 table, M2–M4, T1–T2, N4, F1–F2, D1). The expected state of each VM is derived
+ * (the strategy table of vm:V1, vm:M2–M4, vm:T1–T2, vm:N4, vm:F1–F2, vm:D1). The expected state of each VM is derived
  * here from its spec alone, independently of the plan.
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -45,10 +45,10 @@ const nonMigratable = (name: string, why: Why): Partial<VmSpec> => {
 /**
  * 50 running VMs on node 1 in two namespaces: 49 with the labels in turn (unset, Migrate, the
  * three shutdown-class ones) and run strategies in turn, some shutdown-class ones
- * non-migratable (N4: they do not block), and one with an invalid label (V2: Migrate). Plus a
+ * non-migratable (vm:N4: they do not block), and one with an invalid label (vm:V2: Migrate). Plus a
  * halted after-disable VM (not running, so left alone and never restarted) and two bystanders
  * on each other node.
- * `unlabelledNonMigratable` makes that many unset-label VMs non-migratable (N4: they block).
+ * `unlabelledNonMigratable` makes that many unset-label VMs non-migratable (vm:N4: they block).
  */
 function fleet(unlabelledNonMigratable: number): VmSpec[] {
   const vms: VmSpec[] = [];
@@ -91,21 +91,21 @@ function afterEnable(s: VmSpec, force: boolean): Outcome {
   const runStrategy = s.runStrategy ?? 'Always';
   if (s.nodeId !== '1') return { kind: 'untouched' };
   const label = s.maintenanceStrategyLabel ?? null;
-  if (force && label !== null) return { kind: 'halted', tracking: null }; // F1
-  if (force) return isMigratable(s) ? { kind: 'runningElsewhere', runStrategy } : { kind: 'halted', tracking: null }; // F2
+  if (force && label !== null) return { kind: 'halted', tracking: null }; // vm:F1
+  if (force) return isMigratable(s) ? { kind: 'runningElsewhere', runStrategy } : { kind: 'halted', tracking: null }; // vm:F2
   switch (label) {
     case AE:
-      return { kind: 'runningElsewhere', runStrategy }; // M4, T2
+      return { kind: 'runningElsewhere', runStrategy }; // vm:M4, vm:T2
     case AD:
-      return { kind: 'halted', tracking: { nodeName: 'node-1', strategy: AD, savedRunStrategy: runStrategy } }; // T1
+      return { kind: 'halted', tracking: { nodeName: 'node-1', strategy: AD, savedRunStrategy: runStrategy } }; // vm:T1
     case 'Shutdown':
       return { kind: 'halted', tracking: null };
     default:
-      return { kind: 'runningElsewhere', runStrategy }; // Migrate, unset, invalid (V2)
+      return { kind: 'runningElsewhere', runStrategy }; // Migrate, unset, invalid (vm:V2)
   }
 }
 
-/** And after disable (D1): after-disable VMs run again on node 1; everything else stays as it was. */
+/** And after disable (vm:D1): after-disable VMs run again on node 1; everything else stays as it was. */
 function afterDisable(s: VmSpec, force: boolean): Outcome {
   const enabled = afterEnable(s, force);
   if (enabled.kind === 'halted' && enabled.tracking) return { kind: 'runningOnNode1', runStrategy: enabled.tracking.savedRunStrategy! };
@@ -194,7 +194,7 @@ describe('50 VMs of mixed strategies on one node', () => {
     t = await maintenanceApp(cluster(specs));
     await enableToCompleted(specs, false);
     const where = await expectOutcomes(specs, (s) => afterEnable(s, false), null);
-    // T1 copies in the database: exactly the after-disable VMs that were running.
+    // vm:T1 copies in the database: exactly the after-disable VMs that were running.
     const trackedIds = specs
       .filter((s) => s.nodeId === '1' && s.maintenanceStrategyLabel === AD)
       .map(idOf)
@@ -209,7 +209,7 @@ describe('50 VMs of mixed strategies on one node', () => {
     expect(await t.db.prisma.vmTracking.count()).toBe(0);
   });
 
-  it('with unlabelled non-migratable VMs: refused without force naming exactly them; with force, F1/F2 hold after COMPLETED and after disable', async () => {
+  it('with unlabelled non-migratable VMs: refused without force naming exactly them; with force, vm:F1/F2 hold after COMPLETED and after disable', async () => {
     const specs = fleet(4);
     const blockers = specs.filter((s) => s.nodeId === '1' && s.maintenanceStrategyLabel === null && !isMigratable(s)).map(idOf);
     expect(blockers).toEqual(['dev/vm-00', 'prod/vm-05', 'dev/vm-10', 'prod/vm-15']);
@@ -224,7 +224,7 @@ describe('50 VMs of mixed strategies on one node', () => {
 
     await enableToCompleted(specs, true);
     const where = await expectOutcomes(specs, (s) => afterEnable(s, true), null);
-    // F1: no tracking recorded under force, so nothing to restart on disable.
+    // vm:F1: no tracking recorded under force, so nothing to restart on disable.
     expect(await t.db.prisma.vmTracking.count()).toBe(0);
     const result = await disable(t, '1');
     expect(result).toMatchObject({ restartedVmIds: [], failures: [], node: { cordoned: false, maintenancePhase: null } });

@@ -1,5 +1,5 @@
 /**
- * Issue 4, resumption (spec M6): a real `lockkeeper serve` child process is `kill -9`ed while
+ * Issue 4, resumption (vm:M6): a real `lockkeeper serve` child process is `kill -9`ed while
  * its maintenance is EVACUATING, started again on the same database and the same durable
  * simulated cluster, and the maintenance finishes with every VM where its strategy puts it
  * and every step done exactly once.
@@ -150,7 +150,7 @@ describe('kill -9 during EVACUATING', () => {
       expect(offNode1(done.vms.get(v)), v).toBe(true);
       expect(done.vms.get(v)?.tracking, v).toBeNull();
     }
-    // T2: the saved run strategy is restored.
+    // vm:T2: the saved run strategy is restored.
     expect(done.vms.get('default/ae1')?.runStrategy).toBe('ALWAYS');
     expect(done.vms.get('default/ae2')?.runStrategy).toBe('RERUN_ON_FAILURE');
     expect(done.vms.get('default/ad1')).toMatchObject({

@@ -1,5 +1,5 @@
 /**
- * The plan predicts where a VM goes (and N3: whether it can go anywhere); the simulated
+ * The plan predicts where a VM goes (and vm:N3: whether it can go anywhere); the simulated
  * cluster decides where it actually goes. Both must agree, and both must follow
  * Kubernetes. Checked against a model written here from the Kubernetes API reference,
  * sharing no code with src/domain/placement.ts, so a mistake in the shared rule cannot
@@ -168,7 +168,7 @@ function maintVm(c: ModelConstraints, nodeId: string): MaintVm {
 // ------------------------------------------------------------------ the properties
 
 describe('placement: the plan, the simulated cluster and the Kubernetes model agree', () => {
-  it('on the target node, and on whether there is one (N3)', () => {
+  it('on the target node, and on whether there is one (vm:N3)', () => {
     fc.assert(
       fc.property(nodesArb, constraintsArb, fc.nat(7), (nodes, c, fromIndex) => {
         const from = nodes[fromIndex % nodes.length]!.id;

@@ -21,7 +21,7 @@ const nodeArb = (id: string): fc.Arbitrary<NodeSpec> =>
   fc.record({
     id: fc.constant(id),
     roles: fc.constantFrom(['worker'], ['worker'], ['control-plane', 'worker']),
-    // The target node is nearly always ready (P1 is seen now and then); the others fail more often.
+    // The target node is nearly always ready (vm:P1 is seen now and then); the others fail more often.
     availability:
       id === '1'
         ? fc.constantFrom('ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'WARMING_UP')
@@ -45,7 +45,7 @@ const vmOnNode1Arb = (i: number): fc.Arbitrary<VmSpec> =>
       label: fc.constantFrom<string | null>(null, null, 'Migrate', AE, AD, 'Shutdown', 'migrate'),
       runStrategy: fc.constantFrom('Always', 'Always', 'RerunOnFailure', 'Manual', 'Once' as const),
       liveMigratable: fc.constantFrom(true, true, true, true, true, false),
-      // No volume; a replicated one; one whose only healthy replica is here (N1).
+      // No volume; a replicated one; one whose only healthy replica is here (vm:N1).
       replicas: fc.constantFrom<{ nodeId: string; healthy: boolean }[] | null>(
         null,
         null,
@@ -89,7 +89,7 @@ const clusterArb = fc.integer({ min: 3, max: 5 }).chain((count) => {
     onNode1: fc.integer({ min: 0, max: 6 }).chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => vmOnNode1Arb(i)))),
     elsewhere: fc.integer({ min: 0, max: 4 }).chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => bystander(i)))),
     leftover: fc.option(leftover, { nil: null, freq: 3 }),
-    /** Node 2 is taken into maintenance first (P2–P4, and it must take no VM). */
+    /** Node 2 is taken into maintenance first (vm:P2–P4, and it must take no VM). */
     node2InMaintenance: fc.constantFrom(false, false, true),
     force: fc.boolean(),
   });
@@ -104,7 +104,7 @@ interface PlanEntry {
   tracked: boolean;
 }
 
-/** What enable's refusal looks like for the plan's first refusal (P5: typed errors). */
+/** What enable's refusal looks like for the plan's first refusal (vm:P5: typed errors). */
 function expectedError(code: string): { __typename: string; code: string; failedReason?: string } {
   switch (code) {
     case 'NOT_FOUND':

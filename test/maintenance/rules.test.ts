@@ -11,7 +11,7 @@ afterEach(async () => {
 const on1 = (name: string, extra: object = {}) => ({ namespace: 'default', name, nodeId: '1', ...extra });
 
 describe('V: strategies', () => {
-  it('V1: a value outside the four exact strings is a typed error naming the field and value; removing is allowed', async () => {
+  it('vm:V1: a value outside the four exact strings is a typed error naming the field and value; removing is allowed', async () => {
     t = await maintenanceApp(cluster([on1('a')]));
     const bad = await t.gql(
       'mutation { r: setVmMaintenanceStrategy(vmId: "default/a", strategy: "migrate") { __typename ... on InvalidInputError { field value message } } }',
@@ -30,7 +30,7 @@ describe('V: strategies', () => {
     expect(missing.data.r.__typename).toBe('NotFoundError');
   });
 
-  it('V2: an invalid label set behind our back is treated as Migrate, with a warning, and never blocks', async () => {
+  it('vm:V2: an invalid label set behind our back is treated as Migrate, with a warning, and never blocks', async () => {
     t = await maintenanceApp(cluster([on1('odd', { maintenanceStrategyLabel: 'shutdown-please' })]));
     const plan = await t.gql('{ maintenancePlan(nodeId: "1") { accepted warnings vms { vmId strategy labelValid action targetNodeId } } }');
     expect(plan.data.maintenancePlan).toMatchObject({
@@ -43,7 +43,7 @@ describe('V: strategies', () => {
     expect((await vm(t, 'default/odd')).nodeId).not.toBe('1');
   });
 
-  it('V3: one mutation labels every VM a namespace/label selector matches; an empty selector is refused', async () => {
+  it('vm:V3: one mutation labels every VM a namespace/label selector matches; an empty selector is refused', async () => {
     t = await maintenanceApp(
       cluster([
         on1('a', { labels: { app: 'db' } }),
@@ -66,8 +66,8 @@ describe('V: strategies', () => {
   });
 });
 
-describe('P: pre-checks, each a typed error that leaves no trace (M1, P5)', () => {
-  it('P1: unknown node → NotFound; node not ready → Unavailable', async () => {
+describe('P: pre-checks, each a typed error that leaves no trace (vm:M1, vm:P5)', () => {
+  it('vm:P1: unknown node → NotFound; node not ready → Unavailable', async () => {
     t = await maintenanceApp(cluster([on1('a')]));
     expect((await enable(t, '9')).__typename).toBe('NotFoundError');
     await t.cluster.simulation.setNodeOnline('1', false);
@@ -75,7 +75,7 @@ describe('P: pre-checks, each a typed error that leaves no trace (M1, P5)', () =
     expect(await phaseOf(t, '1')).toBeNull();
   });
 
-  it('P2: already in maintenance (any phase) → Conflict', async () => {
+  it('vm:P2: already in maintenance (any phase) → Conflict', async () => {
     t = await maintenanceApp(cluster([on1('a')]));
     await enable(t, '1');
     expect((await enable(t, '1')).__typename).toBe('ConflictError');
@@ -83,7 +83,7 @@ describe('P: pre-checks, each a typed error that leaves no trace (M1, P5)', () =
     expect((await enable(t, '1')).__typename).toBe('ConflictError');
   });
 
-  it('P3: no other schedulable node → refused (Harvester #1014)', async () => {
+  it('vm:P3: no other schedulable node → refused (Harvester #1014)', async () => {
     t = await maintenanceApp(
       cluster([on1('a')], {
         nodes: [
@@ -97,7 +97,7 @@ describe('P: pre-checks, each a typed error that leaves no trace (M1, P5)', () =
     expect((await t.cluster.getNode('1'))?.cordoned).toBe(false);
   });
 
-  it('P4: the only control-plane node is refused; with several, not while another is in maintenance; force does not bypass (F3)', async () => {
+  it('vm:P4: the only control-plane node is refused; with several, not while another is in maintenance; force does not bypass (vm:F3)', async () => {
     t = await maintenanceApp(
       cluster([], {
         nodes: [
@@ -116,7 +116,7 @@ describe('P: pre-checks, each a typed error that leaves no trace (M1, P5)', () =
 });
 
 describe('N: non-migratable VMs', () => {
-  it('N2/N3/N4: refusal lists every Migrate VM that cannot move, with reasons; a shutdown-class one does not block', async () => {
+  it('vm:N2/N3/N4: refusal lists every Migrate VM that cannot move, with reasons; a shutdown-class one does not block', async () => {
     t = await maintenanceApp(
       cluster(
         [
@@ -139,7 +139,7 @@ describe('N: non-migratable VMs', () => {
 });
 
 describe('M: the maintenance run', () => {
-  it('M2: stops in namespace/name order before the cordon, then migrations; an already halted VM is left alone', async () => {
+  it('vm:M2: stops in namespace/name order before the cordon, then migrations; an already halted VM is left alone', async () => {
     t = await maintenanceApp(
       cluster([
         on1('z-stop', { maintenanceStrategyLabel: 'Shutdown' }),
@@ -160,7 +160,7 @@ describe('M: the maintenance run', () => {
     expect(t.cluster.callCounts.get('stopVm')).toBe(2);
   });
 
-  it('M3: EVACUATING says which VMs it waits on and why', async () => {
+  it('vm:M3: EVACUATING says which VMs it waits on and why', async () => {
     t = await maintenanceApp(cluster([on1('slow')]), { latenciesMs: { migrate: 60_000, cordon: 10 } });
     await enable(t, '1');
     await untilPhase(t, '1', 'EVACUATING');
@@ -173,7 +173,7 @@ describe('M: the maintenance run', () => {
     expect(res.data.node.maintenance.operation.waitingOn.description).toContain('default/slow: migrating');
   });
 
-  it('M5: a deadline that expires → ERROR listing the VMs still there and their blockers; clearMaintenanceError uncordons and keeps tracking', async () => {
+  it('vm:M5: a deadline that expires → ERROR listing the VMs still there and their blockers; clearMaintenanceError uncordons and keeps tracking', async () => {
     t = await maintenanceApp(cluster([on1('stuck'), on1('kept', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable' })]));
     t.cluster.simulation.injectFaults({ stuck: ['default/stuck'] });
     const op = await enable(t, '1', ', deadlineSeconds: 60');
@@ -191,7 +191,7 @@ describe('M: the maintenance run', () => {
     expect((await vm(t, 'default/kept')).tracking).toMatchObject({ strategy: 'ShutdownAndRestartAfterDisable', nodeName: 'node-1' });
   });
 
-  it('M6: a gateway restart mid-maintenance resumes from where it was, with phase, tracking and deadline', async () => {
+  it('vm:M6: a gateway restart mid-maintenance resumes from where it was, with phase, tracking and deadline', async () => {
     const a = await maintenanceApp(cluster([on1('m1'), on1('m2'), on1('m3'), on1('after', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterEnable' })]), {
       settings: { maxParallelMigrations: 1, maxOutboundMigrationsPerNode: 1 },
     });
@@ -230,7 +230,7 @@ describe('M: the maintenance run', () => {
 });
 
 describe('T and D: restart tracking and disable', () => {
-  it('T2: a VM started by hand meanwhile is left alone (tracking removed); T3: the recorded strategy decides, not the current label', async () => {
+  it('vm:T2: a VM started by hand meanwhile is left alone (tracking removed); vm:T3: the recorded strategy decides, not the current label', async () => {
     t = await maintenanceApp(
       cluster([
         on1('byhand', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable' }),
@@ -246,11 +246,11 @@ describe('T and D: restart tracking and disable', () => {
     expect(result.restartedVmIds).toEqual(['default/relabelled']);
     expect(result.trackingClearedVmIds).toEqual(['default/byhand', 'default/relabelled']);
     expect(await vm(t, 'default/byhand')).toMatchObject({ nodeId: '2', tracking: null });
-    // T2: the saved run strategy is restored.
+    // vm:T2: the saved run strategy is restored.
     expect(await vm(t, 'default/relabelled')).toMatchObject({ nodeId: '1', runStrategy: 'Manual', status: 'Running', tracking: null });
   });
 
-  it('T4: when the recorded node cannot take it, the VM starts elsewhere and a warning says so', async () => {
+  it('vm:T4: when the recorded node cannot take it, the VM starts elsewhere and a warning says so', async () => {
     t = await maintenanceApp(cluster([on1('home', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable' })]));
     await enable(t, '1');
     await untilPhase(t, '1', 'COMPLETED');
@@ -262,7 +262,7 @@ describe('T and D: restart tracking and disable', () => {
     expect((await vm(t, 'default/home')).nodeId).toBe('2');
   });
 
-  it('T5: disable before COMPLETED also restarts RestartAfterEnable VMs that were stopped', async () => {
+  it('vm:T5: disable before COMPLETED also restarts RestartAfterEnable VMs that were stopped', async () => {
     t = await maintenanceApp(cluster([on1('after', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterEnable' }), on1('slow')]), {
       latenciesMs: { migrate: 600_000, stop: 100, start: 100, cordon: 10 },
     });
@@ -275,7 +275,7 @@ describe('T and D: restart tracking and disable', () => {
     expect((await t.app.operations.getOperation(op.id))?.state).toBe('CANCELLED');
   });
 
-  it('D2: a failure to restart one VM does not stop the others; each is reported; D3: disable outside maintenance is a typed error', async () => {
+  it('vm:D2: a failure to restart one VM does not stop the others; each is reported; vm:D3: disable outside maintenance is a typed error', async () => {
     t = await maintenanceApp(
       cluster(
         [

@@ -11,7 +11,7 @@ afterEach(async () => {
 const labelled = (name: string, strategy: string) => ({ namespace: 'default', name, nodeId: '1', maintenanceStrategyLabel: strategy });
 const control = { namespace: 'default', name: 'control', nodeId: '1' };
 
-describe('acceptance scenarios (spec §9), simulated cluster', () => {
+describe('vm:scenario-1–5, simulated cluster', () => {
   it('1. ShutdownAndRestartAfterDisable: stops with tracking, control migrates, COMPLETED; after disable it runs on the original node', async () => {
     t = await maintenanceApp(cluster([labelled('vm', 'ShutdownAndRestartAfterDisable'), control]));
     expect((await enable(t, '1')).__typename).toBe('Operation');
@@ -86,7 +86,7 @@ describe('acceptance scenarios (spec §9), simulated cluster', () => {
     expect(refused).toMatchObject({ __typename: 'PreconditionFailedError', failedReason: 'NON_MIGRATABLE_VMS' });
     expect(refused.blockers).toEqual([{ id: 'default/unlabelled', reasons: ['LastHealthyReplica (volume unlabelled-disk)'] }]);
     expect(refused.message).toMatch(/force/);
-    // M1: a refusal leaves no trace.
+    // vm:M1: a refusal leaves no trace.
     expect(await phaseOf(t, '1')).toBeNull();
     expect((await t.cluster.getNode('1'))?.cordoned).toBe(false);
 

@@ -7,7 +7,7 @@ function sample(text: string, series: string): number | undefined {
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
-describe('operation metrics (P2)', () => {
+describe('operation metrics (storage:P2)', () => {
   it('counts operations started and finished by kind and outcome, from zero', async () => {
     const { registry, observer } = createOperationMetrics({ defaultMetrics: false });
     let text = await registry.metrics();

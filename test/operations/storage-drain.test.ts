@@ -22,7 +22,7 @@ async function stepsOf(operationId: string) {
 }
 
 describe('drain rules', () => {
-  it('D1: walks the attached shards by tenant id then shard number', async () => {
+  it('storage:D1: walks the attached shards by tenant id then shard number', async () => {
     t = await createTestApp({
       topology: {
         nodes: [{ id: '1' }, { id: '2' }],
@@ -35,7 +35,7 @@ describe('drain rules', () => {
     expect(steps.map((s) => s.seq)).toEqual([0, 1, 2]);
   });
 
-  it('D2: skips PAUSE/STOP shards, non-HA shards and shards without a schedulable secondary, with the reason', async () => {
+  it('storage:D2: skips PAUSE/STOP shards, non-HA shards and shards without a schedulable secondary, with the reason', async () => {
     t = await createTestApp({
       topology: {
         nodes: [{ id: '1' }, { id: '2' }, { id: '3' }],
@@ -59,7 +59,7 @@ describe('drain rules', () => {
     expect((await t.cluster.listShards({ attachedNodeId: '1' })).map((s) => s.id).sort()).toEqual(['a-0004', 'b-0004', 'c-0004', 'd-0004']);
   });
 
-  it('D3: goes to a secondary in the preferred AZ, else the lowest node id', async () => {
+  it('storage:D3: goes to a secondary in the preferred AZ, else the lowest node id', async () => {
     t = await createTestApp({
       topology: {
         nodes: [
@@ -79,7 +79,7 @@ describe('drain rules', () => {
     expect((await t.cluster.getShard('home-0004'))?.attachedNodeId).toBe('10');
   });
 
-  it('D4: a secondary lagging past maxSecondaryLagBytes, or with unknown lag, is not cut over to', async () => {
+  it('storage:D4: a secondary lagging past maxSecondaryLagBytes, or with unknown lag, is not cut over to', async () => {
     t = await createTestApp({
       topology: {
         nodes: [{ id: '1' }, { id: '2' }],
@@ -103,14 +103,14 @@ describe('drain rules', () => {
     expect(steps.find((s) => s.workloadId === 'ok-0004')?.state).toBe('MOVED');
   });
 
-  it('D5: the cut-over swaps roles: the drained node keeps a secondary, no new secondary appears', async () => {
+  it('storage:D5: the cut-over swaps roles: the drained node keeps a secondary, no new secondary appears', async () => {
     t = await createTestApp({ topology: { nodes: [{ id: '1' }, { id: '2' }, { id: '3' }], shards: [shard('x', 0, '1', ['2'])] } });
     await mutate(t, 'startNodeDrain', '1');
     await settle(t, '1');
     expect(await t.cluster.getShard('x-0004')).toMatchObject({ attachedNodeId: '2', secondaryNodeIds: ['1'] });
   });
 
-  it('D6: at most maxConcurrentMoves in flight; the next starts when one finishes; a failed cut-over is recorded once and not retried', async () => {
+  it('storage:D6: at most maxConcurrentMoves in flight; the next starts when one finishes; a failed cut-over is recorded once and not retried', async () => {
     const shards = Array.from({ length: 12 }, (_, n) => shard('t', n, '1', ['2'], { shardCount: 12 }));
     t = await createTestApp({ topology: { nodes: [{ id: '1' }, { id: '2' }], shards }, latenciesMs: { cutOver: 1000 }, settings: { maxConcurrentMoves: 5 } });
     let peak = 0;
@@ -142,7 +142,7 @@ describe('drain rules', () => {
     expect((await t.cluster.listShards({ attachedNodeId: '1' })).length).toBe(3);
   });
 
-  it('D7: a node re-attaching mid-drain ends it FAILED / NODE_STATE_CHANGED, policy ACTIVE, not PAUSE_FOR_RESTART (neon #8674)', async () => {
+  it('storage:D7: a node re-attaching mid-drain ends it FAILED / NODE_STATE_CHANGED, policy ACTIVE, not PAUSE_FOR_RESTART (neon #8674)', async () => {
     const shards = Array.from({ length: 6 }, (_, n) => shard('t', n, '1', ['2'], { shardCount: 6 }));
     t = await createTestApp({
       topology: { nodes: [{ id: '1' }, { id: '2' }], shards },
@@ -167,7 +167,7 @@ describe('drain rules', () => {
     expect(done.counts.skippedByReason.NOT_ATTEMPTED).toBeGreaterThan(0);
   });
 
-  it('D8: PAUSE_FOR_RESTART with counts when done; a node without shards drains at once', async () => {
+  it('storage:D8: PAUSE_FOR_RESTART with counts when done; a node without shards drains at once', async () => {
     t = await createTestApp({ topology: { nodes: [{ id: '1' }, { id: '2' }], shards: [shard('x', 0, '2', ['1'])] } });
     const op = await mutate(t, 'startNodeDrain', '1');
     const done = await settle(t, '1', { stepMs: 1, maxMs: 5 });

@@ -13,7 +13,7 @@ const shards = (n: number, on: string, secondary: string): ShardSpec[] =>
   Array.from({ length: n }, (_, i) => ({ tenantId: 't', shardNumber: i, shardCount: n, attachedNodeId: on, secondaries: [{ nodeId: secondary }] }));
 const twoNodes = (n: number): TopologySpec => ({ nodes: [{ id: '1' }, { id: '2' }, { id: '3' }], shards: shards(n, '1', '2') });
 
-describe('failures (spec §6)', () => {
+describe('failures (storage:X1–X6)', () => {
   it('gateway restart mid-drain: the operation and policy are persisted and the drain resumes', async () => {
     const a = await createTestApp({ topology: twoNodes(6), latenciesMs: { cutOver: 1000 }, settings: { maxConcurrentMoves: 2 } });
     t = a;
@@ -87,7 +87,7 @@ describe('failures (spec §6)', () => {
     expect((await t.cluster.getShard('u'))?.attachedNodeId).toBe('1');
   });
 
-  it('S1: a policy change that cannot be persisted does not take effect', async () => {
+  it('storage:S1: a policy change that cannot be persisted does not take effect', async () => {
     t = await createTestApp({ topology: twoNodes(1) });
     await t.db.prisma.$executeRawUnsafe('PRAGMA query_only = ON');
     const res = await t.gql('mutation { configureNode(nodeId: "1", policy: PAUSE) { __typename } }');
@@ -97,7 +97,7 @@ describe('failures (spec §6)', () => {
     expect(await policyOf(t, '1')).toBe('ACTIVE');
   });
 
-  it('S1: every transition is persisted and published with the node’s new state', async () => {
+  it('storage:S1: every transition is persisted and published with the node’s new state', async () => {
     t = await createTestApp({ topology: twoNodes(1) });
     const published: string[] = [];
     const sub = t.app.bus.subscribe('nodeChanged');
@@ -117,7 +117,7 @@ describe('failures (spec §6)', () => {
     expect((await t.db.prisma.nodeState.findUnique({ where: { id: '1' } }))?.schedulingPolicy).toBe('ACTIVE');
   });
 
-  it('S2: heartbeats change availability only, never the policy; an operator PAUSE survives a restart (neon #9907)', async () => {
+  it('storage:S2: heartbeats change availability only, never the policy; an operator PAUSE survives a restart (neon #9907)', async () => {
     t = await createTestApp({ topology: twoNodes(1), restartDelayMs: 100, heartbeatIntervalMs: 100 });
     await t.gql('mutation { configureNode(nodeId: "2", policy: PAUSE) { __typename } }');
     await t.cluster.simulation.setNodeOnline('2', false);

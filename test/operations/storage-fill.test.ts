@@ -20,7 +20,7 @@ const many = (tenant: string, n: number, on: string, secondary: string, extra: P
   }));
 
 describe('fill rules', () => {
-  it('F1/F2/F5: plans once at the start from the secondaries on the node; done → ACTIVE with counts', async () => {
+  it('storage:F1/F2/F5: plans once at the start from the secondaries on the node; done → ACTIVE with counts', async () => {
     // Node 1 is empty; 10 shards on node 2, 8 of them with a secondary on node 1. Expected
     // share 5, at most floor(4 / 2) = 2 per tenant: tenants a and c give 2 each.
     t = await createTestApp({
@@ -43,7 +43,7 @@ describe('fill rules', () => {
     expect(steps.every((s) => s.reason === 'FAIR_SHARE' && s.toNodeId === '1' && s.fromNodeId === '2')).toBe(true);
   });
 
-  it('F3: takes the fair share from the most loaded nodes first, never below expected, at most shardCount/nodes per tenant', async () => {
+  it('storage:F3: takes the fair share from the most loaded nodes first, never below expected, at most shardCount/nodes per tenant', async () => {
     // 3 nodes, 12 shards: expected 4. Node 2 has 8 (tenant a: 8), node 3 has 4; all have secondaries on node 1.
     t = await createTestApp({ topology: { nodes: [{ id: '1' }, { id: '2' }, { id: '3' }], shards: [...many('a', 8, '2', '1'), ...many('b', 4, '3', '1')] } });
     const op = await mutate(t, 'startNodeFill', '1');
@@ -54,7 +54,7 @@ describe('fill rules', () => {
     expect(await attachedCounts(t)).toEqual({ '1': 2, '2': 6, '3': 4 });
   });
 
-  it('F2 with two AZs: shards whose preferred AZ is the filling node’s always come home', async () => {
+  it('storage:F2 with two AZs: shards whose preferred AZ is the filling node’s always come home', async () => {
     t = await createTestApp({
       topology: {
         nodes: [
@@ -75,7 +75,7 @@ describe('fill rules', () => {
     expect((await t.cluster.getShard('b-0002'))?.attachedNodeId).toBe('2');
   });
 
-  it('F4: a fill is cancellable and stops when the node’s policy changes, like a drain', async () => {
+  it('storage:F4: a fill is cancellable and stops when the node’s policy changes, like a drain', async () => {
     t = await createTestApp({
       topology: { nodes: [{ id: '1' }, { id: '2' }], shards: many('a', 8, '2', '1') },
       latenciesMs: { cutOver: 1000 },
@@ -95,7 +95,7 @@ describe('fill rules', () => {
     expect(failed).toMatchObject({ state: 'FAILED', error: 'NODE_STATE_CHANGED' });
   });
 
-  it('F5: an empty plan succeeds at once', async () => {
+  it('storage:F5: an empty plan succeeds at once', async () => {
     t = await createTestApp({ topology: { nodes: [{ id: '1' }, { id: '2' }], shards: many('a', 2, '1', '2') } });
     const op = await mutate(t, 'startNodeFill', '1');
     expect(op.counts.total).toBe(0);

@@ -32,7 +32,7 @@ async function rollingRestart(nodeIds: string[]) {
   }
 }
 
-describe('acceptance scenarios (spec §8)', () => {
+describe('storage:scenario-1–5', () => {
   it('1. graceful cluster restart, one AZ: attached counts end within 2 of each other', async () => {
     t = await createTestApp({ topology: cluster(2, 1), latenciesMs: { cutOver: 100 }, restartDelayMs: 500, heartbeatIntervalMs: 500 });
     await rollingRestart(['1', '2']);
@@ -134,15 +134,15 @@ describe('acceptance scenarios (spec §8)', () => {
   });
 });
 
-describe('P1: progress', () => {
+describe('storage:P1: progress', () => {
   it('exposes kind, node, state, counts, per-shard outcome, waiting-on, times and an ETA from the observed rate', async () => {
     t = await createTestApp({ topology: cluster(2, 1), latenciesMs: { cutOver: 1000 }, settings: { maxConcurrentMoves: 4 } });
-    const op = await mutate(t, 'startNodeDrain', '1', ', reason: "P1"');
+    const op = await mutate(t, 'startNodeDrain', '1', ', reason: "storage:P1"');
     await driveUntil(t, () => t.app.storage.activeOperation('1')!.counts.moved >= 8, { stepMs: 250 });
     const res = await t.gql(`{ operation(id: "${op.id}") { ... on Operation { ${OPERATION_FIELDS}
       node { id schedulingPolicy } steps(first: 3, states: [MOVED]) { totalCount edges { node { workloadId state fromNodeId toNodeId startedAt finishedAt shard { id attachedNodeId } } } } } } }`);
     const live = res.data.operation;
-    expect(live).toMatchObject({ kind: 'DRAIN', nodeId: '1', state: 'RUNNING', reason: 'P1', node: { id: '1', schedulingPolicy: 'DRAINING' } });
+    expect(live).toMatchObject({ kind: 'DRAIN', nodeId: '1', state: 'RUNNING', reason: 'storage:P1', node: { id: '1', schedulingPolicy: 'DRAINING' } });
     expect(live.waitingOn).toMatchObject({ kind: 'MOVES_IN_FLIGHT', nodeId: '1' });
     expect(live.waitingOn.workloadIds).toHaveLength(4);
     // 4 wide at 1 s per move: one move per 250 ms, so the rest takes (total − moved) / 4 s.

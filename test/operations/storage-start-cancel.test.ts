@@ -19,7 +19,7 @@ afterEach(async () => {
   await t?.stop();
 });
 
-describe('S3: starting a drain, checks in order', () => {
+describe('storage:S3: starting a drain, checks in order', () => {
   it('unknown node → NotFound', async () => {
     t = await createTestApp({ topology: threeNodes() });
     expect(await mutate(t, 'startNodeDrain', '9')).toMatchObject({ __typename: 'NotFoundError', code: 'NOT_FOUND' });
@@ -81,7 +81,7 @@ describe('S3: starting a drain, checks in order', () => {
   });
 });
 
-describe('S4: starting a fill', () => {
+describe('storage:S4: starting a fill', () => {
   it('refuses fewer than two nodes, FILLING (Conflict), and a node still PAUSE_FOR_RESTART', async () => {
     t = await createTestApp({ topology: { nodes: [{ id: '1' }] } });
     expect(await mutate(t, 'startNodeFill', '1')).toMatchObject({ __typename: 'PreconditionFailedError', message: 'no other nodes to fill from' });
@@ -98,7 +98,7 @@ describe('S4: starting a fill', () => {
   });
 });
 
-describe('S5: cancelling', () => {
+describe('storage:S5: cancelling', () => {
   it('unknown node → NotFound; nothing running → PreconditionFailed "no drain in progress"', async () => {
     t = await createTestApp({ topology: threeNodes() });
     expect((await mutate(t, 'cancelNodeDrain', '9')).__typename).toBe('NotFoundError');

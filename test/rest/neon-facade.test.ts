@@ -280,7 +280,7 @@ describe('Neon REST facade: drain and fill', () => {
     expect(shards.every((s: { is_observed_secondary: boolean }) => s.is_observed_secondary)).toBe(true);
     expect(shards).toHaveLength(5);
 
-    // The metrics moved (P2: unlike Neon's, ours must).
+    // The metrics moved (storage:P2: unlike Neon's, ours must).
     const text = await h.metrics.registry.metrics();
     expect(text).toContain('lockkeeper_shards_moved_total{kind="DRAIN"} 4');
     expect(text).toContain('lockkeeper_operations_finished_total{kind="DRAIN",outcome="SUCCEEDED"} 1');

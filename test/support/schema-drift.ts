@@ -1,6 +1,6 @@
 /**
  * Compares the live SQLite schema with Prisma's model metadata, so that a schema.prisma
- * edit without its migration is caught (DESIGN.md §3).
+ * edit without its migration is caught (docs/architecture.md §3).
  *
  * The metadata is the DMMF datamodel that `prisma generate` hands to generators; our
  * generator src/store/dmmf-generator.mjs saves it to src/store/generated/datamodel.json

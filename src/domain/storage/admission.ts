@@ -1,4 +1,4 @@
-/** Whether a drain or fill may start, checked in the order of spec §3 (S3, S4). Pure. */
+/** Whether a drain or fill may start, checked in the order of storage:S3 and storage:S4. Pure. */
 import { maySchedule, type Availability, type SchedulingPolicy } from './policy.ts';
 
 export type StorageOperationKind = 'DRAIN' | 'FILL';

@@ -1,4 +1,4 @@
-/** Which shards a drain moves and where (spec storage-drain-fill §4, D1–D4). Pure. */
+/** Which shards a drain moves and where (storage:D1–D4). Pure. */
 import { compareNodeIds } from '../compare.ts';
 import { maySchedule } from './policy.ts';
 import { byTenantAndNumber, type PlanNode, type PlanShard } from './shards.ts';
@@ -9,7 +9,7 @@ type DrainSkipReason =
 export type DrainDecision = { shard: PlanShard; action: 'move'; toNodeId: string } | { shard: PlanShard; action: 'skip'; reason: DrainSkipReason };
 
 /**
- * D3: among the secondaries on schedulable nodes, one in the shard's preferred AZ first,
+ * storage:D3: among the secondaries on schedulable nodes, one in the shard's preferred AZ first,
  * then the lowest node id. Neon prefers secondaries *outside* the preferred AZ and relies
  * on a later fill to bring the shard home; we keep a shard in its home AZ whenever a
  * secondary there allows, so a drain never followed by a fill still leaves data near its
@@ -27,7 +27,7 @@ export function chooseDrainDestination(shard: PlanShard, nodes: ReadonlyMap<stri
 }
 
 /**
- * D1–D3 for every shard attached to the node, in stable order. The warmth check (D4)
+ * storage:D1–D3 for every shard attached to the node, in stable order. The warmth check (storage:D4)
  * needs the destination's answer and is applied by the operation before each cut-over
  * (see `warmthVerdict`).
  */
@@ -46,7 +46,7 @@ export function planDrain(nodeId: string, shards: readonly PlanShard[], nodes: r
     });
 }
 
-/** D4: a secondary is warm enough when its lag is known and at most the limit. */
+/** storage:D4: a secondary is warm enough when its lag is known and at most the limit. */
 export function warmthVerdict(
   status: { bytesTotal: number; bytesDownloaded: number; heatmapMtime: number | null } | null,
   maxLagBytes: number,

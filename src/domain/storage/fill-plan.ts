@@ -1,4 +1,4 @@
-/** Which secondaries a fill promotes (spec storage-drain-fill §5, F1–F3). Pure. */
+/** Which secondaries a fill promotes (storage:F1–F3). Pure. */
 import { compareNodeIds } from '../compare.ts';
 import { byTenantAndNumber, type PlanNode, type PlanShard } from './shards.ts';
 
@@ -11,12 +11,12 @@ export interface FillMove {
 }
 
 /**
- * The fill plan, computed once at the start (F1).
+ * The fill plan, computed once at the start (storage:F1).
  *
- * - F2: candidates are shards with a secondary on the filling node. With more than one
+ * - storage:F2: candidates are shards with a secondary on the filling node. With more than one
  *   AZ, a shard whose preferred AZ is the filling node's and whose attached node is
  *   elsewhere always goes home; those moves count toward the node's share.
- * - F3: expected = floor(attached shards / nodes); the rest of the requirement comes from
+ * - storage:F3: expected = floor(attached shards / nodes); the rest of the requirement comes from
  *   the most loaded available nodes first, never taking a node below `expected`, and at
  *   most max(1, floor(shardCount / nodes)) shards of one tenant (as Neon's
  *   `fill_node_plan`).

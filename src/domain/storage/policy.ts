@@ -1,4 +1,4 @@
-/** Storage-node scheduling policy and its transition table (spec storage-drain-fill §1–§2). Pure. */
+/** Storage-node scheduling policy and its transition table (storage-drain-fill.md §1–§2, summarised in docs/rules.md). Pure. */
 
 export const SCHEDULING_POLICIES = ['ACTIVE', 'PAUSE', 'PAUSE_FOR_RESTART', 'DRAINING', 'FILLING', 'DELETING'] as const;
 export type SchedulingPolicy = (typeof SCHEDULING_POLICIES)[number];
@@ -26,11 +26,11 @@ export type PolicyEvent =
 type Row = { from: readonly SchedulingPolicy[] | 'any'; event: PolicyEvent['type']; to: SchedulingPolicy | 'same' | 'asked' };
 
 /**
- * The table of spec §2, as data. Two rows are ours: a drain or fill that fails for a
+ * The policy table of storage-drain-fill.md §2, as data. Two rows are ours: a drain or fill that fails for a
  * reason other than the node's own state (deadline, every move failing) returns the
  * node to ACTIVE, as Neon's controller does, so a failed operation never leaves a node
  * unschedulable without anyone deciding so. A drain that fails with NODE_STATE_CHANGED
- * makes no transition at all (D7: the policy is left as it is).
+ * makes no transition at all (storage:D7: the policy is left as it is).
  */
 const POLICY_TRANSITIONS: readonly Row[] = [
   { from: ['ACTIVE'], event: 'drainAccepted', to: 'DRAINING' },

@@ -22,7 +22,7 @@ export interface PlanNode {
   policy: SchedulingPolicy;
 }
 
-/** D1: tenant id, then shard number. */
+/** storage:D1: tenant id, then shard number. */
 export function byTenantAndNumber(a: PlanShard, b: PlanShard): number {
   return a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : a.shardNumber - b.shardNumber;
 }

@@ -1,10 +1,10 @@
-/** Why a running VM cannot be live-migrated off a node (spec vm-maintenance §4, N1–N3). */
+/** Why a running VM cannot be live-migrated off a node (vm:N1–N3). */
 import { canHost } from './scheduling.ts';
 import type { MaintNode, MaintVm, NonMigratableReason } from './types.ts';
 
 /**
- * N1: a volume whose only healthy replica is on this node. A volume with no healthy
- * replica at all is not N1 (there is no replica on this node to lose).
+ * vm:N1: a volume whose only healthy replica is on this node. A volume with no healthy
+ * replica at all is not vm:N1 (there is no replica on this node to lose).
  */
 function lastHealthyReplicaReasons(vm: MaintVm, nodeId: string): NonMigratableReason[] {
   return vm.volumes
@@ -15,7 +15,7 @@ function lastHealthyReplicaReasons(vm: MaintVm, nodeId: string): NonMigratableRe
     .map((volume) => ({ code: 'LastHealthyReplica', volume: volume.name }));
 }
 
-/** Every reason that applies, in order N1 (per volume), N2, N3; empty when the VM can migrate. */
+/** Every reason that applies, in order vm:N1 (per volume), vm:N2, vm:N3; empty when the VM can migrate. */
 export function nonMigratableReasons(vm: MaintVm, nodeId: string, nodes: readonly MaintNode[]): NonMigratableReason[] {
   const reasons = lastHealthyReplicaReasons(vm, nodeId);
   if (!vm.liveMigratable) reasons.push({ code: 'NotLiveMigratable', backendReason: vm.liveMigratableReason ?? 'Unknown' });

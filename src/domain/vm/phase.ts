@@ -1,5 +1,5 @@
 /**
- * The node maintenance phase machine (spec vm-maintenance §2), as data: a table of
+ * The node maintenance phase machine (vm:M1–M6), as data: a table of
  * allowed transitions and one guard that consults it. `null` is "not in maintenance".
  */
 import { ConflictError } from '../errors.ts';
@@ -8,21 +8,21 @@ import type { MaintenancePhase } from './types.ts';
 export type PhaseState = MaintenancePhase | null;
 
 export const PHASE_EVENTS = [
-  /** Maintenance was asked for (P2: only from not-in-maintenance). */
+  /** Maintenance was asked for (vm:P2: only from not-in-maintenance). */
   'enableRequested',
-  /** Pre-checks and non-migratable detection passed (M1). */
+  /** Pre-checks and non-migratable detection passed (vm:M1). */
   'validated',
-  /** A pre-check refused the request: no trace is left on the node (M1, Harvester #8985). */
+  /** A pre-check refused the request: no trace is left on the node (vm:M1, Harvester #8985). */
   'rejected',
-  /** Every stop, the cordon and every migration have been issued (M2). */
+  /** Every stop, the cordon and every migration have been issued (vm:M2). */
   'drained',
-  /** The node has no running VM left and the after-enable restarts are done (M4). */
+  /** The node has no running VM left and the after-enable restarts are done (vm:M4). */
   'evacuated',
-  /** The drain deadline expired or an unexpected error stopped the run (M5). */
+  /** The drain deadline expired or an unexpected error stopped the run (vm:M5). */
   'failed',
-  /** Disable: back to not-in-maintenance from any phase (D1). */
+  /** Disable: back to not-in-maintenance from any phase (vm:D1). */
   'disabled',
-  /** clearMaintenanceError: ERROR only, back to not-in-maintenance (M5). */
+  /** clearMaintenanceError: ERROR only, back to not-in-maintenance (vm:M5). */
   'errorCleared',
 ] as const;
 export type PhaseEvent = (typeof PHASE_EVENTS)[number];
@@ -52,7 +52,7 @@ export const PHASE_TRANSITIONS: readonly PhaseTransition[] = [
   { from: 'ERROR', event: 'errorCleared', to: null },
 ];
 
-/** A transition the table does not allow; a Conflict, so D3 (disable when not in maintenance) is typed. */
+/** A transition the table does not allow; a Conflict, so vm:D3 (disable when not in maintenance) is typed. */
 export class PhaseTransitionError extends ConflictError {
   constructor(
     readonly from: PhaseState,

@@ -1,5 +1,5 @@
 /**
- * What enabling maintenance on a node would do to each VM (spec vm-maintenance §2–§6).
+ * What enabling maintenance on a node would do to each VM (vm:M2–M4, vm:N1–N4, vm:T1, vm:F1–F3).
  * Pure: the same plan is shown as a dry run and followed by the run, so the targets it
  * predicts are the ones the run asks for.
  */
@@ -25,8 +25,8 @@ const isHalted = (vm: MaintVm): boolean => vm.runStrategy === 'Halted' || vm.sta
 /** The action for a VM running on the node, before targets are predicted (MIGRATE gets its target later). */
 function decideAction(nodeId: string, s: EffectiveStrategy, reasons: NonMigratableReason[], force: boolean): VmAction | 'MIGRATE' {
   const migratable = reasons.length === 0;
-  if (force && s.labelled) return stopForever(true); // F1, whatever the label's value
-  if (force) return migratable ? 'MIGRATE' : stopForever(true); // F2
+  if (force && s.labelled) return stopForever(true); // vm:F1, whatever the label's value
+  if (force) return migratable ? 'MIGRATE' : stopForever(true); // vm:F2
   switch (s.strategy) {
     case 'ShutdownAndRestartAfterEnable':
       return { kind: 'STOP', restart: 'AFTER_ENABLE', track: true, restartNodeId: null, forced: false };
@@ -35,7 +35,7 @@ function decideAction(nodeId: string, s: EffectiveStrategy, reasons: NonMigratab
     case 'Shutdown':
       return stopForever(false);
     case 'Migrate':
-      // N4: what force would do; the entry blocks the request.
+      // vm:N4: what force would do; the entry blocks the request.
       return migratable ? 'MIGRATE' : stopForever(true);
   }
 }
@@ -67,7 +67,7 @@ function draftEntry(vm: MaintVm, input: PlanInput, warnings: string[]): Draft {
 
 /**
  * Targets as the run will pick them: migrations first (M2c, namespace/name order), then the
- * after-enable restarts (M4, once the node is empty); each counts as one more VM on its target.
+ * after-enable restarts (vm:M4, once the node is empty); each counts as one more VM on its target.
  */
 function predictTargets(drafts: Draft[], input: PlanInput, warnings: string[]): void {
   const load = vmLoadByNode(input.vms);
@@ -78,7 +78,7 @@ function predictTargets(drafts: Draft[], input: PlanInput, warnings: string[]): 
   };
   for (const { vm, entry } of drafts) {
     if (entry.action.kind !== 'MIGRATE') continue;
-    // Migratable means some other node can host it (N3), so a target exists.
+    // Migratable means some other node can host it (vm:N3), so a target exists.
     entry.action = { kind: 'MIGRATE', targetNodeId: place(vm)! };
   }
   for (const { vm, entry } of drafts) {
@@ -89,7 +89,7 @@ function predictTargets(drafts: Draft[], input: PlanInput, warnings: string[]): 
   }
 }
 
-/** N4: one refusal listing every blocking VM, grouped by reason code. */
+/** vm:N4: one refusal listing every blocking VM, grouped by reason code. */
 function nonMigratableRefusal(entries: VmPlanEntry[]): PrecheckRefusal | null {
   const blocking = entries.filter((e) => e.blocksEnable);
   if (blocking.length === 0) return null;

@@ -1,18 +1,18 @@
 /**
- * Pre-checks of VALIDATING (spec vm-maintenance §3), in order P1–P4. Force does not
- * bypass them (F3), so they take no force flag.
+ * Pre-checks of VALIDATING, in order vm:P1–P4. Force does not
+ * bypass them (vm:F3), so they take no force flag.
  */
 import { ConflictError, LockkeeperError, NotFoundError, PreconditionFailedError, UnavailableError } from '../errors.ts';
 import { isSchedulable } from './scheduling.ts';
 import type { MaintNode, PrecheckRefusal } from './types.ts';
 
-/** Harvester counts these roles together for quorum (P4). */
+/** Harvester counts these roles together for quorum (vm:P4). */
 const CONTROL_PLANE_ROLES = ['control-plane', 'etcd', 'witness'] as const;
 
 const isControlPlane = (node: MaintNode): boolean => node.roles.some((r) => (CONTROL_PLANE_ROLES as readonly string[]).includes(r));
 
 /**
- * Every refusal that applies, P1 first. An unknown node yields only NOT_FOUND (nothing
+ * Every refusal that applies, vm:P1 first. An unknown node yields only NOT_FOUND (nothing
  * else can be judged). Empty when the node may enter maintenance.
  */
 export function precheckMaintenance(nodeId: string, nodes: readonly MaintNode[]): PrecheckRefusal[] {
@@ -53,7 +53,7 @@ function controlPlaneQuorumRefusal(node: MaintNode, others: readonly MaintNode[]
   };
 }
 
-/** P5: the typed error a refusal becomes (GraphQL result union member, REST status). */
+/** vm:P5: the typed error a refusal becomes (GraphQL result union member, REST status). */
 export function refusalError(nodeId: string, refusal: PrecheckRefusal): LockkeeperError {
   switch (refusal.code) {
     case 'NOT_FOUND':

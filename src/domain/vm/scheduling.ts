@@ -7,7 +7,7 @@
 import { matchesPlacement, pickNode, type PlacementConstraints } from '../placement.ts';
 import type { MaintNode, MaintVm } from './types.ts';
 
-/** May new VMs be placed here? Ready, uncordoned and not in maintenance (P3, N3, T4). */
+/** May new VMs be placed here? Ready, uncordoned and not in maintenance (vm:P3, vm:N3, vm:T4). */
 export const isSchedulable = (node: MaintNode): boolean => node.ready && !node.cordoned && node.maintenancePhase === null;
 
 export const canHost = (node: MaintNode, vm: PlacementConstraints): boolean => isSchedulable(node) && matchesPlacement(node.labels, vm);

@@ -1,4 +1,4 @@
-/** Per-VM maintenance strategies (spec vm-maintenance §1). Pure: no I/O. */
+/** Per-VM maintenance strategies (vm:V1–V3). Pure: no I/O. */
 import { InvalidInputError } from '../errors.ts';
 import { matchesLabels } from '../labels.ts';
 
@@ -11,15 +11,15 @@ function isMaintenanceStrategy(value: string): value is MaintenanceStrategy {
 
 export interface EffectiveStrategy {
   strategy: MaintenanceStrategy;
-  /** False when the label holds something other than the four exact values (V2). */
+  /** False when the label holds something other than the four exact values (vm:V2). */
   labelValid: boolean;
-  /** True when the VM carries a label at all (F1 distinguishes labelled VMs). */
+  /** True when the VM carries a label at all (vm:F1 distinguishes labelled VMs). */
   labelled: boolean;
 }
 
 /**
  * The strategy a VM's raw label means. Unset means Migrate; an invalid value also means
- * Migrate and is reported as invalid so the caller can warn (V2: it never blocks).
+ * Migrate and is reported as invalid so the caller can warn (vm:V2: it never blocks).
  */
 export function effectiveStrategy(raw: string | null): EffectiveStrategy {
   if (raw === null) return { strategy: 'Migrate', labelValid: true, labelled: false };
@@ -27,17 +27,17 @@ export function effectiveStrategy(raw: string | null): EffectiveStrategy {
   return { strategy: 'Migrate', labelValid: false, labelled: true };
 }
 
-/** The strategies whose stop is tracked and undone later (T1). */
+/** The strategies whose stop is tracked and undone later (vm:T1). */
 const RESTART_STRATEGIES = ['ShutdownAndRestartAfterEnable', 'ShutdownAndRestartAfterDisable'] as const;
 export type RestartStrategy = (typeof RESTART_STRATEGIES)[number];
 
-/** Takes a raw string because a recorded tracking strategy is unvalidated data (T3). */
+/** Takes a raw string because a recorded tracking strategy is unvalidated data (vm:T3). */
 export function isRestartStrategy(value: string): value is RestartStrategy {
   return (RESTART_STRATEGIES as readonly string[]).includes(value);
 }
 
 /**
- * V1: what a caller may set. Only the four exact, case-sensitive values; null removes
+ * vm:V1: what a caller may set. Only the four exact, case-sensitive values; null removes
  * the label (which means Migrate). Anything else is refused with a typed error naming
  * the field and the value, in Harvester's words.
  */
@@ -47,14 +47,14 @@ export function parseStrategyInput(value: string | null): MaintenanceStrategy | 
   throw new InvalidInputError('strategy', value, `invalid maintenance mode strategy: ${value}`);
 }
 
-/** V3: which VMs a bulk-labelling request covers (namespace and/or equality label selector). */
+/** vm:V3: which VMs a bulk-labelling request covers (namespace and/or equality label selector). */
 export interface VmSelector {
   namespace?: string;
   labels?: Record<string, string>;
 }
 
 /**
- * V3, like `kubectl label -n <ns> -l k=v`: every given part must match; an empty selector
+ * vm:V3, like `kubectl label -n <ns> -l k=v`: every given part must match; an empty selector
  * matches every VM (callers that want to refuse "label everything" check `isEmptySelector`).
  */
 export function matchesSelector(vm: { namespace: string; labels: Record<string, string> }, selector: VmSelector): boolean {

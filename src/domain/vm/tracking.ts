@@ -1,23 +1,23 @@
-/** Restart tracking (spec vm-maintenance §5, T1–T5) and its removal with a node (R1). */
+/** Restart tracking (vm:T1–T5) and its removal with a node (vm:R1). */
 import { byNamespaceName } from './order.ts';
 import { canHost, pickTargetNode } from './scheduling.ts';
 import { isRestartStrategy, type MaintenanceStrategy, type RestartStrategy } from './strategy.ts';
 import type { MaintNode, MaintVm, RunStrategy, VmTracking } from './types.ts';
 
-/** T1: what to record before stopping; null for strategies that are not restarted (Shutdown, Migrate). */
+/** vm:T1: what to record before stopping; null for strategies that are not restarted (Shutdown, Migrate). */
 export function trackingToRecord(vm: Pick<MaintVm, 'runStrategy'>, strategy: MaintenanceStrategy, node: Pick<MaintNode, 'name'>): VmTracking | null {
   if (!isRestartStrategy(strategy)) return null;
   return { nodeName: node.name, strategy, savedRunStrategy: vm.runStrategy };
 }
 
-/** T2: the saved run strategy, or RerunOnFailure when none was saved (a saved Halted would not start it). */
+/** vm:T2: the saved run strategy, or RerunOnFailure when none was saved (a saved Halted would not start it). */
 export function restartRunStrategy(tracking: VmTracking): RunStrategy {
   const saved = tracking.savedRunStrategy;
   return saved === null || saved === 'Halted' ? 'RerunOnFailure' : saved;
 }
 
 /**
- * T2/T3: restart only a VM that is still halted and whose tracking names a restart
+ * vm:T2/T3: restart only a VM that is still halted and whose tracking names a restart
  * strategy. The recorded strategy decides, not the current label. A tracked VM that is
  * not restarted only has its tracking removed.
  */
@@ -26,17 +26,17 @@ export function shouldRestart(vm: Pick<MaintVm, 'runStrategy' | 'tracking'>): bo
 }
 
 export interface RestartPlacement {
-  /** Null when no node can take the VM (the restart will fail; the caller reports it, D2). */
+  /** Null when no node can take the VM (the restart will fail; the caller reports it, vm:D2). */
   nodeId: string | null;
-  /** Set when the VM does not go where its tracking says (T4). */
+  /** Set when the VM does not go where its tracking says (vm:T4). */
   warning: string | null;
 }
 
 /**
- * T4: where a restarted VM goes. After-disable VMs go back to the recorded node when it can
+ * vm:T4: where a restarted VM goes. After-disable VMs go back to the recorded node when it can
  * take them (ready, uncordoned, out of maintenance, matching); otherwise elsewhere, with a
  * warning. After-enable VMs go to the least-loaded node that can host them: while the
- * recorded node is in maintenance that is another node (M4); on a disable (T5) the
+ * recorded node is in maintenance that is another node (vm:M4); on a disable (vm:T5) the
  * caller passes the node as it is after disable.
  */
 export function restartPlacement(
@@ -70,17 +70,17 @@ function trackedTo(vms: readonly MaintVm[], nodeName: string, strategies: readon
     .sort(byNamespaceName);
 }
 
-/** M4: the VMs to restart once the node is empty. */
+/** vm:M4: the VMs to restart once the node is empty. */
 export const restartsAfterEnable = (vms: readonly MaintVm[], nodeName: string): TrackedVm[] => trackedTo(vms, nodeName, ['ShutdownAndRestartAfterEnable']);
 
 /**
- * D1/T5: the VMs a disable handles: tracked after-disable VMs, and after-enable VMs that are
+ * vm:D1/T5: the VMs a disable handles: tracked after-disable VMs, and after-enable VMs that are
  * still tracked (stranded by a disable before COMPLETED). Each gets its tracking removed and
  * is restarted when `shouldRestart` says so.
  */
 export const restartsOnDisable = (vms: readonly MaintVm[], nodeName: string): TrackedVm[] =>
   trackedTo(vms, nodeName, ['ShutdownAndRestartAfterDisable', 'ShutdownAndRestartAfterEnable']);
 
-/** R1: every VM whose tracking points at a removed node; the tracking is cleared, nothing restarts. */
+/** vm:R1: every VM whose tracking points at a removed node; the tracking is cleared, nothing restarts. */
 export const trackingToClear = (vms: readonly MaintVm[], removedNodeName: string): MaintVm[] =>
   vms.filter((vm) => vm.tracking?.nodeName === removedNodeName).sort(byNamespaceName);

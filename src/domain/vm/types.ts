@@ -1,5 +1,5 @@
 /**
- * Shapes the VM-maintenance rules work on (spec vm-maintenance.md). Pure data; the
+ * Shapes the VM-maintenance rules work on (vm: rules in docs/rules.md). Pure data; the
  * domain imports nothing of ours, so these mirror the cluster types structurally.
  */
 import type { NodeSelectorTerm } from '../placement.ts';
@@ -41,14 +41,14 @@ export interface MaintVm {
   tracking: VmTracking | null;
 }
 
-/** Restart tracking (T1): where the VM was stopped, under which strategy, and its run strategy before. */
+/** Restart tracking (vm:T1): where the VM was stopped, under which strategy, and its run strategy before. */
 export interface VmTracking {
   nodeName: string;
   strategy: string;
   savedRunStrategy: RunStrategy | null;
 }
 
-/** N1–N3. */
+/** vm:N1–N3. */
 export type NonMigratableReason =
   { code: 'LastHealthyReplica'; volume: string } | { code: 'NotLiveMigratable'; backendReason: string } | { code: 'NodeSchedulingRequirementsNotMet' };
 
@@ -59,22 +59,22 @@ export type VmAction =
   /**
    * Stop (run strategy Halted). `restart` says what happens later: never, once the node
    * is empty (on `restartNodeId`, another node), or on disable (on the recorded node).
-   * `track` is false for Shutdown and under force (F1): nothing is recorded.
+   * `track` is false for Shutdown and under force (vm:F1): nothing is recorded.
    */
   | { kind: 'STOP'; restart: 'NEVER' | 'AFTER_ENABLE' | 'AFTER_DISABLE'; track: boolean; restartNodeId: string | null; forced: boolean }
-  /** Nothing to do: the VM is already halted (M2), or not running. */
+  /** Nothing to do: the VM is already halted (vm:M2), or not running. */
   | { kind: 'NONE'; why: 'ALREADY_HALTED' | 'NOT_RUNNING' };
 
 export interface VmPlanEntry {
   vmId: string;
   strategy: MaintenanceStrategy;
-  /** The VM carries a strategy label (F1 treats labelled VMs differently). */
+  /** The VM carries a strategy label (vm:F1 treats labelled VMs differently). */
   labelled: boolean;
-  /** False when the label holds an invalid value (V2: treated as Migrate, with a warning). */
+  /** False when the label holds an invalid value (vm:V2: treated as Migrate, with a warning). */
   labelValid: boolean;
   nonMigratable: NonMigratableReason[];
   action: VmAction;
-  /** Set when this VM alone makes the request fail (N4: non-migratable Migrate VM without force). */
+  /** Set when this VM alone makes the request fail (vm:N4: non-migratable Migrate VM without force). */
   blocksEnable: boolean;
 }
 
@@ -89,10 +89,10 @@ export type PrecheckRefusal =
 export interface MaintenancePlan {
   nodeId: string;
   force: boolean;
-  /** Why enable would be refused; empty when it would be accepted. P1–P4 first, then N4. */
+  /** Why enable would be refused; empty when it would be accepted. vm:P1–P4 first, then vm:N4. */
   refusals: PrecheckRefusal[];
   /** Every VM on the node (running there, or tracked to it), in namespace/name order. */
   vms: VmPlanEntry[];
-  /** Human-readable notes, e.g. invalid strategy labels treated as Migrate (V2). */
+  /** Human-readable notes, e.g. invalid strategy labels treated as Migrate (vm:V2). */
   warnings: string[];
 }

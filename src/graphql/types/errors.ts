@@ -53,7 +53,7 @@ builder.objectType(PreconditionFailedError, {
   fields: (t) => ({
     reason: t.exposeString('reason'),
     operationId: t.exposeID('operationId', { nullable: true }),
-    blockers: t.field({ type: [BlockerType], description: 'e.g. the non-migratable VMs that block maintenance (N4).', resolve: (e) => e.blockers }),
+    blockers: t.field({ type: [BlockerType], description: 'e.g. the non-migratable VMs that block maintenance (vm:N4).', resolve: (e) => e.blockers }),
   }),
 });
 

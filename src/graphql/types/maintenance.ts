@@ -1,7 +1,6 @@
-import type { ClusterNode } from '../../cluster/types.ts';
 import { ConflictError, InvalidInputError, NotFoundError, PreconditionFailedError, UnavailableError } from '../../domain/errors.ts';
 import { describeReason, nonMigratableReasons } from '../../domain/vm/migratability.ts';
-import { MAINTENANCE_PHASES, type MaintNode, type VmPlanEntry } from '../../domain/vm/types.ts';
+import { MAINTENANCE_PHASES, type VmPlanEntry } from '../../domain/vm/types.ts';
 import { audited } from '../../operations/core/audited.ts';
 import type { DisableResult, MaintenancePlanView } from '../../operations/maintenance/engine.ts';
 import type { MaintenanceState } from '../../store/maintenance-state-store.ts';
@@ -20,7 +19,7 @@ const MaintenanceType = builder.objectRef<MaintenanceState & { nodeId: string }>
   description: 'A node’s VM maintenance: phase, deadline, and the operation driving it.',
   fields: (t) => ({
     phase: t.field({ type: MaintenancePhaseEnum, resolve: (m) => m.phase }),
-    deadline: t.field({ type: 'DateTime', nullable: true, description: 'When DRAINING/EVACUATING turn into ERROR (M5).', resolve: (m) => m.deadline }),
+    deadline: t.field({ type: 'DateTime', nullable: true, description: 'When DRAINING/EVACUATING turn into ERROR (vm:M5).', resolve: (m) => m.deadline }),
     force: t.exposeBoolean('force'),
     reason: t.exposeString('reason', { nullable: true }),
     operation: t.field({ type: OperationType, nullable: true, resolve: (m, _, ctx) => ctx.maintenance.activeOperation(m.nodeId) }),
@@ -44,26 +43,16 @@ builder.objectFields(ClusterNodeType, (t) => ({
   }),
 }));
 
-function maintNodes(nodes: ClusterNode[], ctx: GraphQLContext): MaintNode[] {
-  return nodes.map((n) => ({
-    id: n.id,
-    name: n.name,
-    ready: n.availability === 'ACTIVE',
-    cordoned: n.cordoned,
-    roles: n.roles,
-    labels: n.labels,
-    maintenancePhase: ctx.maintenance.stateOf(n.id)?.phase ?? null,
-  }));
-}
-
 builder.objectFields(VmType, (t) => ({
   nonMigratableReasons: t.stringList({
-    description: 'Why the VM cannot be live-migrated off its node now (N1–N3); empty when it can, or when it is not running.',
-    resolve: async (vm, _, ctx) => (vm.nodeId ? nonMigratableReasons(vm, vm.nodeId, maintNodes(await ctx.loaders.allNodes(), ctx)).map(describeReason) : []),
+    description: 'Why the VM cannot be live-migrated off its node now (vm:N1–N3); empty when it can, or when it is not running.',
+    resolve: async (vm, _, ctx) =>
+      vm.nodeId ? nonMigratableReasons(vm, vm.nodeId, ctx.maintenance.maintNodes(await ctx.loaders.allNodes())).map(describeReason) : [],
   }),
   migratable: t.boolean({
-    description: 'Running and live-migratable off its node (no N1–N3 reason).',
-    resolve: async (vm, _, ctx) => vm.nodeId !== null && nonMigratableReasons(vm, vm.nodeId, maintNodes(await ctx.loaders.allNodes(), ctx)).length === 0,
+    description: 'Running and live-migratable off its node (no vm:N1–N3 reason).',
+    resolve: async (vm, _, ctx) =>
+      vm.nodeId !== null && nonMigratableReasons(vm, vm.nodeId, ctx.maintenance.maintNodes(await ctx.loaders.allNodes())).length === 0,
   }),
 }));
 
@@ -93,10 +82,10 @@ const PlanEntryType = builder.objectRef<VmPlanEntry>('VmMaintenancePlanEntry').i
       description: 'For STOP with a restart: where it is expected to run again.',
       resolve: (e) => (e.action.kind === 'STOP' ? e.action.restartNodeId : null),
     }),
-    tracked: t.boolean({ description: 'Restart tracking is recorded before the stop (T1).', resolve: (e) => e.action.kind === 'STOP' && e.action.track }),
+    tracked: t.boolean({ description: 'Restart tracking is recorded before the stop (vm:T1).', resolve: (e) => e.action.kind === 'STOP' && e.action.track }),
     forced: t.boolean({ resolve: (e) => e.action.kind === 'STOP' && e.action.forced }),
     noActionReason: t.string({ nullable: true, resolve: (e) => (e.action.kind === 'NONE' ? e.action.why : null) }),
-    blocksEnable: t.exposeBoolean('blocksEnable', { description: 'This VM alone makes enable fail without force (N4).' }),
+    blocksEnable: t.exposeBoolean('blocksEnable', { description: 'This VM alone makes enable fail without force (vm:N4).' }),
     nonMigratableReasons: t.stringList({ resolve: (e) => e.nonMigratable.map(describeReason) }),
   }),
 });
@@ -111,7 +100,7 @@ const RefusalType = builder.objectRef<RefusalView>('MaintenanceRefusal').impleme
 });
 
 export const ShardPlanType = builder.objectRef<MaintenancePlanView['shards'][number]>('ShardMaintenancePlanEntry').implement({
-  description: 'What enable would do to one tenant shard attached to the node (storage drain rules D1–D3).',
+  description: 'What enable would do to one tenant shard attached to the node (storage drain rules storage:D1–D3).',
   fields: (t) => ({
     shardId: t.exposeID('workloadId'),
     action: t.string({ description: 'CUT_OVER or SKIP.', resolve: (s) => (s.state === 'SKIPPED' ? 'SKIP' : 'CUT_OVER') }),
@@ -172,7 +161,7 @@ const DisableResultType = builder.objectRef<DisableResult>('DisableMaintenanceRe
     }),
     restartedVmIds: t.exposeIDList('restarted'),
     trackingClearedVmIds: t.exposeIDList('trackingCleared'),
-    failures: t.field({ type: [FailureType], description: 'VMs that could not be restarted (the others were, D2).', resolve: (r) => r.failures }),
+    failures: t.field({ type: [FailureType], description: 'VMs that could not be restarted (the others were, vm:D2).', resolve: (r) => r.failures }),
     warnings: t.exposeStringList('warnings'),
   }),
 });
@@ -193,10 +182,10 @@ const audit = <T>(
 builder.mutationFields((t) => ({
   enableMaintenanceMode: t.field({
     type: OperationType,
-    description: 'Validates, then drains the node of its VMs by their strategies (spec vm-maintenance).',
+    description: 'Validates, then drains the node of its VMs by their strategies (vm:M1–M4).',
     args: {
       nodeId: t.arg.id({ required: true }),
-      force: t.arg.boolean({ required: false, defaultValue: false, description: 'Stop labelled and non-migratable VMs instead of refusing (F1–F3).' }),
+      force: t.arg.boolean({ required: false, defaultValue: false, description: 'Stop labelled and non-migratable VMs instead of refusing (vm:F1–F3).' }),
       reason: t.arg.string({ required: false }),
       deadlineSeconds: t.arg.int({ required: false, description: 'Default 30 min (config operations.maintenanceDeadlineMs).' }),
     },
@@ -216,7 +205,7 @@ builder.mutationFields((t) => ({
   }),
   disableMaintenanceMode: t.field({
     type: DisableResultType,
-    description: 'Uncordons the node, ends its maintenance and restarts the VMs tracked to restart (D1–D3).',
+    description: 'Uncordons the node, ends its maintenance and restarts the VMs tracked to restart (vm:D1–D3).',
     args: { nodeId: t.arg.id({ required: true }), reason: t.arg.string({ required: false }) },
     errors: { types: [NotFoundError, PreconditionFailedError, UnavailableError], directResult: true },
     resolve: (_, args, ctx) =>
@@ -226,7 +215,7 @@ builder.mutationFields((t) => ({
   }),
   clearMaintenanceError: t.field({
     type: ClusterNodeType,
-    description: 'ERROR → not in maintenance: uncordoned, tracking kept (M5).',
+    description: 'ERROR → not in maintenance: uncordoned, tracking kept (vm:M5).',
     args: { nodeId: t.arg.id({ required: true }), reason: t.arg.string({ required: false }) },
     errors: { types: [NotFoundError, PreconditionFailedError, UnavailableError] },
     resolve: (_, args, ctx) =>
@@ -252,7 +241,7 @@ builder.mutationField('setVmMaintenanceStrategy', (t) =>
   t.field({
     type: SetStrategyResult,
     description:
-      'Sets the label harvesterhci.io/maintain-mode-strategy on one VM or on every VM a selector matches (V3). `strategy` is the exact label value — Migrate, ShutdownAndRestartAfterEnable, ShutdownAndRestartAfterDisable or Shutdown — or null to remove it (= Migrate).',
+      'Sets the label harvesterhci.io/maintain-mode-strategy on one VM or on every VM a selector matches (vm:V3). `strategy` is the exact label value — Migrate, ShutdownAndRestartAfterEnable, ShutdownAndRestartAfterDisable or Shutdown — or null to remove it (= Migrate).',
     args: {
       vmId: t.arg.id({ required: false }),
       selector: t.arg({ type: SelectorInput, required: false }),

@@ -6,7 +6,7 @@ import type { GraphQLContext } from '../context.ts';
 import { ClusterNodeType } from './cluster-node.ts';
 import { OperationType, SchedulingPolicyEnum } from './operation.ts';
 
-/** S3/S4: the refusals a start can meet, in the spec's order. */
+/** storage:S3/S4: the refusals a start can meet, in the spec's order. */
 const START_ERRORS = [NotFoundError, ConflictError, OperationLimitReachedError, UnavailableError, PreconditionFailedError];
 const CANCEL_ERRORS = [NotFoundError, PreconditionFailedError];
 

@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics of storage operations (spec storage-drain-fill §7 P2), fed by the
+ * Prometheus metrics of storage operations (storage:P2), fed by the
  * engine through {@link OperationObserver}.
  *
  * Every app gets its own Registry (never prom-client's global one), so several apps can

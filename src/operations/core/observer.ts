@@ -2,7 +2,7 @@ import type { OperationKind, OperationOutcome } from '../../domain/operations.ts
 import type { SchedulingPolicy } from '../../domain/storage/policy.ts';
 
 /**
- * Who watches operations besides subscribers: metrics (P2). Every hook is synchronous
+ * Who watches operations besides subscribers: metrics (storage:P2). Every hook is synchronous
  * and must not throw.
  */
 export interface OperationObserver {

@@ -14,7 +14,7 @@ export interface OperationKindEngine {
   readonly kinds: readonly OperationKind[];
   /** Loads what runs need; false when the backend serves nothing of these kinds (nothing resumes). */
   prepare(): Promise<boolean>;
-  /** Takes up an operation that was running when the process stopped (storage §6, VM M6). */
+  /** Takes up an operation that was running when the process stopped (storage:X1, vm:M6). */
   resume(operation: InterruptedOperation): void;
   /** Stops following the backend; the coordinator halts the runs. */
   stop(): void;

@@ -23,7 +23,7 @@ import { TrackingStore } from './tracking-store.ts';
 
 const MAINTENANCE: readonly ['MAINTENANCE'] = ['MAINTENANCE'];
 
-/** The plan with its shard part: the drain steps (D1–D3; warmth is checked at cut-over time) or why a drain would be refused. */
+/** The plan with its shard part: the drain steps (storage:D1–D3; warmth is checked at cut-over time) or why a drain would be refused. */
 export interface MaintenancePlanView extends MaintenancePlan {
   shards: StepRecord[];
   shardRefusal: Error | null;
@@ -40,9 +40,9 @@ export interface DisableResult {
 }
 
 /**
- * VM maintenance mode (spec vm-maintenance): the plan preview, enable with validation
- * that leaves no trace on refusal (M1), runs that resume after a restart (M6), disable,
- * clearing an error, strategies per VM, and clearing tracking of removed nodes (R1).
+ * VM maintenance mode (vm:M1–M6): the plan preview, enable with validation
+ * that leaves no trace on refusal (vm:M1), runs that resume after a restart (vm:M6), disable,
+ * clearing an error, strategies per VM, and clearing tracking of removed nodes (vm:R1).
  */
 export class MaintenanceEngine implements OperationKindEngine {
   readonly kinds = MAINTENANCE;
@@ -104,6 +104,19 @@ export class MaintenanceEngine implements OperationKindEngine {
     this.unwatch?.();
   }
 
+  /** The cluster's nodes as the maintenance rules see them, with their current phases. */
+  maintNodes(nodes: readonly ClusterNode[]): MaintNode[] {
+    return nodes.map((n) => ({
+      id: n.id,
+      name: n.name,
+      ready: n.availability === 'ACTIVE',
+      cordoned: n.cordoned,
+      roles: n.roles,
+      labels: n.labels,
+      maintenancePhase: this.states.phaseOf(n.id),
+    }));
+  }
+
   stateOf(nodeId: string): MaintenanceState | null {
     return this.states.get(nodeId);
   }
@@ -117,7 +130,7 @@ export class MaintenanceEngine implements OperationKindEngine {
     const { nodes, vms } = await this.view();
     const plan = planMaintenance({ nodeId, force, nodes, vms });
     if (this.deps.backend.capabilities.replicaHealth === false) {
-      plan.warnings.push('LastHealthyReplica (N1) not checked: the backend cannot see volume replicas (e.g. Longhorn is not installed)');
+      plan.warnings.push('LastHealthyReplica (vm:N1) not checked: the backend cannot see volume replicas (e.g. Longhorn is not installed)');
     }
     const shards = plan.refusals.some((r) => r.code === 'NOT_FOUND') ? null : await this.core.planPart('DRAIN', nodeId, this.deps.clock.now());
     return { ...plan, shards: shards?.steps ?? [], shardRefusal: shards?.refusal ?? null };
@@ -175,7 +188,7 @@ export class MaintenanceEngine implements OperationKindEngine {
     });
   }
 
-  /** D1–D3: out of maintenance from any phase; restarts what was tracked to restart on disable. */
+  /** vm:D1–D3: out of maintenance from any phase; restarts what was tracked to restart on disable. */
   async disable(nodeId: string, meta: RequestMeta): Promise<DisableResult> {
     return this.core.exclusive(async () => {
       const node = await this.requireNode(nodeId);
@@ -187,7 +200,7 @@ export class MaintenanceEngine implements OperationKindEngine {
         await this.core.journal.flush();
         await this.endOperation(run, 'CANCELLED', 'DISABLED');
       }
-      // An unreachable node cannot be uncordoned now; that must not keep its VMs off (T4).
+      // An unreachable node cannot be uncordoned now; that must not keep its VMs off (vm:T4).
       const uncordonWarning = await this.deps.backend.uncordonNode(nodeId).then(
         () => null,
         (e: unknown) => {
@@ -209,7 +222,7 @@ export class MaintenanceEngine implements OperationKindEngine {
     });
   }
 
-  /** M5: ERROR → not in maintenance; the node is uncordoned and tracking kept, so nothing is lost. */
+  /** vm:M5: ERROR → not in maintenance; the node is uncordoned and tracking kept, so nothing is lost. */
   async clearError(nodeId: string, meta: RequestMeta): Promise<ClusterNode> {
     return this.core.exclusive(async () => {
       await this.requireNode(nodeId);
@@ -223,7 +236,7 @@ export class MaintenanceEngine implements OperationKindEngine {
     });
   }
 
-  /** V1, V3: sets (or with null removes) the strategy label on one VM or on every VM a selector matches. */
+  /** vm:V1, vm:V3: sets (or with null removes) the strategy label on one VM or on every VM a selector matches. */
   async setStrategy(target: { vmId?: string; selector?: VmSelector }, value: string | null): Promise<ClusterVm[]> {
     const strategy = parseStrategyInput(value);
     const { backend } = this.deps;
@@ -250,15 +263,7 @@ export class MaintenanceEngine implements OperationKindEngine {
   private async view(): Promise<{ nodes: MaintNode[]; vms: ClusterVm[] }> {
     const [clusterNodes, vms] = await Promise.all([this.deps.backend.listNodes(), this.deps.backend.listVms()]);
     for (const n of clusterNodes) this.nodeNames.set(n.id, n.name);
-    const nodes = clusterNodes.map((n) => ({
-      id: n.id,
-      name: n.name,
-      ready: n.availability === 'ACTIVE',
-      cordoned: n.cordoned,
-      roles: n.roles,
-      labels: n.labels,
-      maintenancePhase: this.states.phaseOf(n.id),
-    }));
+    const nodes = this.maintNodes(clusterNodes);
     return { nodes, vms };
   }
 
@@ -328,7 +333,7 @@ export class MaintenanceEngine implements OperationKindEngine {
     return this.core.close(run, outcome, error, { keepWaitingOn: outcome === 'FAILED' });
   }
 
-  /** D1, T2, T4, T5, D2: restart tracked VMs; one failure does not stop the others. */
+  /** vm:D1, vm:T2, vm:T4, vm:T5, vm:D2: restart tracked VMs; one failure does not stop the others. */
   private async restartOnDisable(node: ClusterNode): Promise<Omit<DisableResult, 'node' | 'fillOperationId'>> {
     const { backend, clock, log } = this.deps;
     const { nodes, vms } = await this.view();
@@ -381,7 +386,7 @@ export class MaintenanceEngine implements OperationKindEngine {
     for (const run of this.core.live.all(MAINTENANCE)) run.nudge();
   }
 
-  /** R1: tracking that points at a removed node is cleared (no restart, run strategy unchanged). */
+  /** vm:R1: tracking that points at a removed node is cleared (no restart, run strategy unchanged). */
   private async forgetNode(nodeId: string): Promise<void> {
     const name = this.nodeNames.get(nodeId) ?? nodeId;
     const vms = await this.deps.backend.listVms();

@@ -1,4 +1,5 @@
 import { isBackendError } from '../../cluster/errors.ts';
+import { retry } from '../../cluster/retry.ts';
 import type { ClusterBackend } from '../../cluster/backend.ts';
 import type { ClusterVm, RunStrategy } from '../../cluster/types.ts';
 import {
@@ -49,8 +50,8 @@ const isRunning = (vm: ClusterVm) => vm.status !== 'Stopped';
  * One node's maintenance after validation: DRAINING (record tracking and stop the
  * shutdown-class VMs in namespace/name order, cordon, start the migrations within the
  * limits), EVACUATING (wait until no running VM is left, saying on what), then restart
- * the RestartAfterEnable VMs elsewhere and COMPLETED (spec M2–M4). A deadline moves it to
- * ERROR with every VM still on the node and its blocker (M5).
+ * the RestartAfterEnable VMs elsewhere and COMPLETED (vm:M2–M4). A deadline moves it to
+ * ERROR with every VM still on the node and its blocker (vm:M5).
  */
 export class MaintenanceRun extends StepRun<MaintenanceRun> {
   private readonly steps: StepRecord[];
@@ -61,13 +62,13 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
   /** Set while a backend call waits to be retried (shown in waitingOn). */
   private retryNote: string | null = null;
   /**
-   * Every action has been issued: stops sent, node cordoned, migrations queued (M2 → M3).
+   * Every action has been issued: stops sent, node cordoned, migrations queued (vm:M2 → vm:M3).
    * A queued migration counts as issued even while it waits for a slot, as a KubeVirt
    * migration object waits in its Pending phase.
    */
   private issuedAll: boolean;
   private blockers = new Map<string, string>();
-  /** STOP_AND_RESTART VMs that are stopped and wait for the node to empty (M4). */
+  /** STOP_AND_RESTART VMs that are stopped and wait for the node to empty (vm:M4). */
   private readonly stoppedForRestart = new Set<string>();
 
   constructor(
@@ -116,12 +117,12 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
         );
       }
       if (this.phase === 'DRAINING') {
-        // M2 (a): stops first, in namespace/name order; tracking is recorded before each stop.
+        // vm:M2 (a): stops first, in namespace/name order; tracking is recorded before each stop.
         for (const step of this.steps) if (step.state === 'PLANNED' && step.action !== VM_STEP.MIGRATE) this.launch(step, () => this.stopOne(step));
-        // M2 (b): cordon, so nothing new lands here and restarts go elsewhere.
+        // vm:M2 (b): cordon, so nothing new lands here and restarts go elsewhere.
         await this.retrying('cordon', () => host.backend.cordonNode(this.nodeId));
         if (this.halted) return;
-        // M2 (c): live-migrate the rest, within the cluster and per-node limits.
+        // vm:M2 (c): live-migrate the rest, within the cluster and per-node limits.
         for (const step of this.steps) if (step.state === 'PLANNED' && step.action === VM_STEP.MIGRATE) this.launch(step, () => this.migrateOne(step));
         this.issuedAll = true;
       } else {
@@ -186,7 +187,7 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
     await this.host.setPhase(this, phase);
   }
 
-  /** A STOP_AND_RESTART VM that is stopped and waits for the node to empty (M4). */
+  /** A STOP_AND_RESTART VM that is stopped and waits for the node to empty (vm:M4). */
   private awaitingRestart(step: StepRecord): boolean {
     return step.state === 'MOVING' && this.stoppedForRestart.has(step.workloadId);
   }
@@ -198,7 +199,7 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
     this.startStep(step);
     const restartsLater = step.reason === 'AFTER_ENABLE' || step.reason === 'AFTER_DISABLE';
     if (vm.runStrategy !== 'Halted' && restartsLater) {
-      // T1: record before stopping; the strategy in force now decides the restart (T3).
+      // vm:T1: record before stopping; the strategy in force now decides the restart (vm:T3).
       const record = { nodeName: this.host.nodeName(this.nodeId), strategy: strategyOf(step), savedRunStrategy: vm.runStrategy };
       await this.retrying(`record tracking of ${vm.id}`, () => tracking.record(vm.id, record, clock.now()));
     }
@@ -255,7 +256,7 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
     }
   }
 
-  /** M4: the node is empty; RestartAfterEnable VMs start again, elsewhere (the node is cordoned). */
+  /** vm:M4: the node is empty; RestartAfterEnable VMs start again, elsewhere (the node is cordoned). */
   private async restartAfterEnable(): Promise<void> {
     const { backend, tracking, log } = this.host;
     const waiting = this.steps.filter((s) => this.awaitingRestart(s));
@@ -273,7 +274,7 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
             return this.finishStep(step, 'FAILED', 'RESTART_FAILED', e instanceof Error ? e.message : String(e));
           }
         }
-        // T2: tracking goes once the VM runs again (or was started by hand meanwhile).
+        // vm:T2: tracking goes once the VM runs again (or was started by hand meanwhile).
         await this.retrying(`clear tracking of ${vm.id}`, () => tracking.clear(vm.id));
         this.finishStep(step, 'MOVED', step.reason, null);
       }),
@@ -297,19 +298,25 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
   /** Transient backend errors are retried until the deadline; anything else is thrown. */
   private async retrying<T>(what: string, action: () => Promise<T>): Promise<T> {
     const { clock, settings, log } = this.host;
-    for (;;) {
-      try {
-        return await action();
-      } catch (e) {
-        if (!isBackendError(e) || !e.retryable || clock.now() >= this.deadlineAt || this.halted) throw e;
-        log.warn({ node: this.nodeId, err: e }, `${what} failed, retrying: ${e.message}`);
-        // Say so in the progress: the operation is paused on the backend, not stuck.
-        this.retryNote = `${what} failed (${e.message}); retrying every ${every(settings.migrationRetryDelayMs)}`;
-        this.nudge();
-        await clock.sleep(Math.max(1, settings.migrationRetryDelayMs));
-        this.retryNote = null;
-      }
-    }
+    return retry(
+      async (attempt) => {
+        if (attempt > 1) this.retryNote = null;
+        return action();
+      },
+      {
+        clock,
+        maxAttempts: Infinity,
+        delayMs: () => Math.max(1, settings.migrationRetryDelayMs),
+        retryable: (e) => isBackendError(e) && e.retryable && clock.now() < this.deadlineAt && !this.halted,
+        onRetry: (e) => {
+          const message = e instanceof Error ? e.message : String(e);
+          log.warn({ node: this.nodeId, err: e }, `${what} failed, retrying: ${message}`);
+          // Say so in the progress: the operation is paused on the backend, not stuck.
+          this.retryNote = `${what} failed (${message}); retrying every ${every(settings.migrationRetryDelayMs)}`;
+          this.nudge();
+        },
+      },
+    );
   }
 
   private describe(vm: ClusterVm): string {
@@ -370,7 +377,7 @@ function addCounts(a: OperationCounts, b: OperationCounts): OperationCounts {
   };
 }
 
-/** The strategy a STOP step carries out, as recorded in tracking (T1). */
+/** The strategy a STOP step carries out, as recorded in tracking (vm:T1). */
 function strategyOf(step: StepRecord): string {
   if (step.reason === 'AFTER_ENABLE') return 'ShutdownAndRestartAfterEnable';
   if (step.reason === 'AFTER_DISABLE') return 'ShutdownAndRestartAfterDisable';

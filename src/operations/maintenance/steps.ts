@@ -4,7 +4,7 @@ import type { MaintenancePlan, VmPlanEntry } from '../../domain/vm/types.ts';
 /** Step actions of a maintenance: what each VM on the node is put through. */
 export const VM_STEP = { MIGRATE: 'MIGRATE', STOP: 'STOP', STOP_AND_RESTART: 'STOP_AND_RESTART' } as const;
 
-/** The plan's actions as persisted steps, in namespace/name order (M2). */
+/** The plan's actions as persisted steps, in namespace/name order (vm:M2). */
 export function stepsOf(plan: MaintenancePlan): StepRecord[] {
   const steps: StepRecord[] = [];
   for (const entry of plan.vms) {

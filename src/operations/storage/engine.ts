@@ -31,8 +31,8 @@ const END_EVENT: Record<StorageKind, Record<OperationOutcome, PolicyEvent['type'
 };
 
 /**
- * Storage drains and fills: admission (S3, S4), the persisted plan, runs, cancellation
- * (S5), re-attach handling (§2), configureNode, and resumption on start (§6). A drain
+ * Storage drains and fills: admission (storage:S3, storage:S4), the persisted plan, runs, cancellation
+ * (storage:S5), re-attach handling (storage:X2), configureNode, and resumption on start (storage:X1). A drain
  * also runs as a part of another operation (a hyperconverged node's maintenance).
  */
 export class StorageEngine implements OperationKindEngine {
@@ -145,7 +145,7 @@ export class StorageEngine implements OperationKindEngine {
 
   /**
    * The shard part of another operation (VM maintenance of a hyperconverged node): the
-   * same admission (S3, except that the caller holds the operation), plan (D1–D3) and
+   * same admission (storage:S3, except that the caller holds the operation), plan (storage:D1–D3) and
    * policy transitions as a drain, run inside the owner's operation record.
    */
   private async planShardDrain(nodeId: string, now: number): Promise<PartPlan | null> {
@@ -305,7 +305,7 @@ export class StorageEngine implements OperationKindEngine {
     });
   }
 
-  /** D7 / §6: the policy transition that ends a run, unless the node's state changed under it. */
+  /** storage:D7 / storage:X2: the policy transition that ends a run, unless the node's state changed under it. */
   private endTransition(run: StorageRun, outcome: OperationOutcome, failure: string | null, at: number): PolicyTransition | null {
     if (failure === 'NODE_STATE_CHANGED' || this.policies.get(run.nodeId) !== POLICY_OF_KIND[run.kind]) return null;
     return this.policies.prepare(run.nodeId, { type: END_EVENT[run.kind][outcome] } as PolicyEvent, run.snapshot.id, at);

@@ -4,7 +4,7 @@ import { planDrain } from '../../domain/storage/drain-plan.ts';
 import { planFill } from '../../domain/storage/fill-plan.ts';
 import type { PlanNode } from '../../domain/storage/shards.ts';
 
-/** D1–D3 for a drain (warmth is checked per move), F1–F3 for a fill: the steps, computed once and persisted. */
+/** storage:D1–D3 for a drain (warmth is checked per move), storage:F1–F3 for a fill: the steps, computed once and persisted. */
 export async function planSteps(backend: ClusterBackend, kind: StorageKind, nodeId: string, nodes: PlanNode[], now: number): Promise<StepRecord[]> {
   const base = { workloadKind: 'shard' as const, action: 'CUT_OVER', error: null, startedAt: null };
   if (kind === 'DRAIN') {

@@ -1,7 +1,7 @@
 import { ConflictError, NotFoundError, OperationLimitReachedError, PreconditionFailedError, UnavailableError } from '../../domain/errors.ts';
 import type { AdmissionRefusal } from '../../domain/storage/admission.ts';
 
-/** An admission refusal (S3, S4) as the typed error callers act on. */
+/** An admission refusal (storage:S3, storage:S4) as the typed error callers act on. */
 export function refusalError(refusal: AdmissionRefusal, nodeId: string, runningOperationId: string | null): Error {
   switch (refusal.error) {
     case 'NotFound':

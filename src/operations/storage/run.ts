@@ -22,8 +22,8 @@ const WAITING_ON_SAMPLE = 20;
 
 /**
  * One drain or fill, from its persisted plan to its end. Moves run in a bounded pool
- * (D6): the next starts as soon as one finishes. Before each start the run checks for a
- * cancel (S5) and that the node still has the operation's policy (D7, F4).
+ * (storage:D6): the next starts as soon as one finishes. Before each start the run checks for a
+ * cancel (storage:S5) and that the node still has the operation's policy (storage:D7, storage:F4).
  */
 export class StorageRun extends StepRun<StorageRun> {
   private readonly steps: Map<string, StepRecord>;
@@ -72,7 +72,7 @@ export class StorageRun extends StepRun<StorageRun> {
           continue;
         }
         if (this.queue.length && this.inFlight.size === 0) {
-          // Everything left touches an OFFLINE node: wait for it, up to the deadline (§6).
+          // Everything left touches an OFFLINE node: wait for it, up to the deadline (storage:X4).
           const offline = this.offlineNodesOf(this.queue[0]!)[0] ?? this.nodeId;
           this.blockedSince ??= clock.now();
           const waited = clock.now() - this.blockedSince;
@@ -96,7 +96,7 @@ export class StorageRun extends StepRun<StorageRun> {
     }
     while (this.inFlight.size) {
       if (this.halted) return;
-      // S5: moves in flight finish; nothing new starts.
+      // storage:S5: moves in flight finish; nothing new starts.
       this.showMovesInFlight();
       await this.nextWakeUp();
     }
@@ -167,7 +167,7 @@ export class StorageRun extends StepRun<StorageRun> {
     else this.skip(step, 'NOT_ATTACHED_HERE', `attached to node ${shard.attachedNodeId} by someone else`);
   }
 
-  /** D4 (warmth), then the role swap (D5). A failure is recorded and not retried (D6). */
+  /** storage:D4 (warmth), then the role swap (storage:D5). A failure is recorded and not retried (storage:D6). */
   private async cutOver(step: StepRecord, shard: ClusterShard, fromNodeId: string, toNodeId: string): Promise<void> {
     const { backend, settings, observer } = this.host;
     const status = await backend.getSecondaryStatus(shard.id, toNodeId).catch(() => null);

@@ -24,7 +24,7 @@ export function vm(namespace: string, name: string, nodeId: string | null, extra
   };
 }
 
-/** A volume whose only healthy replica is on `nodeId` (N1). */
+/** A volume whose only healthy replica is on `nodeId` (vm:N1). */
 export const lastReplicaOn = (nodeId: string, name = 'disk0'): MaintVm['volumes'][number] => ({
   name,
   replicas: [

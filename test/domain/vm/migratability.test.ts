@@ -4,17 +4,17 @@ import { lastReplicaOn, node, vm } from './fixtures.ts';
 
 const nodes = [node('1'), node('2', { labels: { zone: 'b' } })];
 
-describe('non-migratable detection N1–N3', () => {
+describe('non-migratable detection vm:N1–N3', () => {
   it('a plain VM is migratable', () => {
     expect(nonMigratableReasons(vm('a', 'a', '1'), '1', nodes)).toEqual([]);
   });
 
-  it('N1: the only healthy replica of a volume is on this node', () => {
+  it('vm:N1: the only healthy replica of a volume is on this node', () => {
     const v = vm('a', 'a', '1', { volumes: [lastReplicaOn('1', 'root')] });
     expect(nonMigratableReasons(v, '1', nodes)).toEqual([{ code: 'LastHealthyReplica', volume: 'root' }]);
   });
 
-  it('N1: not when another healthy replica exists, or the single one is elsewhere', () => {
+  it('vm:N1: not when another healthy replica exists, or the single one is elsewhere', () => {
     const two = {
       name: 'd',
       replicas: [
@@ -26,12 +26,12 @@ describe('non-migratable detection N1–N3', () => {
     expect(nonMigratableReasons(vm('a', 'a', '1', { volumes: [lastReplicaOn('2')] }), '1', nodes)).toEqual([]);
   });
 
-  it('N2: the backend verdict, with its reason', () => {
+  it('vm:N2: the backend verdict, with its reason', () => {
     const v = vm('a', 'a', '1', { liveMigratable: false, liveMigratableReason: 'HostDeviceNotLiveMigratable' });
     expect(nonMigratableReasons(v, '1', nodes)).toEqual([{ code: 'NotLiveMigratable', backendReason: 'HostDeviceNotLiveMigratable' }]);
   });
 
-  it('N3: no other ready, uncordoned, out-of-maintenance node matches', () => {
+  it('vm:N3: no other ready, uncordoned, out-of-maintenance node matches', () => {
     const v = vm('a', 'a', '1', { nodeSelector: { zone: 'b' } });
     expect(nonMigratableReasons(v, '1', nodes)).toEqual([]);
     for (const bad of [{ ready: false }, { cordoned: true }, { maintenancePhase: 'DRAINING' as const }]) {

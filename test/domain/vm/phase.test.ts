@@ -6,7 +6,7 @@ import { MAINTENANCE_PHASES } from '../../../src/domain/vm/types.ts';
 
 const STATES: PhaseState[] = [null, ...MAINTENANCE_PHASES];
 
-describe('maintenance phase machine (§2)', () => {
+describe('maintenance phase machine (vm:M1–M6)', () => {
   it('walks the happy path VALIDATING → DRAINING → EVACUATING → COMPLETED', () => {
     let p: PhaseState = null;
     const seen: PhaseState[] = [];
@@ -24,21 +24,21 @@ describe('maintenance phase machine (§2)', () => {
     for (const p of MAINTENANCE_PHASES) expect(nextPhase(p, 'disabled')).toBeNull();
   });
 
-  it('D3: disable of a node not in maintenance is a typed Conflict', () => {
+  it('vm:D3: disable of a node not in maintenance is a typed Conflict', () => {
     expect(() => nextPhase(null, 'disabled')).toThrow(ConflictError);
     expect(() => nextPhase(null, 'disabled')).toThrow(/not in maintenance/);
   });
 
-  it('M5: clearing an error is allowed only from ERROR', () => {
+  it('vm:M5: clearing an error is allowed only from ERROR', () => {
     expect(nextPhase('ERROR', 'errorCleared')).toBeNull();
     for (const p of [null, 'VALIDATING', 'DRAINING', 'EVACUATING', 'COMPLETED'] as const) expect(canTransition(p, 'errorCleared')).toBe(false);
   });
 
-  it('P2: enable only from not-in-maintenance', () => {
+  it('vm:P2: enable only from not-in-maintenance', () => {
     for (const p of MAINTENANCE_PHASES) expect(() => nextPhase(p, 'enableRequested')).toThrow(PhaseTransitionError);
   });
 
-  it('M1: a refused validation leaves no trace (VALIDATING → null), only from VALIDATING', () => {
+  it('vm:M1: a refused validation leaves no trace (VALIDATING → null), only from VALIDATING', () => {
     expect(nextPhase('VALIDATING', 'rejected')).toBeNull();
     expect(canTransition('DRAINING', 'rejected')).toBe(false);
   });

@@ -9,7 +9,7 @@ const entry = (p: { vms: VmPlanEntry[] }, id: string) => p.vms.find((e) => e.vmI
 const labelled = (label: string, extra: Partial<MaintVm> = {}) => ({ maintenanceStrategyLabel: label, ...extra });
 const stuck = { liveMigratable: false, liveMigratableReason: 'HostDeviceNotLiveMigratable' };
 
-describe('M1: planning has no side effects', () => {
+describe('vm:M1: planning has no side effects', () => {
   it('leaves deep-frozen inputs unchanged and returns the same plan twice', () => {
     const vms = [
       vm('a', 'mig', '1'),
@@ -31,7 +31,7 @@ describe('M1: planning has no side effects', () => {
   });
 });
 
-describe('M2: coverage and order', () => {
+describe('vm:M2: coverage and order', () => {
   it('covers the node’s VMs and the stopped VMs tracked to it, in namespace/name order (natural)', () => {
     const vms = [
       vm('b', 'x', '1'),
@@ -62,7 +62,7 @@ describe('M2: coverage and order', () => {
   });
 });
 
-describe('actions per strategy (§1, M2)', () => {
+describe('actions per strategy (vm:V1, vm:M2)', () => {
   const p = plan([
     vm('a', '1-mig', '1'),
     vm('a', '2-ae', '1', labelled('ShutdownAndRestartAfterEnable')),
@@ -88,7 +88,7 @@ describe('actions per strategy (§1, M2)', () => {
   });
 });
 
-describe('V2: an invalid label on a VM', () => {
+describe('vm:V2: an invalid label on a VM', () => {
   it('is treated as Migrate with a warning, and does not refuse the request', () => {
     const p = plan([vm('a', 'odd', '1', labelled('migrate'))]);
     expect(entry(p, 'a/odd')).toMatchObject({ strategy: 'Migrate', labelValid: false, labelled: true, action: { kind: 'MIGRATE' } });
@@ -130,7 +130,7 @@ describe('target prediction', () => {
   });
 });
 
-describe('N4: non-migratable Migrate VMs block the request without force', () => {
+describe('vm:N4: non-migratable Migrate VMs block the request without force', () => {
   const vms = [
     vm('a', 'dev', '1', stuck),
     vm('a', 'replica', '1', { volumes: [lastReplicaOn('1', 'root'), lastReplicaOn('1', 'data')] }),
@@ -181,7 +181,7 @@ describe('N4: non-migratable Migrate VMs block the request without force', () =>
   });
 });
 
-describe('force (F1, F2)', () => {
+describe('force (vm:F1, vm:F2)', () => {
   const vms = [
     vm('a', 'ad', '1', labelled('ShutdownAndRestartAfterDisable')),
     vm('a', 'ae', '1', labelled('ShutdownAndRestartAfterEnable')),
@@ -193,18 +193,18 @@ describe('force (F1, F2)', () => {
   ];
   const p = plan(vms, true);
 
-  it('F1: every labelled VM stops and stays off, untracked, whatever the value', () => {
+  it('vm:F1: every labelled VM stops and stays off, untracked, whatever the value', () => {
     for (const id of ['a/ad', 'a/ae', 'a/mig', 'a/odd', 'a/sd']) {
       expect(entry(p, id).action).toEqual({ kind: 'STOP', restart: 'NEVER', track: false, restartNodeId: null, forced: true });
     }
   });
 
-  it('F2: unlabelled VMs migrate when they can, otherwise stop for good', () => {
+  it('vm:F2: unlabelled VMs migrate when they can, otherwise stop for good', () => {
     expect(entry(p, 'b/plain').action).toEqual({ kind: 'MIGRATE', targetNodeId: '2' });
     expect(entry(p, 'b/stuck').action).toEqual({ kind: 'STOP', restart: 'NEVER', track: false, restartNodeId: null, forced: true });
   });
 
-  it('force removes the N4 refusal and nothing blocks', () => {
+  it('force removes the vm:N4 refusal and nothing blocks', () => {
     expect(p.refusals).toEqual([]);
     expect(p.vms.every((e) => !e.blocksEnable)).toBe(true);
   });
@@ -235,7 +235,7 @@ describe('acceptance scenario 4 as a plan', () => {
   });
 });
 
-describe('P1 in the plan', () => {
+describe('vm:P1 in the plan', () => {
   it('an unknown node yields the refusal and no VMs', () => {
     const p = planMaintenance({ nodeId: 'nope', force: false, nodes, vms: [vm('a', 'a', 'nope')] });
     expect(p).toEqual({ nodeId: 'nope', force: false, refusals: [expect.objectContaining({ code: 'NOT_FOUND' })], vms: [], warnings: [] });

@@ -7,20 +7,20 @@ import { node, vm } from './fixtures.ts';
 
 const codes = (r: PrecheckRefusal[]) => r.map((x) => x.code);
 
-describe('pre-checks P1–P4', () => {
+describe('pre-checks vm:P1–P4', () => {
   it('accepts a ready worker node with another schedulable node', () => {
     expect(precheckMaintenance('1', [node('1'), node('2')])).toEqual([]);
   });
 
-  it('P1: unknown node → NOT_FOUND only', () => {
+  it('vm:P1: unknown node → NOT_FOUND only', () => {
     expect(codes(precheckMaintenance('9', [node('1'), node('2')]))).toEqual(['NOT_FOUND']);
   });
 
-  it('P1: node not ready → UNAVAILABLE', () => {
+  it('vm:P1: node not ready → UNAVAILABLE', () => {
     expect(codes(precheckMaintenance('1', [node('1', { ready: false }), node('2')]))).toEqual(['UNAVAILABLE']);
   });
 
-  it.each(['VALIDATING', 'DRAINING', 'EVACUATING', 'COMPLETED', 'ERROR'] as const)('P2: already in maintenance (%s) → ALREADY_IN_MAINTENANCE', (phase) => {
+  it.each(['VALIDATING', 'DRAINING', 'EVACUATING', 'COMPLETED', 'ERROR'] as const)('vm:P2: already in maintenance (%s) → ALREADY_IN_MAINTENANCE', (phase) => {
     const refusals = precheckMaintenance('1', [node('1', { maintenancePhase: phase }), node('2')]);
     expect(refusals).toEqual([expect.objectContaining({ code: 'ALREADY_IN_MAINTENANCE', phase })]);
   });
@@ -30,33 +30,33 @@ describe('pre-checks P1–P4', () => {
     ['others cordoned', [node('1'), node('2', { cordoned: true })]],
     ['others not ready', [node('1'), node('2', { ready: false })]],
     ['others in maintenance', [node('1'), node('2', { maintenancePhase: 'COMPLETED', cordoned: true }), node('3', { maintenancePhase: 'VALIDATING' })]],
-  ])('P3: last available node (%s) → LAST_AVAILABLE_NODE', (_, nodes) => {
+  ])('vm:P3: last available node (%s) → LAST_AVAILABLE_NODE', (_, nodes) => {
     expect(codes(precheckMaintenance('1', nodes))).toEqual(['LAST_AVAILABLE_NODE']);
   });
 
-  it.each(['control-plane', 'etcd', 'witness'])('P4: the only control-plane node (role %s) is refused', (role) => {
+  it.each(['control-plane', 'etcd', 'witness'])('vm:P4: the only control-plane node (role %s) is refused', (role) => {
     const refusals = precheckMaintenance('1', [node('1', { roles: [role] }), node('2')]);
     expect(codes(refusals)).toEqual(['CONTROL_PLANE_QUORUM']);
   });
 
-  it('P4: control-plane, etcd and witness roles count together', () => {
+  it('vm:P4: control-plane, etcd and witness roles count together', () => {
     expect(precheckMaintenance('1', [node('1', { roles: ['control-plane'] }), node('2', { roles: ['witness'] })])).toEqual([]);
     expect(precheckMaintenance('1', [node('1', { roles: ['etcd'] }), node('2', { roles: ['control-plane'] })])).toEqual([]);
   });
 
-  it('P4: with several control-plane nodes, refuse while another is in maintenance', () => {
+  it('vm:P4: with several control-plane nodes, refuse while another is in maintenance', () => {
     const nodes = [node('1', { roles: ['control-plane'] }), node('2', { roles: ['etcd'], maintenancePhase: 'DRAINING' }), node('3')];
     expect(codes(precheckMaintenance('1', nodes))).toEqual(['CONTROL_PLANE_QUORUM']);
     // A worker is not concerned.
     expect(precheckMaintenance('3', [...nodes, node('4')])).toEqual([]);
   });
 
-  it('refusals come in order P1, P2, P3, P4', () => {
+  it('refusals come in order vm:P1, vm:P2, vm:P3, vm:P4', () => {
     const refusals = precheckMaintenance('1', [node('1', { ready: false, roles: ['control-plane'], maintenancePhase: 'ERROR' })]);
     expect(codes(refusals)).toEqual(['UNAVAILABLE', 'ALREADY_IN_MAINTENANCE', 'LAST_AVAILABLE_NODE', 'CONTROL_PLANE_QUORUM']);
   });
 
-  it('F3: force does not bypass the pre-checks', () => {
+  it('vm:F3: force does not bypass the pre-checks', () => {
     const nodes = [node('1', { roles: ['control-plane'] })];
     const forced = planMaintenance({ nodeId: '1', force: true, nodes, vms: [vm('a', 'a', '1')] });
     expect(codes(forced.refusals)).toEqual(['LAST_AVAILABLE_NODE', 'CONTROL_PLANE_QUORUM']);
@@ -64,7 +64,7 @@ describe('pre-checks P1–P4', () => {
   });
 });
 
-describe('P5: every refusal becomes a typed error with a human message', () => {
+describe('vm:P5: every refusal becomes a typed error with a human message', () => {
   const cases: [PrecheckRefusal, new (...args: never[]) => Error, string][] = [
     [{ code: 'NOT_FOUND', message: 'node 1 not found' }, NotFoundError, 'NOT_FOUND'],
     [{ code: 'UNAVAILABLE', message: 'node 1 is not ready' }, UnavailableError, 'UNAVAILABLE'],

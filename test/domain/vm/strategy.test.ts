@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../../src/domain/errors.ts';
 import { effectiveStrategy, isEmptySelector, matchesSelector, parseStrategyInput } from '../../../src/domain/vm/strategy.ts';
 
-describe('V1: setting a strategy', () => {
+describe('vm:V1: setting a strategy', () => {
   it.each(['Migrate', 'ShutdownAndRestartAfterEnable', 'ShutdownAndRestartAfterDisable', 'Shutdown'] as const)('accepts %s', (value) => {
     expect(parseStrategyInput(value)).toBe(value);
   });
@@ -28,13 +28,13 @@ describe('V1: setting a strategy', () => {
   });
 });
 
-describe('V2: an invalid label already on a VM', () => {
+describe('vm:V2: an invalid label already on a VM', () => {
   it('means Migrate, flagged invalid, still counted as labelled', () => {
     expect(effectiveStrategy('migrate')).toEqual({ strategy: 'Migrate', labelValid: false, labelled: true });
   });
 });
 
-describe('V3: bulk-labelling selector', () => {
+describe('vm:V3: bulk-labelling selector', () => {
   const a = { namespace: 'prod', labels: { app: 'db', tier: 'back' } };
   const b = { namespace: 'dev', labels: { app: 'db' } };
   const c = { namespace: 'prod', labels: { app: 'web' } };

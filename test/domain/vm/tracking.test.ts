@@ -20,7 +20,7 @@ const track = (strategy: string, nodeName = 'node-1', savedRunStrategy: VmTracki
 const halted = (name: string, tracking: VmTracking | null, extra: Partial<MaintVm> = {}) =>
   vm('a', name, null, { runStrategy: 'Halted', status: 'Stopped', tracking, ...extra });
 
-describe('T1: what is recorded before the stop', () => {
+describe('vm:T1: what is recorded before the stop', () => {
   it('records node name, strategy and previous run strategy for the two restart strategies', () => {
     const v = vm('a', 'x', '1', { runStrategy: 'Manual' });
     expect(trackingToRecord(v, 'ShutdownAndRestartAfterDisable', node('1'))).toEqual(track('ShutdownAndRestartAfterDisable', 'node-1', 'Manual'));
@@ -33,7 +33,7 @@ describe('T1: what is recorded before the stop', () => {
   });
 });
 
-describe('T2: restart restores the saved run strategy', () => {
+describe('vm:T2: restart restores the saved run strategy', () => {
   it('restores what was saved', () => {
     expect(restartRunStrategy(track('ShutdownAndRestartAfterDisable', 'n', 'Manual'))).toBe('Manual');
     expect(restartRunStrategy(track('ShutdownAndRestartAfterDisable', 'n', 'Always'))).toBe('Always');
@@ -51,7 +51,7 @@ describe('T2: restart restores the saved run strategy', () => {
   });
 });
 
-describe('T3: the recorded strategy decides, not the current label', () => {
+describe('vm:T3: the recorded strategy decides, not the current label', () => {
   it('restarts a tracked VM whose label was removed or changed since the stop', () => {
     expect(shouldRestart(halted('x', track('ShutdownAndRestartAfterDisable'), { maintenanceStrategyLabel: null }))).toBe(true);
     expect(shouldRestart(halted('x', track('ShutdownAndRestartAfterEnable'), { maintenanceStrategyLabel: 'Shutdown' }))).toBe(true);
@@ -67,7 +67,7 @@ describe('T3: the recorded strategy decides, not the current label', () => {
   });
 });
 
-describe('T4: placement of a restart after disable', () => {
+describe('vm:T4: placement of a restart after disable', () => {
   const v = { ...halted('x', track('ShutdownAndRestartAfterDisable')), tracking: track('ShutdownAndRestartAfterDisable') };
 
   it('goes back to the recorded node when it can take the VM, even if busier', () => {
@@ -99,7 +99,7 @@ describe('T4: placement of a restart after disable', () => {
   });
 });
 
-describe('T5 / D1: what a disable restarts', () => {
+describe('vm:T5 / vm:D1: what a disable restarts', () => {
   const vms = [
     halted('z-ad', track('ShutdownAndRestartAfterDisable')),
     halted('b-ae', track('ShutdownAndRestartAfterEnable')),
@@ -112,11 +112,11 @@ describe('T5 / D1: what a disable restarts', () => {
     expect(restartsOnDisable(vms, 'node-1').map((v) => v.id)).toEqual(['a/b-ae', 'a/z-ad']);
   });
 
-  it('restartsAfterEnable (M4) returns only the after-enable ones', () => {
+  it('restartsAfterEnable (vm:M4) returns only the after-enable ones', () => {
     expect(restartsAfterEnable(vms, 'node-1').map((v) => v.id)).toEqual(['a/b-ae']);
   });
 
-  it('D1 composed: disable from DRAINING restarts both, each with its saved run strategy', () => {
+  it('vm:D1 composed: disable from DRAINING restarts both, each with its saved run strategy', () => {
     expect(nextPhase('DRAINING', 'disabled')).toBeNull();
     const restarts = restartsOnDisable(vms, 'node-1').filter(shouldRestart);
     expect(restarts.map((v) => [v.id, restartRunStrategy(v.tracking)])).toEqual([
@@ -126,7 +126,7 @@ describe('T5 / D1: what a disable restarts', () => {
   });
 });
 
-describe('R1: node removal clears tracking that points at it', () => {
+describe('vm:R1: node removal clears tracking that points at it', () => {
   it('selects exactly the VMs tracked to the removed node, whatever their strategy or state', () => {
     const vms = [
       halted('b', track('ShutdownAndRestartAfterDisable')),
