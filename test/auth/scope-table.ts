@@ -29,6 +29,11 @@ export const MUTATIONS: Record<string, Entry> = {
   configureNode: { scope: 'admin', query: 'mutation { configureNode(nodeId: "404", policy: PAUSE) { __typename } }' },
   createToken: { scope: 'admin', query: () => `mutation { createToken(name: "${unique()}", scope: VIEWER) { __typename } }` },
   revokeToken: { scope: 'admin', query: 'mutation { revokeToken(token: "no-such-token") { __typename } }' },
+  startRollout: { scope: 'operator', query: 'mutation { startRollout(input: { nodes: ["404"], action: MAINTENANCE, reason: "scope test" }) { __typename } }' },
+  pauseRollout: { scope: 'operator', query: 'mutation { pauseRollout(id: "404") { __typename } }' },
+  resumeRollout: { scope: 'operator', query: 'mutation { resumeRollout(id: "404") { __typename } }' },
+  continueRollout: { scope: 'operator', query: 'mutation { continueRollout(id: "404", nodeId: "404") { __typename } }' },
+  cancelRollout: { scope: 'operator', query: 'mutation { cancelRollout(id: "404") { __typename } }' },
   simulation: { scope: 'admin', query: 'mutation { simulation { restartNode(nodeId: "404") { __typename } } }' },
 };
 

@@ -133,9 +133,10 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
     if (this.halted) return;
     const now = this.host.clock.now();
     const duration = step.startedAt === null ? null : now - step.startedAt;
+    // Counted before the update, so that the ETA it computes includes this step.
+    if (state !== 'SKIPPED') this.finishedSteps++;
     // A step that keeps the reason it was planned for (e.g. a fill's HOME_AZ) passes null.
     this.update(step, { state, reason: reason ?? step.reason, error, finishedAt: now });
-    if (state !== 'SKIPPED') this.finishedSteps++;
     this.host.observer.stepFinished(this.snapshot.kind, state, reason, state === 'MOVED' ? duration : null);
     const { type, payload } = this.stepEvent(step, state, reason, error);
     this.host.journal.event({ type, nodeId: this.stepNodeId(step), operationId: this.snapshot.id, at: now, payload });

@@ -137,9 +137,9 @@ export class RolloutEngine implements OperationKindEngine {
   }
 
   resume({ snapshot, steps, params }: InterruptedOperation): void {
-    const { settings, waves } = params as { settings: RolloutSettings; waves: string[][] };
+    const { settings, waves, pause } = params as { settings: RolloutSettings; waves: string[][]; pause?: { why: string; since: number } | null };
     this.deps.log.info({ operation: snapshot.id, state: snapshot.state }, `resuming rollout ${snapshot.id} (${snapshot.state})`);
-    this.core.launch(new RolloutRun(this.host, { ...snapshot }, steps, settings, waves));
+    this.core.launch(new RolloutRun(this.host, { ...snapshot }, steps, settings, waves, pause ?? null));
   }
 
   stop(): void {
@@ -222,12 +222,13 @@ export class RolloutEngine implements OperationKindEngine {
       const run = this.live(id);
       if (options.allowUnsafeRestart && !run.settings.allowUnsafeRestart) {
         run.settings.allowUnsafeRestart = true;
-        await this.deps.store.commit([this.deps.store.operations.setParams(id, { settings: run.settings, waves: run.waves })]);
+        await this.deps.store.commit([this.deps.store.operations.setParams(id, run.params())]);
       }
       if (run.snapshot.state !== 'PAUSED') return run.snapshot;
       run.retryFailed();
+      run.notePause(null);
+      await this.deps.store.commit([this.deps.store.operations.setParams(id, run.params())]);
       await this.core.journal.flush();
-      run.snapshot.waitingOn = null;
       await this.core.changeState(run, 'RUNNING', {
         type: 'ROLLOUT_RESUMED',
         payload: { actor: meta.actor, reason: meta.reason, allowUnsafeRestart: run.settings.allowUnsafeRestart },
@@ -348,7 +349,8 @@ export class RolloutEngine implements OperationKindEngine {
   /** Hold the lock. */
   private async pauseRun(run: RolloutRun, why: string, payload: object, meta: RequestMeta | null): Promise<void> {
     if (run.snapshot.state !== 'RUNNING') return;
-    run.notePause(why);
+    run.notePause({ why, since: this.deps.clock.now() });
+    await this.deps.store.commit([this.deps.store.operations.setParams(run.snapshot.id, run.params())]);
     await this.core.changeState(run, 'PAUSED', {
       type: 'ROLLOUT_PAUSED',
       payload: { why, ...payload, ...(meta && { actor: meta.actor, reason: meta.reason }) },

@@ -59,6 +59,8 @@ const clockTime = (ms: number) => new Date(ms).toISOString().slice(11, 19);
 export class RolloutRun extends StepRun<RolloutRun> {
   readonly steps: StepRecord[];
   readonly details = new Map<string, RolloutNodeDetail>();
+  /** Why it is PAUSED (persisted with the rollout's params). */
+  private pauseNote: { why: string; since: number } | null;
 
   constructor(
     protected override readonly host: RolloutHost,
@@ -66,10 +68,17 @@ export class RolloutRun extends StepRun<RolloutRun> {
     steps: StepRecord[],
     readonly settings: RolloutSettings,
     readonly waves: string[][],
+    pause: { why: string; since: number } | null = null,
   ) {
     super(host, snapshot);
+    this.pauseNote = pause;
     this.steps = [...steps].sort((a, b) => a.seq - b.seq);
     for (const step of this.steps) this.details.set(step.workloadId, JSON.parse(step.detail ?? 'null') as RolloutNodeDetail);
+  }
+
+  /** What the rollout's record keeps besides its steps. */
+  params() {
+    return { settings: this.settings, waves: this.waves, pause: this.pauseNote };
   }
 
   /** The node operations started for this rollout (to follow their progress). */
@@ -471,9 +480,8 @@ export class RolloutRun extends StepRun<RolloutRun> {
   }
 
   private pausedLine(): WaitingOn {
-    const prev = this.snapshot.waitingOn;
-    const why = prev?.kind === 'PAUSED' ? prev.description : 'paused: resumeRollout to go on';
-    return { kind: 'PAUSED', description: why, nodeId: null, workloadIds: [], since: prev?.kind === 'PAUSED' ? prev.since : this.host.clock.now() };
+    const note = this.pauseNote ?? { why: 'paused: resumeRollout to go on', since: this.host.clock.now() };
+    return { kind: 'PAUSED', description: note.why, nodeId: null, workloadIds: [], since: note.since };
   }
 
   /** rollout:O10: one waiting-on for the whole rollout, its lines joined. */
@@ -487,8 +495,9 @@ export class RolloutRun extends StepRun<RolloutRun> {
     this.setWaiting({ ...first!, description, workloadIds: [...new Set(lines.flatMap((l) => l.workloadIds))].slice(0, 20) });
   }
 
-  /** Why the run paused, shown until it resumes. */
-  notePause(description: string): void {
-    this.snapshot.waitingOn = { kind: 'PAUSED', description, nodeId: null, workloadIds: [], since: this.host.clock.now() };
+  /** Why the run paused, shown first on its waiting-on until it resumes. */
+  notePause(note: { why: string; since: number } | null): void {
+    this.pauseNote = note;
+    this.snapshot.waitingOn = note && this.pausedLine();
   }
 }
