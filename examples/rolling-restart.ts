@@ -1,26 +1,22 @@
 /**
- * Rolling restart of every storage node, one at a time, the way an operator patches a
- * cluster: drain → wait for PAUSE_FOR_RESTART → restart → wait until the node is back and
- * ACTIVE → fill → wait. Progress is followed over GraphQL subscriptions (graphql-ws).
+ * Rolling restart of every storage node as one call: a DRAIN_FILL rollout (spec rollouts)
+ * drains each node, waits for its restart, fills it, and only then takes the next one,
+ * never more than one node out of service. Progress comes over the `operationProgress`
+ * subscription (graphql-ws). The script's only job besides watching is the restart
+ * itself, which Lockkeeper leaves to the operator's tooling (restart WAIT_FOR_REATTACH):
+ * here the simulated cluster's `simulation.restartNode`; against real nodes, replace
+ * `restartNode` below with your reboot step (or start the rollout with restart: CONFIRM
+ * and call continueRollout when a node is back).
  *
  *   npx tsx examples/rolling-restart.ts [http://127.0.0.1:4000/graphql]
  *
- * It stops, without restarting, at a drain that did not end SUCCEEDED or whose cut-overs
- * partly failed (those shards are still served by the node).
- *
- * The restart uses the simulated cluster's `simulation.restartNode`; against real nodes,
- * replace `restartNode` below with your own reboot step.
+ * Exits 0 when the rollout SUCCEEDED, 4 when it PAUSED and needs a person (it says why),
+ * 1 otherwise. `examples/rolling-restart-script.ts` is the same loop written by hand.
  */
-import { createClient, type Client } from 'graphql-ws';
+import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 
 type Log = (line: string) => void;
-
-interface NodeState {
-  id: string;
-  availability: string;
-  schedulingPolicy: string;
-}
 
 async function request<T>(url: string, query: string, variables: Record<string, unknown> = {}): Promise<T> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
@@ -29,119 +25,72 @@ async function request<T>(url: string, query: string, variables: Record<string, 
   return body.data as T;
 }
 
-/** Resolves with the first node state that satisfies `done`, from the nodeChanged subscription. */
-function waitForNode(client: Client, nodeId: string, done: (n: NodeState) => boolean): { ready: Promise<void>; reached: Promise<NodeState> } {
-  let stop = () => {};
-  let markReady = () => {};
-  const ready = new Promise<void>((resolve) => {
-    markReady = resolve;
-  });
-  const reached = new Promise<NodeState>((resolve, reject) => {
-    stop = client.subscribe<{ nodeChanged: NodeState }>(
-      { query: `subscription($id: ID) { nodeChanged(nodeId: $id) { id availability schedulingPolicy } }`, variables: { id: nodeId } },
-      {
-        next: ({ data }) => {
-          if (data && done(data.nodeChanged)) resolve(data.nodeChanged);
-        },
-        error: reject,
-        complete: () => reject(new Error('subscription ended')),
-      },
-    );
-    // graphql-ws gives no "subscribed" signal; one round trip later the server has it.
-    setTimeout(markReady, 100);
-  });
-  return { ready, reached: reached.finally(() => stop()) };
-}
+const START = `mutation { r: startRollout(input: { selector: { roles: ["storage"] }, action: DRAIN_FILL, order: ZONE_BY_ZONE, reason: "rolling restart" }) {
+  __typename ... on Operation { id rollout { waves { nodeIds } } } ... on Error { code message } } }`;
 
 const PROGRESS = `subscription($id: ID!) { operationProgress(id: $id) { operation {
-  state error counts { moved skipped failed total } etaSeconds waitingOn { description } } } }`;
+  state error counts { moved total } etaSeconds waitingOn { description }
+  rollout { currentWave nodes { nodeId phase } } } } }`;
 
-/** Follows an operation until it ends; returns its final state. */
-function follow(client: Client, id: string, label: string, log: Log): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let last = '';
-    client.subscribe<{
-      operationProgress: {
-        operation: {
-          state: string;
-          error: string | null;
-          counts: Record<string, number>;
-          etaSeconds: number | null;
-          waitingOn: { description: string } | null;
-        };
-      };
-    }>(
-      { query: PROGRESS, variables: { id } },
-      {
-        next: ({ data }) => {
-          const op = data!.operationProgress.operation;
-          const c = op.counts;
-          const eta = op.etaSeconds === null ? '' : `, eta ${op.etaSeconds.toFixed(1)} s`;
-          const line = `  ${label}: ${op.state} ${c.moved}/${c.total} moved, ${c.skipped} skipped, ${c.failed} failed${eta}`;
-          if (line !== last) log(line);
-          last = line;
-          if (['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(op.state)) {
-            // A drain may succeed with cut-overs that failed: those shards are still on the node.
-            const failedMoves = op.state === 'SUCCEEDED' && c.failed ? ` with ${c.failed} failed cut-over(s)` : '';
-            resolve(op.error ? `${op.state} (${op.error})` : `${op.state}${failedMoves}`);
-          }
-        },
-        error: reject,
-        complete: () => {},
-      },
-    );
-  });
-}
-
-async function start(url: string, mutation: 'startNodeDrain' | 'startNodeFill', nodeId: string): Promise<string> {
-  const data = await request<{ r: { __typename: string; id?: string; message?: string } }>(
-    url,
-    `mutation($id: ID!) { r: ${mutation}(nodeId: $id, reason: "rolling restart") { __typename ... on Operation { id } ... on Error { message } } }`,
-    { id: nodeId },
-  );
-  if (data.r.__typename !== 'Operation') throw new Error(`${mutation} on node ${nodeId} refused: ${data.r.__typename}: ${data.r.message}`);
-  return data.r.id!;
+interface Progress {
+  state: string;
+  error: string | null;
+  counts: { moved: number; total: number };
+  etaSeconds: number | null;
+  waitingOn: { description: string } | null;
+  rollout: { currentWave: number | null; nodes: { nodeId: string; phase: string }[] };
 }
 
 async function restartNode(url: string, nodeId: string): Promise<void> {
   await request(url, `mutation($id: ID!) { simulation { restartNode(nodeId: $id) { __typename } } }`, { id: nodeId });
 }
 
-export async function rollingRestart(url: string, log: Log = console.log): Promise<void> {
+/** Starts the rollout and follows it to its end; resolves with its final state. */
+export async function rollingRestart(url: string, log: Log = console.log): Promise<string> {
+  const { r } = await request<{ r: { __typename: string; id?: string; message?: string; rollout?: { waves: { nodeIds: string[] }[] } } }>(url, START);
+  if (r.__typename !== 'Operation') throw new Error(`startRollout refused: ${r.__typename}: ${r.message}`);
+  log(`rollout ${r.id} started: waves ${r.rollout!.waves.map((w) => w.nodeIds.join('+')).join(' → ')}`);
   const client = createClient({ url: url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, retryAttempts: 3 });
+  const restarted = new Set<string>();
   try {
-    const { nodes } = await request<{ nodes: { edges: { node: { id: string; name: string } }[] } }>(
-      url,
-      `{ nodes(role: "storage", first: 1000) { edges { node { id name } } } }`,
-    );
-    log(`rolling restart of ${nodes.edges.length} storage node(s)`);
-    for (const { node } of nodes.edges) {
-      log(`node ${node.name} (${node.id}): drain`);
-      const paused = waitForNode(client, node.id, (n) => n.schedulingPolicy === 'PAUSE_FOR_RESTART');
-      await paused.ready;
-      const drain = await start(url, 'startNodeDrain', node.id);
-      const drained = await follow(client, drain, 'drain', log);
-      if (drained !== 'SUCCEEDED') throw new Error(`drain of node ${node.id} ended ${drained}`);
-      await paused.reached;
-      log(`node ${node.name}: PAUSE_FOR_RESTART, restarting`);
-      const back = waitForNode(client, node.id, (n) => n.availability === 'ACTIVE' && n.schedulingPolicy === 'ACTIVE');
-      await back.ready;
-      await restartNode(url, node.id);
-      await back.reached;
-      log(`node ${node.name}: back and ACTIVE, fill`);
-      const fill = await start(url, 'startNodeFill', node.id);
-      const filled = await follow(client, fill, 'fill', log);
-      if (filled !== 'SUCCEEDED') throw new Error(`fill of node ${node.id} ended ${filled}`);
-    }
-    log('rolling restart done');
+    return await new Promise<string>((resolve, reject) => {
+      let last = '';
+      client.subscribe<{ operationProgress: { operation: Progress } }>(
+        { query: PROGRESS, variables: { id: r.id } },
+        {
+          next: ({ data }) => {
+            const op = data!.operationProgress.operation;
+            const eta = op.etaSeconds === null ? '' : `, eta ${op.etaSeconds.toFixed(0)} s`;
+            const line = `${op.state} ${op.counts.moved}/${op.counts.total} nodes${eta}${op.waitingOn ? ` — ${op.waitingOn.description}` : ''}`;
+            if (line !== last) log(line);
+            last = line;
+            for (const n of op.rollout.nodes) {
+              if (n.phase !== 'WAITING_FOR_RESTART' || restarted.has(n.nodeId)) continue;
+              restarted.add(n.nodeId);
+              log(`node ${n.nodeId} drained: restarting it`);
+              restartNode(url, n.nodeId).catch(reject);
+            }
+            if (op.state === 'PAUSED' || ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(op.state)) resolve(op.state);
+          },
+          error: reject,
+          complete: () => {},
+        },
+      );
+    });
   } finally {
     await client.dispose();
   }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  rollingRestart(process.argv[2] ?? 'http://127.0.0.1:4000/graphql').catch((e: unknown) => {
-    console.error(`rolling restart failed: ${e instanceof Error ? e.message : String(e)}`);
-    process.exit(1);
-  });
+  rollingRestart(process.argv[2] ?? 'http://127.0.0.1:4000/graphql').then(
+    (state) => {
+      console.log(state === 'SUCCEEDED' ? 'rolling restart done' : `rolling restart ${state}`);
+      process.exit(state === 'SUCCEEDED' ? 0 : state === 'PAUSED' ? 4 : 1);
+    },
+    (e: unknown) => {
+      console.error(`rolling restart failed: ${e instanceof Error ? e.message : String(e)}`);
+      process.exit(1);
+    },
+  );
 }

@@ -19,17 +19,54 @@ async function startDemo(options: object): Promise<Started> {
   return started;
 }
 
-describe('examples/rolling-restart.ts', () => {
+function runExample(file: string, url: string) {
+  return new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, file), url], { cwd: PROJECT_ROOT });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('exit', (code) => resolve({ code, out, err }));
+  });
+}
+
+async function query(url: string, q: string): Promise<any> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: q }) });
+  return ((await res.json()) as any).data;
+}
+
+describe('examples/rolling-restart.ts: one DRAIN_FILL rollout', () => {
+  it('restarts every storage node in turn through one startRollout and ends with every node ACTIVE and every shard attached', async () => {
+    const nodes = ['1', '2', '3', '4'].map((id) => ({ id, zone: id <= '2' ? 'zone-a' : 'zone-b', roles: ['worker', 'storage'] }));
+    const shards = Array.from({ length: 40 }, (_, i) => ({
+      tenantId: `t${i}`,
+      attachedNodeId: String((i % 4) + 1),
+      secondaries: [{ nodeId: String(((i + 1) % 4) + 1) }],
+    }));
+    const s = await startDemo({ topology: { nodes, shards }, latenciesMs: { cutOver: 20 }, restartDelayMs: 100, heartbeatIntervalMs: 100 });
+    const output = await runExample('examples/rolling-restart.ts', s.url);
+    expect(output.err).toBe('');
+    expect(output.code).toBe(0);
+    expect(output.out).toMatch(/rollout \S+ started: waves 1 → 2 → 3 → 4/);
+    for (const id of ['1', '2', '3', '4']) expect(output.out).toContain(`node ${id} drained: restarting it`);
+    expect(output.out).toContain('SUCCEEDED 4/4 nodes');
+    expect(output.out).toContain('rolling restart done');
+    const data = await query(
+      s.url,
+      '{ nodes { edges { node { schedulingPolicy availability } } } shards(first: 1000) { totalCount } operations(first: 100) { totalCount edges { node { kind state } } } }',
+    );
+    expect(data.nodes.edges.every((e: any) => e.node.schedulingPolicy === 'ACTIVE' && e.node.availability === 'ACTIVE')).toBe(true);
+    expect(data.shards.totalCount).toBe(40);
+    // The rollout, and a drain and a fill per node.
+    expect(data.operations.edges.map((e: any) => e.node.kind).sort()).toEqual(['DRAIN', 'DRAIN', 'DRAIN', 'DRAIN', 'FILL', 'FILL', 'FILL', 'FILL', 'ROLLOUT']);
+    expect(data.operations.edges.every((e: any) => e.node.state === 'SUCCEEDED')).toBe(true);
+  });
+});
+
+describe('examples/rolling-restart-script.ts: the same loop by hand', () => {
   it('restarts every storage node in turn and ends with every node ACTIVE and every shard attached', async () => {
     const s = await startDemo({ latenciesMs: { cutOver: 20 }, restartDelayMs: 100, heartbeatIntervalMs: 100 });
-    const output = await new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'examples/rolling-restart.ts'), s.url], { cwd: PROJECT_ROOT });
-      let out = '';
-      let err = '';
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-      child.on('exit', (code) => resolve({ code, out, err }));
-    });
+    const output = await runExample('examples/rolling-restart-script.ts', s.url);
     expect(output.err).toBe('');
     expect(output.code).toBe(0);
     expect(output.out).toContain('rolling restart of 4 storage node(s)');
