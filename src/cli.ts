@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { runTokenCommand, TOKEN_USAGE } from './auth/cli-tokens.ts';
+import { CLIENT_USAGE, isClientVerb, runClientVerb } from './cli/index.ts';
 import { ConfigError } from './config/errors.ts';
 import { DEFAULT_CONFIG } from './config/defaults.ts';
 import { createLogger } from './logger.ts';
@@ -15,6 +16,8 @@ commands:
   token     create, revoke and list API tokens in the database (no server needed):
 
 ${TOKEN_USAGE.replace(/^usage:\n/, '').replace(/^/gm, '  ')}
+
+${CLIENT_USAGE}
 
 environment:
   LOCKKEEPER_CONFIG        config file (default ./lockkeeper.config.json, else the simulated demo cluster)
@@ -67,9 +70,26 @@ async function token(args: string[]): Promise<void> {
   process.exitCode = code;
 }
 
+async function client(command: string, args: string[]): Promise<void> {
+  // `lockkeeper events --follow | head`: the reader went away, which is no error.
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(0);
+    throw e;
+  });
+  process.exitCode = await runClientVerb(command, args, {
+    out: (text) => process.stdout.write(text),
+    err: (text) => process.stderr.write(text),
+    isTTY: process.stdout.isTTY === true,
+    stream: process.stdout,
+    env: process.env,
+    now: () => Date.now(),
+  });
+}
+
 async function main(argv: string[]): Promise<void> {
   const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, strict: false, options: { help: { type: 'boolean', short: 'h' } } });
   const command = positionals[0];
+  if (command && isClientVerb(command)) return client(command, argv.slice(argv.indexOf(command) + 1));
   if (values.help || !command) {
     process.stdout.write(`${USAGE}\n`);
     return;

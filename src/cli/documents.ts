@@ -1,0 +1,59 @@
+/**
+ * Every GraphQL document the `lockkeeper` client verbs send. `test/cli/documents.test.ts`
+ * validates each against `schema.graphql`, so a schema change that breaks the CLI fails
+ * `npm test` (rollout:T6).
+ */
+
+const ERROR = `... on Error { code message }`;
+/** For unions that hold PreconditionFailedError: the workloads in the way (e.g. non-migratable VMs). */
+const BLOCKED = `${ERROR} ... on PreconditionFailedError { refusal: reason blockers { id reasons } }`;
+const OPERATION = `id kind nodeId state reason error createdAt finishedAt etaSeconds
+  counts { planned moving moved skipped failed total }
+  waitingOn { kind description }`;
+const OPERATION_RESULT = `__typename ... on Operation { ${OPERATION} } ${BLOCKED}`;
+const ROLLOUT = `rollout { currentWave nodesDone nodesTotal settings { action restart maxUnavailable order }
+  nodes { nodeId wave phase state failure operations { id kind state } blockers { id reasons } } }`;
+
+export const DOCUMENTS = {
+  nodes: `query Nodes { nodes(first: 1000) { edges { node {
+    id name zone roles availability cordoned schedulingPolicy maintenancePhase operation { id kind state } } } } }`,
+  vms: `query Vms($nodeId: ID) { vms(first: 1000, nodeId: $nodeId) { edges { node {
+    id status node { id } maintenanceStrategy runStrategy migratable nonMigratableReasons } } } }`,
+  shards: `query Shards($nodeId: ID) { shards(first: 1000, nodeId: $nodeId) { edges { node {
+    id tenantId attachedNodeId secondaryNodeIds preferredZone policy } } } }`,
+  nodeOperation: `query NodeOperation($id: ID!) { node(id: $id) { __typename ... on ClusterNode { operation { id kind } } ${ERROR} } }`,
+  ops: `query Operations($nodeId: ID, $states: [OperationState!]) { operations(first: 200, nodeId: $nodeId, states: $states) { edges { node { ${OPERATION} } } } }`,
+  operation: `query Operation($id: ID!) { operation(id: $id) { __typename ... on Operation { ${OPERATION} ${ROLLOUT} } ${ERROR} } }`,
+  startNodeDrain: `mutation Drain($nodeId: ID!, $reason: String) { result: startNodeDrain(nodeId: $nodeId, reason: $reason) { ${OPERATION_RESULT} } }`,
+  startNodeFill: `mutation Fill($nodeId: ID!, $reason: String) { result: startNodeFill(nodeId: $nodeId, reason: $reason) { ${OPERATION_RESULT} } }`,
+  cancelNodeDrain: `mutation CancelDrain($nodeId: ID!, $reason: String) { result: cancelNodeDrain(nodeId: $nodeId, reason: $reason) { ${OPERATION_RESULT} } }`,
+  cancelNodeFill: `mutation CancelFill($nodeId: ID!, $reason: String) { result: cancelNodeFill(nodeId: $nodeId, reason: $reason) { ${OPERATION_RESULT} } }`,
+  maintenancePlan: `query Plan($nodeId: ID!, $force: Boolean) { maintenancePlan(nodeId: $nodeId, force: $force) {
+    accepted refusals { code message blockers { id reasons } } warnings
+    vms { vmId strategy action targetNodeId restart nonMigratableReasons } shards { shardId action toNodeId skipReason } } }`,
+  enableMaintenanceMode: `mutation Enable($nodeId: ID!, $force: Boolean, $deadlineSeconds: Int, $reason: String) {
+    result: enableMaintenanceMode(nodeId: $nodeId, force: $force, deadlineSeconds: $deadlineSeconds, reason: $reason) { ${OPERATION_RESULT} } }`,
+  disableMaintenanceMode: `mutation Disable($nodeId: ID!, $reason: String) { result: disableMaintenanceMode(nodeId: $nodeId, reason: $reason) {
+    __typename ... on DisableMaintenanceResult { restartedVmIds failures { vmId message } warnings fillOperation { id } } ${BLOCKED} } }`,
+  clearMaintenanceError: `mutation ClearError($nodeId: ID!, $reason: String) { result: clearMaintenanceError(nodeId: $nodeId, reason: $reason) {
+    __typename ... on ClusterNode { id maintenancePhase cordoned } ${BLOCKED} } }`,
+  configureNode: `mutation Configure($nodeId: ID!, $policy: SchedulingPolicy!, $reason: String) { result: configureNode(nodeId: $nodeId, policy: $policy, reason: $reason) {
+    __typename ... on ClusterNode { id schedulingPolicy } ${BLOCKED} } }`,
+  setVmMaintenanceStrategy: `mutation Strategy($vmId: ID, $selector: VmSelectorInput, $strategy: String, $reason: String) {
+    result: setVmMaintenanceStrategy(vmId: $vmId, selector: $selector, strategy: $strategy, reason: $reason) {
+      __typename ... on SetVmMaintenanceStrategyResult { vms { id maintenanceStrategy maintenanceStrategyLabel } } ${ERROR} } }`,
+  rolloutPlan: `query RolloutPlan($input: StartRolloutInput!) { result: rolloutPlan(input: $input) { __typename
+    ... on RolloutPlan { order waves { number nodeIds } nodes { nodeId wave maintenance { accepted refusals { code message } } drain { shardId action } drainRefusal } }
+    ${ERROR} } }`,
+  startRollout: `mutation StartRollout($input: StartRolloutInput!) { result: startRollout(input: $input) { __typename ... on Operation { ${OPERATION} ${ROLLOUT} } ${ERROR} } }`,
+  pauseRollout: `mutation PauseRollout($id: ID!, $reason: String) { result: pauseRollout(id: $id, reason: $reason) { ${OPERATION_RESULT} } }`,
+  resumeRollout: `mutation ResumeRollout($id: ID!, $allowUnsafeRestart: Boolean, $reason: String) {
+    result: resumeRollout(id: $id, allowUnsafeRestart: $allowUnsafeRestart, reason: $reason) { ${OPERATION_RESULT} } }`,
+  continueRollout: `mutation ContinueRollout($id: ID!, $nodeId: ID!, $reason: String) { result: continueRollout(id: $id, nodeId: $nodeId, reason: $reason) { ${OPERATION_RESULT} } }`,
+  cancelRollout: `mutation CancelRollout($id: ID!, $reason: String) { result: cancelRollout(id: $id, reason: $reason) { ${OPERATION_RESULT} } }`,
+  eventLog: `query Events($after: Int) { eventLog(after: $after, first: 1000) { events { seq at type nodeId operationId payload } nextCursor hasMore } }`,
+  followEvents: `subscription FollowEvents($after: Int) { eventLog(after: $after) { seq at type nodeId operationId payload } }`,
+  progress: `subscription Progress($id: ID!) { operationProgress(id: $id) {
+    operation { ${OPERATION} rollout { currentWave nodesDone nodesTotal } }
+    steps { workloadKind workloadId state reason error } } }`,
+} as const;

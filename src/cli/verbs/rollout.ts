@@ -1,0 +1,113 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- results are read as the documents select them; test/cli/documents.test.ts validates every document against schema.graphql (rollout:T6) */
+import { EXIT, refused } from '../client.ts';
+import { DOCUMENTS } from '../documents.ts';
+import { json, table } from '../output.ts';
+import { watchOperation } from '../watch.ts';
+import { arg, listOption, parseSeconds, stringOption, UsageError, type Verb, type VerbContext } from '../verb.ts';
+import { started } from './operations.ts';
+
+/** `rollout plan|start` flags → StartRolloutInput (rollout:O1). */
+function rolloutInput(ctx: VerbContext, nodes: string[]) {
+  const zones = listOption(ctx, 'zone');
+  const roles = listOption(ctx, 'role');
+  const labels = listOption(ctx, 'label').map((l) => {
+    const [key, ...rest] = l.split('=');
+    if (!key || !rest.length) throw new UsageError(`--label ${l}: expected key=value`);
+    return { key, value: rest.join('=') };
+  });
+  const selector =
+    zones.length || roles.length || labels.length ? { ...(zones.length && { zones }), ...(roles.length && { roles }), ...(labels.length && { labels }) } : null;
+  const num = (name: string) => (stringOption(ctx, name) === undefined ? undefined : Number(stringOption(ctx, name)));
+  const deadline = stringOption(ctx, 'deadline');
+  const settle = stringOption(ctx, 'settle');
+  return {
+    ...(nodes.length || !selector ? { nodes } : {}),
+    ...(selector && { selector }),
+    action: (stringOption(ctx, 'action') ?? 'MAINTENANCE').toUpperCase().replace('-', '_'),
+    ...(stringOption(ctx, 'restart') && { restart: stringOption(ctx, 'restart')!.toUpperCase().replace(/-/g, '_') }),
+    ...(num('max-unavailable') !== undefined && { maxUnavailable: num('max-unavailable') }),
+    ...(stringOption(ctx, 'order') && { order: stringOption(ctx, 'order')!.toUpperCase().replace(/-/g, '_') }),
+    ...(ctx.values['no-pause-on-failure'] === true && { pauseOnFailure: false }),
+    ...(settle !== undefined && { settleSeconds: parseSeconds(settle, 'settle') }),
+    ...(ctx.values['allow-unsafe-restart'] === true && { allowUnsafeRestart: true }),
+    ...(ctx.values.force === true && { force: true }),
+    ...(deadline !== undefined && { deadlineSeconds: parseSeconds(deadline, 'deadline') }),
+    ...(stringOption(ctx, 'reason') && { reason: stringOption(ctx, 'reason') }),
+  };
+}
+
+async function control(ctx: VerbContext, mutation: 'pauseRollout' | 'resumeRollout' | 'cancelRollout' | 'continueRollout', variables: Record<string, unknown>) {
+  const { result } = await ctx.client.request(DOCUMENTS[mutation], { ...variables, reason: stringOption(ctx, 'reason') ?? null });
+  return started(ctx, result);
+}
+
+export const rolloutVerb: Verb = {
+  name: 'rollout',
+  usage: `rollout plan|start [<node>…] [--zone Z]… [--role R]… [--label k=v]… [--action MAINTENANCE|DRAIN_FILL]
+          [--restart WAIT_FOR_REATTACH|NONE|CONFIRM] [--max-unavailable N] [--order GIVEN|BY_ID|ZONE_BY_ZONE]
+          [--settle 60s] [--force] [--deadline 30m] [--no-pause-on-failure] [--allow-unsafe-restart] [--reason R] [--watch]
+  rollout pause|cancel|watch <rollout> [--reason R]      rollout resume <rollout> [--allow-unsafe-restart]
+  rollout continue <rollout> <node>                      (restart CONFIRM: the node was restarted)`,
+  options: {
+    zone: { type: 'string', multiple: true },
+    role: { type: 'string', multiple: true },
+    label: { type: 'string', multiple: true },
+    action: { type: 'string' },
+    restart: { type: 'string' },
+    'max-unavailable': { type: 'string' },
+    order: { type: 'string' },
+    settle: { type: 'string' },
+    force: { type: 'boolean' },
+    deadline: { type: 'string' },
+    'no-pause-on-failure': { type: 'boolean' },
+    'allow-unsafe-restart': { type: 'boolean' },
+    watch: { type: 'boolean' },
+  },
+  mutations: ['startRollout', 'pauseRollout', 'resumeRollout', 'continueRollout', 'cancelRollout'],
+  async run(ctx) {
+    const sub = arg(ctx, 0, 'sub-command (plan, start, pause, resume, continue, cancel, watch)');
+    switch (sub) {
+      case 'plan': {
+        const { result } = await ctx.client.request(DOCUMENTS.rolloutPlan, { input: rolloutInput(ctx, ctx.args.slice(1)) });
+        if (result.__typename !== 'RolloutPlan') throw refused(result);
+        if (ctx.json) ctx.io.out(json(result));
+        else {
+          ctx.io.out(`order: ${result.order.join(', ')}\n`);
+          ctx.io.out(
+            table(
+              ['WAVE', 'NODE', 'PLAN'],
+              result.nodes.map((n: any) => [
+                n.wave,
+                n.nodeId,
+                n.maintenance
+                  ? n.maintenance.accepted
+                    ? 'maintenance accepted'
+                    : `refused: ${n.maintenance.refusals.map((r: any) => r.message).join('; ')}`
+                  : n.drainRefusal
+                    ? `drain refused: ${n.drainRefusal}`
+                    : `drain: ${n.drain.filter((s: any) => s.action === 'CUT_OVER').length} cut-over(s), ${n.drain.filter((s: any) => s.action === 'SKIP').length} skipped`,
+              ]),
+            ),
+          );
+        }
+        return EXIT.DONE;
+      }
+      case 'start': {
+        const { result } = await ctx.client.request(DOCUMENTS.startRollout, { input: rolloutInput(ctx, ctx.args.slice(1)) });
+        return started(ctx, result);
+      }
+      case 'pause':
+        return control(ctx, 'pauseRollout', { id: arg(ctx, 1, 'rollout id') });
+      case 'resume':
+        return control(ctx, 'resumeRollout', { id: arg(ctx, 1, 'rollout id'), allowUnsafeRestart: ctx.values['allow-unsafe-restart'] === true ? true : null });
+      case 'cancel':
+        return control(ctx, 'cancelRollout', { id: arg(ctx, 1, 'rollout id') });
+      case 'continue':
+        return control(ctx, 'continueRollout', { id: arg(ctx, 1, 'rollout id'), nodeId: arg(ctx, 2, 'node id') });
+      case 'watch':
+        return watchOperation(ctx.client, arg(ctx, 1, 'rollout id'), ctx.io, { json: ctx.json });
+      default:
+        throw new UsageError(`unknown rollout sub-command "${sub}"`);
+    }
+  },
+};
