@@ -3,6 +3,7 @@ import type { Scope } from '../auth/scopes.ts';
 import type { AuthService } from '../auth/service.ts';
 import { GRAPHQL_PATH, type LockkeeperYoga } from '../graphql/yoga.ts';
 import { csrfGuard } from './csrf-guard.ts';
+import { dashboardFile, DASHBOARD_PATHS } from './dashboard.ts';
 import { graphqlOverHttp } from './graphql-over-http.ts';
 import { hostGuard, type HostCheck } from './host-check.ts';
 import { metricsAuth } from './metrics-auth.ts';
@@ -48,14 +49,8 @@ export function lockkeeperRoutes(deps: RoutesDeps): RouteTable {
           res.end(text);
         },
       },
-      {
-        method: 'GET',
-        path: '/',
-        handle: async (_req, res) => {
-          res.writeHead(302, { location: GRAPHQL_PATH });
-          res.end();
-        },
-      },
+      // The dashboard (rollout:W1); GraphiQL stays at /graphql.
+      ...DASHBOARD_PATHS.map((path) => ({ method: 'GET', path, handle: dashboardFile(path) })),
     ],
     mounts: [deps.neonFacade],
     fallback: graphqlOverHttp(deps.yoga, deps.maxBodyBytes),

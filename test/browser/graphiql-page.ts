@@ -30,7 +30,7 @@ export interface NetworkLog {
   webSockets: PageWebSocket[];
 }
 
-function recordNetwork(page: Page): NetworkLog {
+export function recordNetwork(page: Page): NetworkLog {
   const log: NetworkLog = { requests: [], webSockets: [] };
   page.on('request', (request) => log.requests.push(request.url()));
   page.on('websocket', (ws) => log.webSockets.push(ws));

@@ -4,13 +4,17 @@ import { describe, expect, it } from 'vitest';
 import { CLIENT_VERBS, MUTATIONS_WITHOUT_VERB } from '../../src/cli/index.ts';
 import { DOCUMENTS } from '../../src/cli/documents.ts';
 import { SCHEMA_FILE } from '../../src/graphql/print.ts';
+import { WEB_DOCUMENTS } from '../../src/web/documents.ts';
 
 const schema = buildSchema(readFileSync(SCHEMA_FILE, 'utf8'));
 
 describe('the CLI and schema.graphql', () => {
-  it.each(Object.entries(DOCUMENTS))('rollout:T6 document %s is valid against schema.graphql', (_, document) => {
-    expect(validate(schema, parse(document)).map((e) => e.message)).toEqual([]);
-  });
+  it.each([...Object.entries(DOCUMENTS), ...Object.entries(WEB_DOCUMENTS).map(([k, d]) => [`dashboard ${k}`, d] as const)])(
+    'rollout:T6 document %s is valid against schema.graphql',
+    (_, document) => {
+      expect(validate(schema, parse(document)).map((e) => e.message)).toEqual([]);
+    },
+  );
 
   it('rollout:T2 every mutation of the schema has a verb (or a stated reason why not), and every verb sends real mutations', () => {
     const mutations = Object.keys(schema.getMutationType()!.getFields());

@@ -85,7 +85,9 @@ export const rolloutVerb: Verb = {
                     : `refused: ${n.maintenance.refusals.map((r: any) => r.message).join('; ')}`
                   : n.drainRefusal
                     ? `drain refused: ${n.drainRefusal}`
-                    : `drain: ${n.drain.filter((s: any) => s.action === 'CUT_OVER').length} cut-over(s), ${n.drain.filter((s: any) => s.action === 'SKIP').length} skipped`,
+                    : n.drain
+                      ? `drain: ${n.drain.filter((s: any) => s.action === 'CUT_OVER').length} cut-over(s), ${n.drain.filter((s: any) => s.action === 'SKIP').length} skipped`
+                      : 'no shard attached: nothing to drain',
               ]),
             ),
           );

@@ -1,0 +1,381 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- results are read as the documents select them; test/cli/documents.test.ts validates the documents against schema.graphql */
+/**
+ * The dashboard at `/` (rollout:W1–W2): nodes by zone, operations and rollouts with
+ * progress, ETA and waiting-on, live over graphql-ws; every action previewed first, then
+ * confirmed with a reason. Preact with htm templates: no build-time JSX, no CDN.
+ */
+import { h, render } from 'preact';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { html } from 'htm/preact';
+import { followEvents, gql, NeedsToken, token } from './api.ts';
+import { WEB_DOCUMENTS as D } from './documents.ts';
+
+type Message = { kind: 'ok' | 'error'; text: string; details?: string[] };
+/** An action waiting for its confirmation: what it will do (the preview), then the call. */
+interface Pending {
+  title: string;
+  preview: any;
+  force?: boolean;
+  run: (reason: string) => Promise<any>;
+}
+
+const ENDED = ['SUCCEEDED', 'FAILED', 'CANCELLED'];
+
+function describeResult(result: any): Message {
+  if (!result || result.__typename === 'Operation' || result.__typename === 'DisableMaintenanceResult') {
+    return { kind: 'ok', text: result?.id ? `${result.kind.toLowerCase()} ${result.id} ${result.state}` : 'done' };
+  }
+  return { kind: 'error', text: `${result.code}: ${result.message}`, details: (result.blockers ?? []).map((b: any) => `${b.id}: ${b.reasons.join('; ')}`) };
+}
+
+const eta = (s: number | null) => (s === null ? '' : s >= 60 ? `ETA ${Math.floor(s / 60)}m${Math.round(s % 60)}s` : `ETA ${Math.round(s)}s`);
+
+function Progress({ op }: { op: any }) {
+  const c = op.counts;
+  const done = c.moved + c.skipped + c.failed;
+  const pct = c.total ? Math.round((100 * done) / c.total) : ENDED.includes(op.state) ? 100 : 0;
+  return html`<div class="progress" title=${`${done}/${c.total}`}>
+    <div class="bar" style=${`width:${pct}%`}></div>
+    <span>${done}/${c.total}</span>
+  </div>`;
+}
+
+function Preview({ preview }: { preview: any }) {
+  if (!preview) return null;
+  if (preview.text) return html`<p>${preview.text}</p>`;
+  if (preview.maintenance) {
+    const p = preview.maintenance;
+    return html`<div>
+      <p class=${p.accepted ? 'ok' : 'error'}>${p.accepted ? 'Would be accepted.' : 'Would be refused:'}</p>
+      <ul>
+        ${p.refusals.map((r: any) => html`<li class="error">${r.code}: ${r.message}${r.blockers.map((b: any) => html`<br />${b.id}: ${b.reasons.join('; ')}`)}</li>`)}
+      </ul>
+      <table>
+        <tr>
+          <th>VM</th>
+          <th>action</th>
+          <th>to</th>
+          <th>restart</th>
+        </tr>
+        ${p.vms.map(
+          (v: any) =>
+            html`<tr>
+              <td>${v.vmId}</td>
+              <td>${v.action}</td>
+              <td>${v.targetNodeId ?? ''}</td>
+              <td>${v.restart ?? ''}</td>
+            </tr>`,
+        )}
+      </table>
+      ${p.shards.length ? html`<p>${p.shards.filter((s: any) => s.action === 'CUT_OVER').length} shard(s) cut over, ${p.shards.filter((s: any) => s.action === 'SKIP').length} skipped</p>` : null}
+    </div>`;
+  }
+  if (preview.rollout) {
+    const p = preview.rollout;
+    if (p.__typename !== 'RolloutPlan') return html`<p class="error">${p.code}: ${p.message}</p>`;
+    return html`<table>
+      <tr>
+        <th>wave</th>
+        <th>node</th>
+        <th>plan</th>
+      </tr>
+      ${p.nodes.map((n: any) => {
+        const plan = n.maintenance
+          ? n.maintenance.accepted
+            ? 'maintenance accepted'
+            : `refused: ${n.maintenance.refusals.map((r: any) => r.message).join('; ')}`
+          : n.drainRefusal
+            ? `drain refused: ${n.drainRefusal}`
+            : n.drain
+              ? `drain: ${n.drain.filter((s: any) => s.action === 'CUT_OVER').length} cut-over(s), ${n.drain.filter((s: any) => s.action === 'SKIP').length} skipped`
+              : 'no shard attached: nothing to drain';
+        return html`<tr>
+          <td>${n.wave}</td>
+          <td>${n.nodeId}</td>
+          <td>${plan}</td>
+        </tr>`;
+      })}
+    </table>`;
+  }
+  return null;
+}
+
+function Confirm({ pending, onDone, onClose }: { pending: Pending; onDone: (m: Message) => void; onClose: () => void }) {
+  const [reason, setReason] = useState('');
+  const [busy, setBusy] = useState(false);
+  const go = async () => {
+    setBusy(true);
+    try {
+      onDone(describeResult(await pending.run(reason)));
+    } catch (e) {
+      onDone({ kind: 'error', text: (e as Error).message });
+    } finally {
+      setBusy(false);
+      onClose();
+    }
+  };
+  return html`<section class="confirm" role="dialog" aria-label=${pending.title}>
+    <h2>${pending.title}</h2>
+    <${Preview} preview=${pending.preview} />
+    <label
+      >Reason <input name="reason" value=${reason} onInput=${(e: any) => setReason(e.currentTarget.value)} placeholder="why (recorded in the audit log)"
+    /></label>
+    <button class="primary" disabled=${busy} onClick=${go}>Confirm</button>
+    <button onClick=${onClose}>Close</button>
+  </section>`;
+}
+
+function RolloutForm({ nodes, ask }: { nodes: any[]; ask: (p: Pending) => void }) {
+  const [form, setForm] = useState({ action: 'MAINTENANCE', restart: 'WAIT_FOR_REATTACH', maxUnavailable: 1, order: 'ZONE_BY_ZONE', force: false });
+  const [chosen, setChosen] = useState<string[]>([]);
+  const set = (k: string) => (e: any) =>
+    setForm({
+      ...form,
+      [k]:
+        e.currentTarget.type === 'checkbox'
+          ? e.currentTarget.checked
+          : e.currentTarget.type === 'number'
+            ? Number(e.currentTarget.value)
+            : e.currentTarget.value,
+    });
+  const input = (reason?: string) => ({ nodes: chosen.length ? chosen : nodes.map((n) => n.id), ...form, ...(reason && { reason }) });
+  const preview = async () => {
+    const plan = await gql(D.rolloutPlan, { input: input() });
+    ask({
+      title: `Rollout of ${input().nodes.join(', ')}`,
+      preview: { rollout: plan.rolloutPlan },
+      run: async (reason) => (await gql(D.startRollout, { input: input(reason) })).result,
+    });
+  };
+  return html`<details class="rollout-form">
+    <summary>New rollout…</summary>
+    <div class="row">
+      ${nodes.map(
+        (n) =>
+          html`<label
+            ><input
+              type="checkbox"
+              checked=${chosen.includes(n.id)}
+              onChange=${(e: any) => setChosen(e.currentTarget.checked ? [...chosen, n.id] : chosen.filter((c) => c !== n.id))}
+            />${n.name}</label
+          >`,
+      )}<em>(none ticked: all)</em>
+    </div>
+    <div class="row">
+      <label
+        >action
+        <select value=${form.action} onChange=${set('action')}>
+          <option>MAINTENANCE</option>
+          <option>DRAIN_FILL</option>
+        </select></label
+      >
+      <label
+        >restart
+        <select value=${form.restart} onChange=${set('restart')}>
+          <option>WAIT_FOR_REATTACH</option>
+          <option>NONE</option>
+          <option>CONFIRM</option>
+        </select></label
+      >
+      <label>max unavailable <input type="number" min="1" value=${form.maxUnavailable} onInput=${set('maxUnavailable')} /></label>
+      <label
+        >order
+        <select value=${form.order} onChange=${set('order')}>
+          <option>ZONE_BY_ZONE</option>
+          <option>BY_ID</option>
+          <option>GIVEN</option>
+        </select></label
+      >
+      <label><input type="checkbox" checked=${form.force} onChange=${set('force')} /> force</label>
+      <button onClick=${preview}>Preview rollout</button>
+    </div>
+  </details>`;
+}
+
+function App() {
+  const [data, setData] = useState<any>(null);
+  const [live, setLive] = useState(false);
+  const [needsToken, setNeedsToken] = useState(false);
+  const [message, setMessage] = useState<Message | null>(null);
+  const [pending, setPending] = useState<Pending | null>(null);
+  const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+
+  const load = useCallback(async () => {
+    try {
+      setData(await gql(D.dashboard));
+      setNeedsToken(false);
+    } catch (e) {
+      if (e instanceof NeedsToken) setNeedsToken(true);
+      else setMessage({ kind: 'error', text: (e as Error).message });
+    }
+  }, []);
+  // Bursts of events (a drain moves many shards) cost one reload each quarter second.
+  const reloadSoon = useCallback(() => {
+    timer.current ??= setTimeout(() => {
+      timer.current = undefined;
+      void load();
+    }, 250);
+  }, [load]);
+
+  useEffect(() => {
+    void load();
+    if (needsToken) return undefined;
+    return followEvents(reloadSoon, (up) => {
+      setLive(up);
+      if (up) reloadSoon();
+    });
+  }, [needsToken]);
+
+  const act = (title: string, preview: any, run: (reason: string) => Promise<any>) => setPending({ title, preview, run });
+  const call = (doc: string, vars: Record<string, unknown>) => async (reason: string) => (await gql(doc, { ...vars, reason: reason || null })).result;
+
+  if (needsToken) {
+    return html`<main>
+      <h1>Lockkeeper</h1>
+      <form
+        class="token"
+        onSubmit=${(e: Event) => {
+          e.preventDefault();
+          token.set(((e.currentTarget as HTMLFormElement).elements.namedItem('token') as HTMLInputElement).value.trim());
+          setNeedsToken(false);
+        }}
+      >
+        <p>Authentication is on: paste an API token (kept in this tab only).</p>
+        <input name="token" type="password" placeholder="lk_…" /><button class="primary">Use token</button>
+      </form>
+    </main>`;
+  }
+  if (!data)
+    return html`<main>
+      <h1>Lockkeeper</h1>
+      <p>Loading…</p>
+      ${message && html`<p class="message error">${message.text}</p>`}
+    </main>`;
+
+  const nodes = data.nodes.edges.map((e: any) => e.node);
+  const ops = data.operations.edges.map((e: any) => e.node);
+  const zones = [...new Set(nodes.map((n: any) => n.zone ?? '(no zone)'))] as string[];
+  return html`<main>
+    <header>
+      <h1>Lockkeeper</h1>
+      <span class=${live ? 'live' : 'offline'}>${live ? '● live' : '○ reconnecting…'}</span>
+      <a href="/graphql">GraphiQL</a>${token.get() && html`<button onClick=${() => (token.clear(), setNeedsToken(true))}>Forget token</button>`}
+    </header>
+    ${message && html`<div class=${`message ${message.kind}`} role="status">${message.text}${message.details?.map((d) => html`<div>${d}</div>`)}<button onClick=${() => setMessage(null)}>×</button></div>`}
+    ${pending && html`<${Confirm} pending=${pending} onDone=${setMessage} onClose=${() => setPending(null)} />`}
+    <h2>Nodes</h2>
+    <div class="zones">
+      ${zones.map(
+        (zone) =>
+          html`<section class="zone">
+            <h3>${zone}</h3>
+            <table>
+              <tr>
+                <th>node</th>
+                <th>availability</th>
+                <th>policy</th>
+                <th>maintenance</th>
+                <th>operation</th>
+                <th></th>
+              </tr>
+              ${nodes
+                .filter((n: any) => (n.zone ?? '(no zone)') === zone)
+                .map(
+                  (n: any) =>
+                    html`<tr data-node=${n.id}>
+                      <td>${n.name}${n.cordoned ? html` <span class="tag">cordoned</span>` : null}</td>
+                      <td class=${n.availability === 'ACTIVE' ? 'ok' : 'warn'}>${n.availability}</td>
+                      <td>${n.schedulingPolicy}</td>
+                      <td>${n.maintenancePhase ?? ''}</td>
+                      <td>${n.operation ? `${n.operation.kind} ${n.operation.state}` : ''}</td>
+                      <td class="actions">
+                        <button
+                          onClick=${async () => act(`Maintenance of ${n.name}`, { maintenance: (await gql(D.maintenancePlan, { nodeId: n.id })).maintenancePlan }, call(D.enableMaintenanceMode, { nodeId: n.id }))}
+                        >
+                          Maintenance…
+                        </button>
+                        ${n.maintenancePhase && html`<button onClick=${() => act(`End maintenance of ${n.name}`, { text: 'Uncordons the node and restarts the VMs tracked to restart.' }, call(D.disableMaintenanceMode, { nodeId: n.id }))}>Disable…</button>`}
+                        <button
+                          onClick=${async () => {
+                            const plan = await gql(D.rolloutPlan, { input: { nodes: [n.id], action: 'DRAIN_FILL' } }).catch(() => null);
+                            act(
+                              `Drain ${n.name}`,
+                              plan ? { rollout: plan.rolloutPlan } : { text: 'Moves the node’s shards to their warm secondaries.' },
+                              call(D.startNodeDrain, { nodeId: n.id }),
+                            );
+                          }}
+                        >
+                          Drain…
+                        </button>
+                        <button
+                          onClick=${() => act(`Fill ${n.name}`, { text: 'Promotes the node’s secondaries back, up to its fair share.' }, call(D.startNodeFill, { nodeId: n.id }))}
+                        >
+                          Fill…
+                        </button>
+                        ${
+                          n.operation &&
+                          (n.operation.kind === 'DRAIN' || n.operation.kind === 'FILL') &&
+                          html`<button
+                            onClick=${() => act(`Cancel the ${n.operation.kind.toLowerCase()} of ${n.name}`, { text: 'Moves in flight finish; nothing new starts.' }, call(n.operation.kind === 'DRAIN' ? D.cancelNodeDrain : D.cancelNodeFill, { nodeId: n.id }))}
+                          >
+                            Cancel…
+                          </button>`
+                        }
+                      </td>
+                    </tr>`,
+                )}
+            </table>
+          </section>`,
+      )}
+    </div>
+    <${RolloutForm} nodes=${nodes} ask=${setPending} />
+    <h2>Operations</h2>
+    <table class="ops">
+      <tr>
+        <th>kind</th>
+        <th>node</th>
+        <th>state</th>
+        <th>progress</th>
+        <th>ETA</th>
+        <th>waiting on</th>
+        <th></th>
+      </tr>
+      ${ops.map(
+        (op: any) =>
+          html`<tr data-operation=${op.id} data-kind=${op.kind} data-state=${op.state}>
+            <td>${op.kind}${op.rollout?.currentWave ? ` (wave ${op.rollout.currentWave})` : ''}</td>
+            <td>${op.nodeId ?? op.rollout?.nodes.map((x: any) => x.nodeId).join(', ')}</td>
+            <td class=${`state ${op.state}`}>${op.state}${op.error ? ` (${op.error})` : ''}</td>
+            <td><${Progress} op=${op} /></td>
+            <td>${ENDED.includes(op.state) ? '' : eta(op.etaSeconds)}</td>
+            <td class="waiting">${op.waitingOn?.description ?? ''}</td>
+            <td class="actions">
+              ${
+                op.kind === 'ROLLOUT' && !ENDED.includes(op.state)
+                  ? html`${op.state === 'RUNNING' && html`<button onClick=${() => act('Pause the rollout', { text: 'No new node starts; the nodes in flight go on.' }, call(D.pauseRollout, { id: op.id }))}>Pause…</button>`}
+                      ${op.state === 'PAUSED' && html`<button onClick=${() => act('Resume the rollout', { text: op.waitingOn?.description ?? '' }, call(D.resumeRollout, { id: op.id }))}>Resume…</button>`}
+                      ${op.rollout.nodes
+                        .filter((x: any) => x.phase === 'WAITING_FOR_CONFIRM')
+                        .map(
+                          (x: any) =>
+                            html`<button
+                              onClick=${() => act(`Node ${x.nodeId} was restarted`, { text: 'The rollout brings it back.' }, call(D.continueRollout, { id: op.id, nodeId: x.nodeId }))}
+                            >
+                              Continue ${x.nodeId}…
+                            </button>`,
+                        )}
+                      <button
+                        onClick=${() => act('Cancel the rollout', { text: 'The node in flight is brought back into service; no other starts.' }, call(D.cancelRollout, { id: op.id }))}
+                      >
+                        Cancel…
+                      </button>`
+                  : null
+              }
+            </td>
+          </tr>`,
+      )}
+    </table>
+  </main>`;
+}
+
+render(h(App, {}), document.getElementById('app')!);

@@ -1,0 +1,31 @@
+/** The dashboard's GraphQL documents; test/cli/documents.test.ts validates them against schema.graphql too. */
+
+const ERROR = `... on Error { code message } ... on PreconditionFailedError { refusal: reason blockers { id reasons } }`;
+const OPERATION = `__typename ... on Operation { id kind nodeId state } ${ERROR}`;
+
+export const WEB_DOCUMENTS = {
+  dashboard: `query Dashboard { nodes(first: 1000) { edges { node {
+      id name zone roles availability cordoned schedulingPolicy maintenancePhase operation { id kind state } } } }
+    operations(first: 25) { edges { node {
+      id kind nodeId state reason error createdAt etaSeconds
+      counts { planned moving moved skipped failed total } waitingOn { description }
+      rollout { currentWave nodesDone nodesTotal settings { action restart maxUnavailable } nodes { nodeId phase wave } } } } } }`,
+  events: `subscription Events($after: Int) { eventLog(after: $after) { seq type nodeId operationId } }`,
+  maintenancePlan: `query MaintenancePlan($nodeId: ID!, $force: Boolean) { maintenancePlan(nodeId: $nodeId, force: $force) {
+    accepted refusals { code message blockers { id reasons } } warnings vms { vmId action targetNodeId restart } shards { shardId action toNodeId skipReason } } }`,
+  rolloutPlan: `query RolloutPlan($input: StartRolloutInput!) { rolloutPlan(input: $input) { __typename
+    ... on RolloutPlan { waves { number nodeIds } nodes { nodeId wave maintenance { accepted refusals { code message } } drain { shardId action toNodeId skipReason } drainRefusal } }
+    ... on Error { code message } } }`,
+  startNodeDrain: `mutation Drain($nodeId: ID!, $reason: String) { result: startNodeDrain(nodeId: $nodeId, reason: $reason) { ${OPERATION} } }`,
+  startNodeFill: `mutation Fill($nodeId: ID!, $reason: String) { result: startNodeFill(nodeId: $nodeId, reason: $reason) { ${OPERATION} } }`,
+  cancelNodeDrain: `mutation CancelDrain($nodeId: ID!, $reason: String) { result: cancelNodeDrain(nodeId: $nodeId, reason: $reason) { ${OPERATION} } }`,
+  cancelNodeFill: `mutation CancelFill($nodeId: ID!, $reason: String) { result: cancelNodeFill(nodeId: $nodeId, reason: $reason) { ${OPERATION} } }`,
+  enableMaintenanceMode: `mutation Enable($nodeId: ID!, $force: Boolean, $reason: String) { result: enableMaintenanceMode(nodeId: $nodeId, force: $force, reason: $reason) { ${OPERATION} } }`,
+  disableMaintenanceMode: `mutation Disable($nodeId: ID!, $reason: String) { result: disableMaintenanceMode(nodeId: $nodeId, reason: $reason) {
+    __typename ... on DisableMaintenanceResult { restartedVmIds warnings } ${ERROR} } }`,
+  startRollout: `mutation StartRollout($input: StartRolloutInput!) { result: startRollout(input: $input) { __typename ... on Operation { id kind state } ... on Error { code message } } }`,
+  pauseRollout: `mutation Pause($id: ID!, $reason: String) { result: pauseRollout(id: $id, reason: $reason) { ${OPERATION} } }`,
+  resumeRollout: `mutation Resume($id: ID!, $reason: String) { result: resumeRollout(id: $id, reason: $reason) { ${OPERATION} } }`,
+  continueRollout: `mutation Continue($id: ID!, $nodeId: ID!, $reason: String) { result: continueRollout(id: $id, nodeId: $nodeId, reason: $reason) { ${OPERATION} } }`,
+  cancelRollout: `mutation CancelRollout($id: ID!, $reason: String) { result: cancelRollout(id: $id, reason: $reason) { ${OPERATION} } }`,
+} as const;

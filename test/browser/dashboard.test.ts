@@ -1,0 +1,116 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.ts';
+import { startLockkeeper, type Started } from '../../src/start.ts';
+import { PROJECT_ROOT } from '../support/child-server.ts';
+import { CHROMIUM_ARGS, CHROMIUM_PATH, isLocalUrl, recordNetwork, UI_TIMEOUT_MS, type NetworkLog } from './graphiql-page.ts';
+
+const haveChromium = existsSync(CHROMIUM_PATH);
+
+describe.skipIf(!haveChromium)('the dashboard in Debian’s Chromium (rollout:W1–W3)', () => {
+  let dir: string;
+  let started: Started;
+  let browser: Browser;
+  let page: Page;
+  let network: NetworkLog;
+  const pageErrors: string[] = [];
+
+  beforeAll(async () => {
+    // The assets `npm run build` makes (npm install runs it too).
+    const built = spawnSync(process.execPath, [join(PROJECT_ROOT, 'scripts/build-web.mjs')], { encoding: 'utf8' });
+    expect(built.status, built.stderr).toBe(0);
+    dir = mkdtempSync(join(tmpdir(), 'lk-dashboard-'));
+    const nodes = ['1', '2', '3'].map((id) => ({ id, zone: id === '3' ? 'zone-b' : 'zone-a', roles: ['worker', 'storage'] }));
+    const shards = Array.from({ length: 9 }, (_, i) => ({
+      tenantId: `t${i}`,
+      attachedNodeId: String((i % 3) + 1),
+      secondaries: [{ nodeId: String(((i + 1) % 3) + 1) }],
+    }));
+    writeFileSync(
+      join(dir, 'lockkeeper.config.json'),
+      JSON.stringify({
+        plugins: [{ name: 'fake', options: { topology: { nodes, shards }, latenciesMs: { cutOver: 700 } } }],
+        operations: { maxConcurrentMoves: 1 },
+      }),
+    );
+    started = await startLockkeeper({ log: createLogger('silent'), env: {}, cwd: dir, port: 0 });
+    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, timeout: 60_000 });
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    page.setDefaultTimeout(UI_TIMEOUT_MS);
+    network = recordNetwork(page);
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(started.url.replace('/graphql', '/'), { waitUntil: 'load' });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await started?.app.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('rollout:W1 shows nodes by zone with availability, policy and phase, live, with a link to GraphiQL', async () => {
+    await page.locator('tr[data-node="2"]').waitFor();
+    expect(await page.locator('section.zone h3').allTextContents()).toEqual(['zone-a', 'zone-b']);
+    expect(await page.locator('tr[data-node="2"] td').nth(1).textContent()).toBe('ACTIVE');
+    expect(await page.locator('tr[data-node="2"] td').nth(2).textContent()).toBe('ACTIVE');
+    await page.locator('.live').waitFor();
+    expect(await page.locator('a[href="/graphql"]').count()).toBe(1);
+  });
+
+  it('rollout:W2 rollout:W3 a drain previewed, confirmed with a reason, then followed live to its end; a refusal shows its typed message', async () => {
+    const row = page.locator('tr[data-node="2"]');
+    await row.getByRole('button', { name: 'Drain…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Drain node-2' });
+    await dialog.waitFor();
+    expect(await dialog.textContent()).toContain('drain: 3 cut-over(s), 0 skipped');
+    await dialog.locator('input[name="reason"]').fill('browser test');
+    // Every progress the page shows from now on, as it redraws (no reload, no polling by the test).
+    await page.evaluate(() => {
+      const seen: string[] = [];
+      (window as unknown as { seen: string[] }).seen = seen;
+      new MutationObserver(() => {
+        const text = document.querySelector('tr[data-kind="DRAIN"] .progress span')?.textContent;
+        const state = document.querySelector('tr[data-kind="DRAIN"]')?.getAttribute('data-state');
+        if (text && seen.at(-1) !== `${state} ${text}`) seen.push(`${state} ${text}`);
+      }).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
+    });
+    await dialog.getByRole('button', { name: 'Confirm' }).click();
+    await page.locator('.message.ok').waitFor();
+    await page.locator('tr[data-kind="DRAIN"][data-state="SUCCEEDED"]').waitFor({ timeout: 30_000 });
+    const seen = await page.evaluate(() => (window as unknown as { seen: string[] }).seen);
+    expect(seen[0]).toMatch(/^RUNNING [0-2]\/3$/);
+    expect(
+      seen.some((s) => /^RUNNING [12]\/3$/.test(s)),
+      seen.join(', '),
+    ).toBe(true);
+    expect(seen.at(-1)).toBe('SUCCEEDED 3/3');
+    expect(await row.locator('td').nth(2).textContent()).toBe('PAUSE_FOR_RESTART');
+    const steps = (await (
+      await fetch(started.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: '{ auditLog(first: 5) { edges { node { action reason } } } }' }),
+      })
+    ).json()) as any;
+    expect(steps.data.auditLog.edges[0].node).toEqual({ action: 'startNodeDrain', reason: 'browser test' });
+
+    // A refusal: node 2 is paused for restart now.
+    await row.getByRole('button', { name: 'Drain…' }).click();
+    await page.getByRole('dialog', { name: 'Drain node-2' }).getByRole('button', { name: 'Confirm' }).click();
+    const refusal = page.locator('.message.error');
+    await refusal.waitFor();
+    expect(await refusal.textContent()).toContain('PRECONDITION_FAILED: node 2 has scheduling policy PAUSE_FOR_RESTART');
+  });
+
+  it('rollout:W3 no request leaves this machine, and the page raised no error', () => {
+    expect(pageErrors).toEqual([]);
+    expect(network.requests.length).toBeGreaterThan(3);
+    expect(network.requests.filter((u) => !isLocalUrl(u))).toEqual([]);
+    expect(network.webSockets.map((ws) => ws.url()).filter((u) => !isLocalUrl(u))).toEqual([]);
+    expect(network.webSockets.length).toBeGreaterThan(0);
+  });
+});
