@@ -23,14 +23,14 @@ const started = await startLockkeeper({ log: createLogger('silent'), env: {}, cw
 const post = async (query: string) =>
   (
     (await (await fetch(started.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) })).json()) as {
-      data: any;
+      data: Record<string, { __typename: string }>;
     }
-  ).data; // eslint-disable-line @typescript-eslint/no-explicit-any
+  ).data;
 try {
   const start = await post(
     'mutation { startRollout(input: { nodes: ["1", "2", "3", "4"], action: MAINTENANCE, restart: NONE, force: true, order: ZONE_BY_ZONE, reason: "firmware 2.4" }) { __typename ... on Operation { id } } }',
   );
-  if (start.startRollout.__typename !== 'Operation') throw new Error(JSON.stringify(start));
+  if (start.startRollout!.__typename !== 'Operation') throw new Error(JSON.stringify(start));
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],

@@ -3,6 +3,7 @@ import { ENDED_OPERATION_STATES, type OperationSnapshot, type StepRecord, type W
 import {
   hasRestarted,
   outOfService,
+  ROLLOUT_NODE_PHASES,
   waveAdmission,
   type RolloutNodeDetail,
   type RolloutNodeOperation,
@@ -28,18 +29,8 @@ export interface RolloutHost extends StepRunHost<RolloutRun>, NodeOperations {
 /** How long the run waits before it looks again when nothing nudged it. */
 const RECHECK_MS = 5_000;
 
-const IN_FLIGHT: readonly RolloutNodePhase[] = [
-  'DRAINING',
-  'ENTERING_MAINTENANCE',
-  'UNSAFE_TO_RESTART',
-  'WAITING_FOR_RESTART',
-  'WAITING_FOR_CONFIRM',
-  'RETURNING',
-  'LEAVING_MAINTENANCE',
-  'FILLING',
-  'SETTLING',
-  'CANCELLING',
-];
+/** A node step between its start and its end: it holds (or is bringing back) its node. */
+const IN_FLIGHT: readonly RolloutNodePhase[] = ROLLOUT_NODE_PHASES.filter((p) => !['PENDING', 'DONE', 'FAILED', 'SKIPPED'].includes(p));
 const PHASE_OF_OPERATION: Record<RolloutNodeOperation['kind'], RolloutNodePhase> = {
   DRAIN: 'DRAINING',
   MAINTENANCE: 'ENTERING_MAINTENANCE',
