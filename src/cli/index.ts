@@ -20,7 +20,7 @@ export const MUTATIONS_WITHOUT_VERB: Readonly<Record<string, string>> = {
   simulation: 'controls of the simulated cluster only',
 };
 
-export const DEFAULT_SERVER = 'http://127.0.0.1:4000/graphql';
+const DEFAULT_SERVER = 'http://127.0.0.1:4000/graphql';
 
 const COMMON = {
   server: { type: 'string' },

@@ -21,7 +21,7 @@ interface Progress {
 const ENDED = ['SUCCEEDED', 'FAILED', 'CANCELLED'];
 
 /** rollout:T5: how a watched operation ended, as an exit code. */
-export function exitCodeOf(state: string): number {
+function exitCodeOf(state: string): number {
   if (state === 'SUCCEEDED') return EXIT.DONE;
   if (state === 'PAUSED') return EXIT.PAUSED;
   return EXIT.ENDED_BADLY;

@@ -8,9 +8,9 @@ import type { SchedulingPolicy } from './storage/policy.ts';
 import type { MaintenancePhase } from './vm/types.ts';
 
 export const ROLLOUT_ACTIONS = ['MAINTENANCE', 'DRAIN_FILL'] as const;
-export type RolloutAction = (typeof ROLLOUT_ACTIONS)[number];
+type RolloutAction = (typeof ROLLOUT_ACTIONS)[number];
 export const ROLLOUT_RESTARTS = ['WAIT_FOR_REATTACH', 'NONE', 'CONFIRM'] as const;
-export type RolloutRestart = (typeof ROLLOUT_RESTARTS)[number];
+type RolloutRestart = (typeof ROLLOUT_RESTARTS)[number];
 export const ROLLOUT_ORDERS = ['GIVEN', 'BY_ID', 'ZONE_BY_ZONE'] as const;
 export type RolloutOrder = (typeof ROLLOUT_ORDERS)[number];
 
@@ -52,7 +52,7 @@ export interface RolloutNodeView {
 
 /** Harvester counts these roles together for quorum (vm:P4). */
 const CONTROL_PLANE_ROLES = ['control-plane', 'etcd', 'witness'];
-export const isControlPlane = (node: Pick<RolloutNodeView, 'roles'>): boolean => node.roles.some((r) => CONTROL_PLANE_ROLES.includes(r));
+const isControlPlane = (node: Pick<RolloutNodeView, 'roles'>): boolean => node.roles.some((r) => CONTROL_PLANE_ROLES.includes(r));
 
 /** rollout:O1: a selector matches a node in one of its zones, with one of its roles, carrying all its labels. */
 export function matchesSelector(node: Pick<RolloutNodeView, 'zone' | 'roles' | 'labels'>, selector: RolloutSelector): boolean {

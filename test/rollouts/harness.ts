@@ -68,7 +68,7 @@ export async function stateOf(t: TestApp, id: string) {
  * Plays the operator's reboot automation: a node the rollout hands over for its restart
  * is restarted (once) in the simulated cluster.
  */
-export function restarter(t: TestApp, id: string) {
+function restarter(t: TestApp, id: string) {
   const restarted = new Set<string>();
   return async () => {
     const r = t.app.operations.live.get(id) as RolloutRun | undefined;
