@@ -1,6 +1,5 @@
 import { parseArgs } from 'node:util';
 import { runTokenCommand, TOKEN_USAGE } from './auth/cli-tokens.ts';
-import { CLIENT_USAGE, isClientVerb, runClientVerb } from './cli/index.ts';
 import { ConfigError } from './config/errors.ts';
 import { DEFAULT_CONFIG } from './config/defaults.ts';
 import { createLogger } from './logger.ts';
@@ -9,7 +8,8 @@ import { DEFAULT_DATABASE_URL } from './store/database.ts';
 
 const { port: DEFAULT_PORT, host: DEFAULT_HOST } = DEFAULT_CONFIG.server;
 
-const USAGE = `usage: lockkeeper <command>
+/** The usage text; the client verbs' part is loaded only when it is shown. */
+const usage = (CLIENT_USAGE: string) => `usage: lockkeeper <command>
 
 commands:
   serve     run the gateway (GraphQL, GraphiQL, WebSocket subscriptions) on LOCKKEEPER_PORT (default ${DEFAULT_PORT})
@@ -70,7 +70,11 @@ async function token(args: string[]): Promise<void> {
   process.exitCode = code;
 }
 
+/** The client verbs load their modules (graphql-ws, cli-progress) only when used: `serve` starts without them. */
+const clientVerbs = () => import('./cli/index.ts');
+
 async function client(command: string, args: string[]): Promise<void> {
+  const { runClientVerb } = await clientVerbs();
   // `lockkeeper events --follow | head`: the reader went away, which is no error.
   process.stdout.on('error', (e: NodeJS.ErrnoException) => {
     if (e.code === 'EPIPE') process.exit(0);
@@ -89,20 +93,23 @@ async function client(command: string, args: string[]): Promise<void> {
 async function main(argv: string[]): Promise<void> {
   const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, strict: false, options: { help: { type: 'boolean', short: 'h' } } });
   const command = positionals[0];
-  if (command && isClientVerb(command)) return client(command, argv.slice(argv.indexOf(command) + 1));
-  if (values.help || !command) {
-    process.stdout.write(`${USAGE}\n`);
-    return;
-  }
   switch (command) {
     case 'serve':
-      return serve();
+      if (!values.help) return serve();
+      break;
     case 'token':
       return token(argv.slice(argv.indexOf('token') + 1));
     default:
-      process.stderr.write(`lockkeeper: unknown command "${command}"\n${USAGE}\n`);
-      process.exit(2);
+      break;
   }
+  const { CLIENT_USAGE, isClientVerb } = await clientVerbs();
+  if (command && isClientVerb(command)) return client(command, argv.slice(argv.indexOf(command) + 1));
+  if (values.help || !command || command === 'serve') {
+    process.stdout.write(`${usage(CLIENT_USAGE)}\n`);
+    return;
+  }
+  process.stderr.write(`lockkeeper: unknown command "${command}"\n${usage(CLIENT_USAGE)}\n`);
+  process.exit(2);
 }
 
 await main(process.argv.slice(2));

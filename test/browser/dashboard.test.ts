@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -112,5 +113,104 @@ describe.skipIf(!haveChromium)('the dashboard in Debian’s Chromium (rollout:W1
     expect(network.requests.filter((u) => !isLocalUrl(u))).toEqual([]);
     expect(network.webSockets.map((ws) => ws.url()).filter((u) => !isLocalUrl(u))).toEqual([]);
     expect(network.webSockets.length).toBeGreaterThan(0);
+  });
+});
+
+describe.skipIf(!haveChromium)('the dashboard with authentication on (rollout:W2)', () => {
+  const TOKEN = 'a-bootstrap-token-for-the-dashboard';
+  let dir: string;
+  let started: Started;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    const built = spawnSync(process.execPath, [join(PROJECT_ROOT, 'scripts/build-web.mjs')], { encoding: 'utf8' });
+    expect(built.status, built.stderr).toBe(0);
+    dir = mkdtempSync(join(tmpdir(), 'lk-dashboard-auth-'));
+    started = await startLockkeeper({ log: createLogger('silent'), env: { LOCKKEEPER_ADMIN_TOKEN: TOKEN }, cwd: dir, port: 0 });
+    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, timeout: 60_000 });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await started?.app.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('asks for a token, keeps it in the tab’s session storage only, and then shows the cluster live', async () => {
+    const page = await browser.newPage();
+    page.setDefaultTimeout(UI_TIMEOUT_MS);
+    await page.goto(started.url.replace('/graphql', '/'), { waitUntil: 'load' });
+    const form = page.locator('form.token');
+    await form.waitFor();
+    await form.locator('input[name="token"]').fill(TOKEN);
+    await form.getByRole('button', { name: 'Use token' }).click();
+    await page.locator('tr[data-node="1"]').waitFor();
+    await page.locator('.live').waitFor();
+    expect(await page.evaluate(() => ({ session: sessionStorage.getItem('lockkeeper.token'), local: localStorage.length, cookies: document.cookie }))).toEqual({
+      session: TOKEN,
+      local: 0,
+      cookies: '',
+    });
+    // Another tab (a new context) starts without it.
+    const other = await browser.newPage();
+    await other.goto(started.url.replace('/graphql', '/'), { waitUntil: 'load' });
+    await other.locator('form.token').waitFor();
+  });
+});
+
+describe.skipIf(!haveChromium)('the dashboard when its WebSocket drops (rollout:W1)', () => {
+  let dir: string;
+  let started: Started;
+  let browser: Browser;
+  let proxy: Server;
+  const sockets = new Set<Socket>();
+
+  beforeAll(async () => {
+    const built = spawnSync(process.execPath, [join(PROJECT_ROOT, 'scripts/build-web.mjs')], { encoding: 'utf8' });
+    expect(built.status, built.stderr).toBe(0);
+    dir = mkdtempSync(join(tmpdir(), 'lk-dashboard-ws-'));
+    started = await startLockkeeper({ log: createLogger('silent'), env: {}, cwd: dir, port: 0 });
+    // The page talks to the gateway through this relay, which the test can cut.
+    proxy = createServer((client) => {
+      const upstream = connect(started.port, '127.0.0.1');
+      for (const s of [client, upstream]) {
+        sockets.add(s);
+        s.on('close', () => sockets.delete(s));
+        s.on('error', () => {});
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, timeout: 60_000 });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    for (const s of sockets) s.destroy();
+    proxy?.close();
+    await started?.app.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('reconnects, resumes the event log after the last seq it saw, and shows what happened meanwhile', async () => {
+    const page = await browser.newPage();
+    page.setDefaultTimeout(UI_TIMEOUT_MS);
+    const subscribes: string[] = [];
+    page.on('websocket', (ws) => ws.on('framesent', (f) => String(f.payload).includes('"subscribe"') && subscribes.push(String(f.payload))));
+    await page.goto(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}/`, { waitUntil: 'load' });
+    await page.locator('.live').waitFor();
+    const gql = (query: string) => fetch(started.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+    // An event the page sees, so that it has a cursor.
+    await gql('mutation { configureNode(nodeId: "4", policy: PAUSE) { __typename } }');
+    await page.locator('tr[data-node="4"] td').nth(2).getByText('PAUSE').waitFor();
+
+    for (const s of sockets) s.destroy();
+    await page.locator('.offline').waitFor();
+    await gql('mutation { configureNode(nodeId: "4", policy: ACTIVE) { __typename } }');
+    await page.locator('.live').waitFor();
+    await page.locator('tr[data-node="4"] td').nth(2).getByText('ACTIVE', { exact: true }).waitFor();
+    const after = subscribes.map((p) => JSON.parse(p).payload.variables?.after ?? null);
+    expect(after[0]).toBeNull();
+    expect(after.at(-1)).toBeGreaterThan(0);
   });
 });
