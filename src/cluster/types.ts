@@ -27,6 +27,11 @@ export interface ClusterNode {
    * (`nodeReattached`). A rollout's health gate (rollout:O7) takes either as "restarted".
    */
   bootId?: string | null;
+  /**
+   * k8s:H1/H5: Harvester's maintenance state written on the node (by Harvester or by
+   * Lockkeeper, k8s:H3); absent or null when none. Such a node takes no VM.
+   */
+  maintenanceMark?: 'REQUESTED' | 'RUNNING' | 'COMPLETED' | null;
 }
 
 export const VM_STATUSES = ['Running', 'Stopped', 'Starting', 'Stopping', 'Migrating'] as const;

@@ -2,6 +2,7 @@
  * The config file's shape and every default of it: code that needs a setting takes it
  * from the config parsed at start (or from DEFAULT_CONFIG), never states a default again.
  */
+import { DEFAULT_POD_DRAIN_OPTIONS } from '../domain/pods/drain.ts';
 import { z } from 'zod';
 
 const pluginEntrySchema = z
@@ -26,6 +27,21 @@ const serverSettingsSchema = z
   .strict();
 
 /** Limits of background operations. */
+/** k8s:K4, Lockkeeper's column (Harvester's values); `disableEviction` is not offered. */
+const podDrainSettingsSchema = z
+  .object({
+    ignoreDaemonSets: z.boolean().default(DEFAULT_POD_DRAIN_OPTIONS.ignoreDaemonSets),
+    deleteEmptyDirData: z.boolean().default(DEFAULT_POD_DRAIN_OPTIONS.deleteEmptyDirData),
+    /** Evict pods that no controller manages. */
+    force: z.boolean().default(DEFAULT_POD_DRAIN_OPTIONS.force),
+    /** −1: each pod's own terminationGracePeriodSeconds; 0: at once. */
+    gracePeriodSeconds: z.number().int().min(-1).default(DEFAULT_POD_DRAIN_OPTIONS.gracePeriodSeconds),
+    skipWaitForDeleteTimeoutSeconds: z.number().int().min(0).default(DEFAULT_POD_DRAIN_OPTIONS.skipWaitForDeleteTimeoutSeconds),
+    /** Label selector of the pods to drain (virt-launcher pods are always left out: k8s:K1). */
+    podSelector: z.string().default(DEFAULT_POD_DRAIN_OPTIONS.podSelector),
+  })
+  .strict();
+
 const operationSettingsSchema = z
   .object({
     /** Cut-overs in flight per operation (storage:D6; Neon's default). */
@@ -56,6 +72,8 @@ const operationSettingsSchema = z
       .default(30 * 60_000),
     /** Wait before a migration that failed for a transient reason is tried again. */
     migrationRetryDelayMs: z.number().int().min(0).default(10_000),
+    /** k8s:K4: the pod drain of maintenance on backends that run pods (Kubernetes); a request may override each. */
+    podDrain: podDrainSettingsSchema.prefault({}),
   })
   .strict();
 
