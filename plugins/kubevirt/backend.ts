@@ -1,6 +1,7 @@
 import type { BackendCapabilities, ClusterBackend, ShardFilter, VmFilter } from '../../src/cluster/backend.ts';
 import type { Clock } from '../../src/cluster/clock.ts';
 import { BackendError } from '../../src/cluster/errors.ts';
+import type { CancelledMigration, MaintenanceDelegate, NodeMaintenanceBackend, NodeMaintenanceMark } from '../../src/cluster/node-maintenance.ts';
 import type { PluginContext } from '../../src/cluster/plugin.ts';
 import type {
   ClusterEventListener,
@@ -16,8 +17,11 @@ import { KubeApi } from './api.ts';
 import { ClusterCache } from './cache.ts';
 import { RESOURCES, type KubeClients } from './kube.ts';
 import { toClusterNode } from './mapping.ts';
+import { harvesterDelegate } from './harvester.ts';
 import { Migrations } from './migrations.ts';
+import { NodeDownController } from './node-down.ts';
 import { NodeState } from './node-state.ts';
+import { PodDrain } from './pod-drain.ts';
 import type { KubevirtOptions } from './options.ts';
 import { VmActions } from './vm-actions.ts';
 import { VmReads } from './vms.ts';
@@ -30,8 +34,9 @@ const rejectShards = () => Promise.reject(new BackendError('Rejected', 'the kube
 /**
  * Kubernetes + KubeVirt (+ Longhorn) behind the cluster interface: a facade over the
  * informer cache and waiters (cache.ts), live reads (vms.ts), VM actions (vm-actions.ts),
- * migrations (migrations.ts), volumes (volumes.ts) and node writes (node-state.ts). See
- * README.md beside this file.
+ * migrations (migrations.ts), volumes (volumes.ts), node writes (node-state.ts), the pod
+ * drain (pod-drain.ts), Harvester delegation (harvester.ts) and node-down handling
+ * (node-down.ts). See README.md beside this file.
  */
 export class KubevirtBackend implements ClusterBackend {
   readonly name = 'kubevirt';
@@ -43,20 +48,34 @@ export class KubevirtBackend implements ClusterBackend {
   private readonly actions: VmActions;
   private readonly migrations: Migrations;
   private readonly nodeState: NodeState;
+  private delegate: MaintenanceDelegate | null = null;
+  private nodeDown: NodeDownController | null = null;
+  readonly podDrain: PodDrain;
+  readonly nodeMaintenance: NodeMaintenanceBackend;
 
   constructor(
     k: KubeClients,
-    options: KubevirtOptions,
-    clock: Clock,
+    private readonly options: KubevirtOptions,
+    private readonly clock: Clock,
     private readonly log: Log,
   ) {
     this.api = new KubeApi(k, options);
     this.cache = new ClusterCache(this.api, options, clock, log);
     this.volumes = new Volumes(this.api, this.cache, this.capabilities, options.longhornNamespace, log);
-    this.reads = new VmReads(this.api, this.volumes);
+    this.reads = new VmReads(this.api, this.cache, this.volumes);
     this.actions = new VmActions(this.api, this.cache, this.reads, options, clock, log);
     this.migrations = new Migrations(this.api, this.cache, this.reads, options, log);
-    this.nodeState = new NodeState(this.api, this.cache, options);
+    this.nodeState = new NodeState(this.api, this.cache, options, clock, log);
+    this.podDrain = new PodDrain(this.api, log);
+    const delegate = () => this.delegate;
+    this.nodeMaintenance = {
+      markMaintenance: (id: string, mark: NodeMaintenanceMark, o: { forced: boolean }) => this.nodeState.markMaintenance(id, mark, o),
+      clearMaintenance: (id: string) => this.nodeState.clearMaintenance(id),
+      cancelMigrations: (id: string): Promise<CancelledMigration[]> => this.migrations.cancelMigrations(id),
+      get delegate() {
+        return delegate();
+      },
+    };
   }
 
   /** Starts the watches and waits for their first lists (failing fast on, e.g., missing RBAC). */
@@ -65,12 +84,43 @@ export class KubevirtBackend implements ClusterBackend {
       await this.cache.start();
       // Whether Longhorn is installed is known before the first plan (and re-checked on every VM read).
       await this.volumes.longhornReplicas();
+      await this.podDrain.discover();
+      // k8s:H9: detected once, at start (or forced by the config).
+      this.delegate = await harvesterDelegate(this.api, this.options.harvester);
     } catch (e) {
       await this.close();
       throw e;
     }
+    this.log.info(
+      { mode: this.delegate ? 'delegate' : 'act' },
+      this.delegate
+        ? `kubevirt: maintenance is delegated to Harvester's controllers (${this.delegate.reason})`
+        : 'kubevirt: Lockkeeper does maintenance itself (no Harvester)',
+    );
     await this.listVms().catch((e: unknown) => this.log.warn({ err: e }, 'kubevirt: reading volumes at start failed'));
     this.cache.prime();
+    if (this.options.nodeDown.enable) {
+      // k8s:U7: not on Harvester clusters, where Harvester's own node-down controller acts.
+      if (this.delegate) this.log.warn({}, "kubevirt: nodeDown.enable is ignored: on a Harvester cluster Harvester's node-down controller acts");
+      else {
+        this.nodeDown = new NodeDownController(this.api, this.cache, this.options.nodeDown, this.clock, this.log);
+        this.nodeDown.start();
+      }
+    }
+  }
+
+  /** k8s:U7 (Decision): a person confirms that a node that stopped reporting is down; stage 2 may then run. */
+  async confirmNodeDown(nodeId: string): Promise<void> {
+    if (!this.nodeDown) {
+      throw new BackendError(
+        'Rejected',
+        this.delegate
+          ? "node-down handling is Harvester's on this cluster (k8s:H9): confirm with Harvester"
+          : 'node-down handling is off: set the kubevirt plugin option nodeDown.enable',
+        { kind: 'node', id: nodeId },
+      );
+    }
+    await this.nodeDown.confirm(nodeId);
   }
 
   // --- nodes
@@ -164,6 +214,7 @@ export class KubevirtBackend implements ClusterBackend {
   }
 
   async close(): Promise<void> {
+    this.nodeDown?.stop();
     this.cache.close();
   }
 }

@@ -36,9 +36,13 @@ export class ClusterCache {
   private readonly emittedVms = new Map<string, string>();
   /** Volumes (with replica health) as last read per VM; replicas are not watched. */
   readonly volumeCache = new Map<string, VmVolume[]>();
+  /** The KubeVirt CR's eviction strategy as last read (k8s:E1); the CR is not watched. */
+  clusterEvictionStrategy: unknown = null;
   private readonly waiters = new Set<Waiter>();
   private primed = false;
   closed = false;
+  /** Every change of a raw node (taints and conditions too, which map to nothing): the node-down controller's trigger. */
+  onNodeTouched: ((key: string) => void) | null = null;
 
   constructor(
     api: KubeApi,
@@ -120,7 +124,7 @@ export class ClusterCache {
     const vm = this.fromCache(this.vmInformers, key);
     if (!vm) return null;
     const volumes = this.volumeCache.get(key) ?? claimVolumes(vm).map((v) => ({ name: v.name, replicas: [] }));
-    return toClusterVm(vm, this.vmi(key), volumes);
+    return toClusterVm(vm, this.vmi(key), volumes, this.clusterEvictionStrategy);
   }
 
   /**
@@ -142,6 +146,7 @@ export class ClusterCache {
         this.events.emit({ type: 'nodeChanged', node });
       }
     }
+    this.onNodeTouched?.(key);
     this.runWaiters();
   }
 

@@ -2,6 +2,7 @@ import type { VmFilter } from '../../src/cluster/backend.ts';
 import { BackendError, notFound } from '../../src/cluster/errors.ts';
 import type { ClusterNode, ClusterVm } from '../../src/cluster/types.ts';
 import { vmSubject, type KubeApi, type Subject } from './api.ts';
+import type { ClusterCache } from './cache.ts';
 import { RESOURCES } from './kube.ts';
 import { parseVmId, toClusterNode, toClusterVm, type KObject } from './mapping.ts';
 import type { Volumes } from './volumes.ts';
@@ -10,8 +11,26 @@ import type { Volumes } from './volumes.ts';
 export class VmReads {
   constructor(
     private readonly api: KubeApi,
+    private readonly cache: ClusterCache,
     private readonly volumes: Volumes,
   ) {}
+
+  /**
+   * k8s:E1: the KubeVirt CR's `spec.configuration.evictionStrategy`, read on every VM read
+   * (a change reaches only VMIs created later, but a VMI without its own value reads it);
+   * null without a value or without KubeVirt's CRD.
+   */
+  async clusterEvictionStrategy(): Promise<unknown> {
+    let value: unknown = null;
+    try {
+      const [cr] = (await this.api.listRaw(RESOURCES.kubevirts, undefined)).items;
+      value = cr?.spec?.configuration?.evictionStrategy ?? null;
+    } catch (e) {
+      if (!(e instanceof BackendError && e.code === 'NotFound')) throw e;
+    }
+    this.cache.clusterEvictionStrategy = value;
+    return value;
+  }
 
   async listVms(filter: VmFilter = {}): Promise<ClusterVm[]> {
     const selector =
@@ -20,12 +39,13 @@ export class VmReads {
             .map(([k, v]) => `${k}=${v}`)
             .join(',')
         : undefined;
-    const [vms, vmis, source] = await Promise.all([
+    const [vms, vmis, source, cluster] = await Promise.all([
       this.api.listScoped(RESOURCES.vms, filter.namespace, selector),
       this.api.listScoped(RESOURCES.vmis, filter.namespace),
       this.volumes.source(filter.namespace),
+      this.clusterEvictionStrategy(),
     ]);
-    return this.volumes.assemble(vms, vmis, source).filter((vm) => filter.nodeId === undefined || vm.nodeId === filter.nodeId);
+    return this.volumes.assemble(vms, vmis, source, cluster).filter((vm) => filter.nodeId === undefined || vm.nodeId === filter.nodeId);
   }
 
   async readVm(id: string): Promise<{ vm: KObject; vmi: KObject | null } | null> {
@@ -42,14 +62,15 @@ export class VmReads {
     const found = await this.readVm(id);
     if (!found) return null;
     const parsed = parseVmId(id)!;
-    return this.volumes.assemble([found.vm], found.vmi ? [found.vmi] : [], await this.volumes.source(parsed.namespace))[0]!;
+    const [source, cluster] = await Promise.all([this.volumes.source(parsed.namespace), this.clusterEvictionStrategy()]);
+    return this.volumes.assemble([found.vm], found.vmi ? [found.vmi] : [], source, cluster)[0]!;
   }
 
   /** The VM as it is now (live read, without volumes); NotFound when it does not exist. */
   async requireVm(id: string): Promise<{ raw: KObject; vmi: KObject | null; vm: ClusterVm }> {
     const found = await this.readVm(id);
     if (!found) throw notFound('vm', id);
-    return { raw: found.vm, vmi: found.vmi, vm: toClusterVm(found.vm, found.vmi, []) };
+    return { raw: found.vm, vmi: found.vmi, vm: toClusterVm(found.vm, found.vmi, [], this.cache.clusterEvictionStrategy) };
   }
 
   async getNode(id: string): Promise<ClusterNode | null> {

@@ -178,6 +178,38 @@ export class ApiServer {
     await closed;
   }
 
+  /** Which version `pods/eviction` is discovered in (k8s:K5: a client uses policy/v1beta1 only when v1 is not listed). */
+  evictionVersion: 'v1' | 'v1beta1' = 'v1';
+
+  /** `GET /api/v1`: the core group's resources and subresources, as discovery lists them. */
+  private discovery(): unknown {
+    const resources = this.store.resources
+      .filter((r) => r.group === '')
+      .flatMap((r) => [
+        {
+          name: r.plural,
+          singularName: r.kind.toLowerCase(),
+          namespaced: r.namespaced,
+          kind: r.kind,
+          verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
+        },
+        ...(r.subresources ?? []).map((sub) =>
+          sub === 'eviction'
+            ? {
+                name: `${r.plural}/eviction`,
+                singularName: '',
+                namespaced: true,
+                group: 'policy',
+                version: this.evictionVersion,
+                kind: 'Eviction',
+                verbs: ['create'],
+              }
+            : { name: `${r.plural}/${sub}`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: ['get', 'patch', 'update'] },
+        ),
+      ]);
+    return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: 'v1', resources };
+  }
+
   /** Runs the admission plugins, as the API server does before it stores a write. */
   admit(a: AdmissionRequest): void {
     for (const admitter of this.admitters) admitter(a);
@@ -278,6 +310,7 @@ export class ApiServer {
       return this.send(res, 401, status(401, 'Unauthorized', 'Unauthorized'));
     }
     const url = new URL(req.url ?? '/', 'http://sim');
+    if (url.pathname.replace(/\/$/, '') === '/api/v1' && req.method === 'GET') return this.send(res, 200, this.discovery());
     const route = this.route(url.pathname);
     if ('error' in route) return this.send(res, 404, route.error);
     const method = req.method ?? 'GET';
