@@ -9,6 +9,8 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
+    // Every Kubernetes simulator is checked against kubernetes-models' schemas (k8s issue 12).
+    setupFiles: ['test/support/k8s-schema-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Two cores: keep forks few so end-to-end servers and Chromium are not starved.

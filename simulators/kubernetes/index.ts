@@ -279,8 +279,12 @@ export class K8sSim {
     this.store.mutate(this.def('nodes'), undefined, name, (n) => (n.spec = { ...(n.spec ?? {}), taints }));
   }
 
+  /** Called with every simulator before it listens (tests attach schema checks here). */
+  static instrument: ((sim: K8sSim) => void) | null = null;
+
   static async start(options: K8sSimOptions = {}): Promise<K8sSim> {
     const sim = new K8sSim(options);
+    K8sSim.instrument?.(sim);
     sim.url = await sim.api.listen();
     return sim;
   }
