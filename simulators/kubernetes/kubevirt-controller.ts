@@ -344,7 +344,8 @@ export class KubevirtController {
     });
   }
 
-  private createLauncherPod(vmi: K8sObject, nodeName: string, extraLabels: Record<string, string>): K8sObject {
+  /** A virt-launcher pod of the VMI; `nodeName` null: a migration target not scheduled yet (Pending). */
+  private createLauncherPod(vmi: K8sObject, nodeName: string | null, extraLabels: Record<string, string>): K8sObject {
     const { namespace, name } = vmi.metadata;
     return this.store.create(this.pods, {
       metadata: {
@@ -362,11 +363,11 @@ export class KubevirtController {
         ],
       },
       spec: {
-        nodeName,
+        ...(nodeName && { nodeName }),
         terminationGracePeriodSeconds: 45,
         containers: [{ name: 'compute', image: 'quay.io/kubevirt/virt-launcher:v1.6.0' }],
       },
-      status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
+      status: nodeName ? { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } : { phase: 'Pending' },
     });
   }
 
@@ -442,7 +443,12 @@ export class KubevirtController {
     const phase: string | undefined = mig.status?.phase;
     if (mig.metadata.deletionTimestamp) return this.abort(mig);
     if (FINAL.includes(phase!)) return this.schedule(`gc/${namespace}`, () => this.collectMigrations(namespace));
-    if (phase === undefined) return this.setPhase(namespace, name, 'Pending');
+    if (phase === undefined) {
+      // The target pod exists from the start, unscheduled, as KubeVirt creates it.
+      const vmi = this.store.get(this.vmis, namespace, mig.spec?.vmiName);
+      if (vmi) this.createLauncherPod(vmi, null, { [MIGRATION_JOB_LABEL]: mig.metadata.uid! });
+      return this.setPhase(namespace, name, 'Pending');
+    }
     if (phase === 'Pending') {
       if (this.holds.pending(mig)) return;
       return this.startMigration(mig);
@@ -462,7 +468,13 @@ export class KubevirtController {
     if (!target) return this.fail(mig, "target pod unschedulable: no node matches the VMI's constraints");
     const targetNode = target.metadata.name;
     this.setPhase(namespace!, name, 'Scheduling');
-    const targetPod = this.createLauncherPod(vmi, targetNode, { [MIGRATION_JOB_LABEL]: mig.metadata.uid! });
+    const pending = this.targetPods(namespace!, mig.metadata.uid!)[0];
+    const targetPod = pending
+      ? this.store.mutate(this.pods, namespace, pending.metadata.name, (p) => {
+          p.spec.nodeName = targetNode;
+          p.status = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] };
+        })!
+      : this.createLauncherPod(vmi, targetNode, { [MIGRATION_JOB_LABEL]: mig.metadata.uid! });
     const migrationState = {
       migrationUid: mig.metadata.uid,
       sourceNode: source,
