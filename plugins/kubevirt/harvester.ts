@@ -6,10 +6,10 @@ import { maintenanceMarkOf } from './mapping.ts';
 import type { KubevirtOptions } from './options.ts';
 
 /** The CRD whose presence means Harvester's controllers run in the cluster (k8s:H9). */
-export const HARVESTER_CRD = 'settings.harvesterhci.io';
+const HARVESTER_CRD = 'settings.harvesterhci.io';
 
 /** k8s:H9: is Harvester there? One GET of its settings CRD (404: no). */
-export async function harvesterPresent(api: KubeApi): Promise<boolean> {
+async function harvesterPresent(api: KubeApi): Promise<boolean> {
   try {
     await call('get', RESOURCES.crds, () => api.k.extensions.readCustomResourceDefinition({ name: HARVESTER_CRD }));
     return true;

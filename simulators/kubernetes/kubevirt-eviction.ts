@@ -6,7 +6,7 @@ import type { K8sObject, ObjectStore, ResourceDef, StoreEvent } from './store.ts
 
 const FINAL = ['Succeeded', 'Failed'];
 /** KubeVirt's default `nodeDrainTaintKey` (k8s:E3). */
-export const DEFAULT_DRAIN_TAINT = 'kubevirt.io/drain';
+const DEFAULT_DRAIN_TAINT = 'kubevirt.io/drain';
 /** `handleMigrationBackoff`: 20 s after a failed evacuation migration, doubling (k8s:C10). */
 const EVACUATION_BACKOFF_MS = 20_000;
 

@@ -32,8 +32,9 @@ describe('k8s:scenario-4: eviction strategies', () => {
   it('LiveMigrate → our VMIM; None → launcher pod evicted, run strategy untouched; IfPossible not migratable → refused, halted under force; External → waitingOn, ERROR; Shutdown wins over LiveMigrate', async () => {
     const clock = new VirtualClock();
     t = await kubevirtApp(seed, {}, {}, { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationTimeoutMs: 3_600_000 } });
-    const plan = (await gql(`{ maintenancePlan(nodeId: "n1") { accepted refusals { code blockers { id } } warnings vms { vmId action evictionStrategy blocksEnable } } }`))
-      .maintenancePlan;
+    const plan = (
+      await gql(`{ maintenancePlan(nodeId: "n1") { accepted refusals { code blockers { id } } warnings vms { vmId action evictionStrategy blocksEnable } } }`)
+    ).maintenancePlan;
     const byVm = Object.fromEntries(plan.vms.map((v: { vmId: string }) => [v.vmId, v]));
     expect(byVm['default/lm']).toMatchObject({ action: 'MIGRATE', evictionStrategy: 'LiveMigrate', blocksEnable: false });
     expect(byVm['default/none']).toMatchObject({ action: 'EVICT', evictionStrategy: 'None' });
@@ -52,10 +53,14 @@ describe('k8s:scenario-4: eviction strategies', () => {
     const op = (await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1", force: true, deadlineSeconds: 600) { ... on Operation { id } } }`)).r;
     const opState = async () =>
       (await gql(`{ operation(id: "${op.id}") { ... on Operation { state error waitingOn { description workloadIds } } } }`)).operation;
-    await drive(clock, async () => {
-      const w = (await opState()).waitingOn;
-      return w !== null && w.workloadIds.length === 1 && w.workloadIds[0] === 'default/ext';
-    }, { stepMs: 1000 });
+    await drive(
+      clock,
+      async () => {
+        const w = (await opState()).waitingOn;
+        return w !== null && w.workloadIds.length === 1 && w.workloadIds[0] === 'default/ext';
+      },
+      { stepMs: 1000 },
+    );
     expect((await opState()).waitingOn.description).toContain('default/ext: eviction strategy External: waiting for an external controller');
     await drive(clock, async () => (await opState()).state === 'FAILED', { stepMs: 1000 });
     const ended = await opState();

@@ -39,7 +39,9 @@ describe('k8s:scenario-9: delegation to Harvester', () => {
     const op = (await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1") { ... on Operation { id } } }`)).r;
     await eventually(() => phase() === 'COMPLETED');
     const log = (await gql(`{ eventLog(after: 0, first: 100, nodeId: "n1") { events { type payload } } }`)).eventLog.events;
-    const phases = log.filter((e: { type: string }) => e.type === 'MAINTENANCE_PHASE_CHANGED').map((e: { payload: unknown }) => (typeof e.payload === 'string' ? JSON.parse(e.payload) : e.payload).to);
+    const phases = log
+      .filter((e: { type: string }) => e.type === 'MAINTENANCE_PHASE_CHANGED')
+      .map((e: { payload: unknown }) => (typeof e.payload === 'string' ? JSON.parse(e.payload) : e.payload).to);
     expect(phases).toEqual(['DRAINING', 'EVACUATING', 'COMPLETED']);
     await eventually(async () => (await gql(`{ operation(id: "${op.id}") { ... on Operation { state } } }`)).operation.state === 'SUCCEEDED');
     // Lockkeeper wrote exactly Harvester's API request; everything else was Harvester's and KubeVirt's doing.
@@ -57,9 +59,14 @@ describe('k8s:scenario-9: delegation to Harvester', () => {
 
     // Disable: k8s:H4's node update, and the RestartAfterDisable VM Harvester tracked is started again.
     const before = writes().length;
-    const result = (await gql(`mutation { r: disableMaintenanceMode(nodeId: "n1") { ... on DisableMaintenanceResult { restartedVmIds node { cordoned } } } }`)).r;
+    const result = (await gql(`mutation { r: disableMaintenanceMode(nodeId: "n1") { ... on DisableMaintenanceResult { restartedVmIds node { cordoned } } } }`))
+      .r;
     expect(result).toEqual({ restartedVmIds: ['default/batch'], node: { cordoned: false } });
-    expect(writes()[before]).toMatchObject({ verb: 'patch', resource: 'nodes', body: { metadata: { annotations: { [MAINTAIN_STATUS]: null } }, spec: { unschedulable: null } } });
+    expect(writes()[before]).toMatchObject({
+      verb: 'patch',
+      resource: 'nodes',
+      body: { metadata: { annotations: { [MAINTAIN_STATUS]: null } }, spec: { unschedulable: null } },
+    });
     expect(t.sim.node('n1')!.metadata.annotations ?? {}).toEqual({});
     expect(t.sim.vm('default', 'batch')!.spec.runStrategy).toBe('Always');
   });

@@ -67,7 +67,8 @@ describe('k8s:scenario-5: migration cancel', () => {
     expect(migrationsOf('b')).toEqual([expect.objectContaining({ metadata: expect.objectContaining({ uid: evacuation!.metadata.uid }) })]);
     expect(migrationsOf('b')[0]!.metadata.deletionTimestamp).toBeUndefined();
     // k8s:C7: Lockkeeper writes none of Harvester's migration annotations.
-    for (const v of ['a', 'b']) expect(Object.keys(t.sim.vmi('default', v)!.metadata.annotations ?? {}).filter((k) => k.startsWith('harvesterhci.io/migration'))).toEqual([]);
+    for (const v of ['a', 'b'])
+      expect(Object.keys(t.sim.vmi('default', v)!.metadata.annotations ?? {}).filter((k) => k.startsWith('harvesterhci.io/migration'))).toEqual([]);
   });
 
   it('a Running cancel whose abort ends Failed (the migration won the race) reports the VM on the target', async () => {
@@ -107,7 +108,8 @@ describe('k8s:scenario-5: migration cancel', () => {
     expect(deletes()[0]!.at - created).toBeGreaterThanOrEqual(30_000);
     await eventually(() => !migrationsOf('a').some((m) => m.metadata.uid === first.metadata.uid));
     const step = async () =>
-      (await gql(`{ operation(id: "${op.id}") { ... on Operation { steps(first: 5) { edges { node { workloadId state error } } } } } }`)).operation.steps.edges[0].node;
+      (await gql(`{ operation(id: "${op.id}") { ... on Operation { steps(first: 5) { edges { node { workloadId state error } } } } } }`)).operation.steps
+        .edges[0].node;
     await eventually(async () => ((await step()).error ?? '').includes('cancelled'));
     const s = await step();
     expect(s).toMatchObject({ workloadId: 'default/a', state: 'MOVING' });

@@ -70,7 +70,8 @@ describe('k8s:scenario-6: node state on a cluster without Harvester', () => {
     let conflicts = 1;
     t.sim.api.beforeWrite = (verb, r, _ns, name) => {
       // A concurrent writer, once: the disable's patch carries a resourceVersion that is now stale (409).
-      if (verb === 'patch' && r.plural === 'nodes' && name === 'n1' && conflicts-- > 0) t.sim.store.mutate(t.sim.def('nodes'), undefined, 'n1', (n) => (n.metadata.labels = { ...n.metadata.labels, touched: 'yes' }));
+      if (verb === 'patch' && r.plural === 'nodes' && name === 'n1' && conflicts-- > 0)
+        t.sim.store.mutate(t.sim.def('nodes'), undefined, 'n1', (n) => (n.metadata.labels = { ...n.metadata.labels, touched: 'yes' }));
     };
     const from = t.sim.calls.length;
     const result = (await gql(`mutation { r: disableMaintenanceMode(nodeId: "n1") { __typename ... on DisableMaintenanceResult { node { cordoned } } } }`)).r;

@@ -21,7 +21,8 @@ const operation = async (id: string) =>
   (await gql(`{ operation(id: "${id}") { ... on Operation { state error waitingOn { kind description workloadIds } } } }`)).operation;
 const phase = () => t.app.maintenance.stateOf('n1')?.phase ?? null;
 const evictions = (): RecordedCall[] => t.sim.calls.filter((c) => c.resource === 'pods/eviction');
-const writesTo = (calls: RecordedCall[], resource: string) => calls.filter((c) => c.resource === resource && c.verb !== 'get' && c.verb !== 'list' && c.verb !== 'watch');
+const writesTo = (calls: RecordedCall[], resource: string) =>
+  calls.filter((c) => c.resource === resource && c.verb !== 'get' && c.verb !== 'list' && c.verb !== 'watch');
 
 function threeNodes(sim: K8sSim): void {
   for (const n of ['n1', 'n2', 'n3']) sim.addNode(n, { roles: ['worker'] });
@@ -80,7 +81,11 @@ describe('k8s:scenario-1: classification (kubectl filters, k8s:K2–K4)', () => 
     const op = await enable();
     expect(op.__typename).toBe('Operation');
     await eventually(() => phase() === 'COMPLETED');
-    expect(evictions().map((c) => c.name).sort()).toEqual(['cache-1', 'lonely', 'web-1']);
+    expect(
+      evictions()
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual(['cache-1', 'lonely', 'web-1']);
     expect(
       t.sim
         .podsOn('n1')
@@ -122,7 +127,9 @@ describe('k8s:scenario-2: PodDisruptionBudgets (k8s:K6, k8s:K8)', () => {
     expect(tries.length).toBeLessThanOrEqual(13);
     const ended = await operation(op.id);
     expect(ended.state).toBe('FAILED');
-    expect(ended.error).toMatch(/^DEADLINE_EXCEEDED: pods still on the node: 1 pod\(s\) left on node n1: default\/web-0: blocked by PodDisruptionBudget web-pdb/);
+    expect(ended.error).toMatch(
+      /^DEADLINE_EXCEEDED: pods still on the node: 1 pod\(s\) left on node n1: default\/web-0: blocked by PodDisruptionBudget web-pdb/,
+    );
     expect(t.sim.pod('default', 'web-0')?.metadata.deletionTimestamp).toBeUndefined();
   });
 
@@ -159,7 +166,9 @@ describe('k8s:scenario-2: PodDisruptionBudgets (k8s:K6, k8s:K8)', () => {
     expect(phase()).toBe('ERROR');
     expect(evictions()).toHaveLength(1);
     const ended = await operation(op.id);
-    expect(ended.error).toContain('POD_EVICTION_FAILED: default/api-0: eviction failed: HTTP 500: Internal error occurred: This pod has more than one PodDisruptionBudget');
+    expect(ended.error).toContain(
+      'POD_EVICTION_FAILED: default/api-0: eviction failed: HTTP 500: Internal error occurred: This pod has more than one PodDisruptionBudget',
+    );
     expect(t.sim.pod('default', 'api-0')?.metadata.deletionTimestamp).toBeUndefined();
   });
 });
@@ -180,7 +189,12 @@ describe('k8s:scenario-3: grace period and identity (k8s:K5, k8s:K7, k8s:K8)', (
     await enable();
     await drive(clock, () => evictions().length === 1);
     const [eviction] = evictions();
-    expect(eviction!.body).toEqual({ apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'db-0', namespace: 'default' }, deleteOptions: { gracePeriodSeconds: 180 } });
+    expect(eviction!.body).toEqual({
+      apiVersion: 'policy/v1',
+      kind: 'Eviction',
+      metadata: { name: 'db-0', namespace: 'default' },
+      deleteOptions: { gracePeriodSeconds: 180 },
+    });
     await eventually(() => t.sim.pod('default', 'db-0')?.metadata.deletionTimestamp !== undefined);
     const evictedAt = clock.now();
     // k8s:K7: 180 s overrides the pod's own 30 s: still Terminating after 179 s.

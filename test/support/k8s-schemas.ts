@@ -69,7 +69,8 @@ export function checkSchemas(sim: K8sSim): string[] {
   sim.store.subscribe((e) => check(`stored (${e.type})`, e.object));
   sim.api.onExchange = (x) => {
     // Patches are partial (their result is validated when stored); other bodies are whole objects.
-    if (x.request && x.verb !== 'patch' && !(x.verb === 'delete')) check(`sent (${x.verb} ${x.resource.plural}${x.subresource ? `/${x.subresource}` : ''})`, x.request);
+    if (x.request && x.verb !== 'patch' && !(x.verb === 'delete'))
+      check(`sent (${x.verb} ${x.resource.plural}${x.subresource ? `/${x.subresource}` : ''})`, x.request);
     check(`answered (${x.verb} ${x.resource.plural})`, x.response);
   };
   return violations;

@@ -1,6 +1,6 @@
 /** KubeVirt's eviction strategies and what Lockkeeper does with them (k8s:E1, k8s:E5, k8s:E6). Pure. */
 
-export const EVICTION_STRATEGIES = ['None', 'LiveMigrate', 'LiveMigrateIfPossible', 'External'] as const;
+const EVICTION_STRATEGIES = ['None', 'LiveMigrate', 'LiveMigrateIfPossible', 'External'] as const;
 export type EvictionStrategy = (typeof EVICTION_STRATEGIES)[number];
 
 export const isEvictionStrategy = (v: unknown): v is EvictionStrategy => typeof v === 'string' && (EVICTION_STRATEGIES as readonly string[]).includes(v);

@@ -166,7 +166,7 @@ const PodDrainOptionsType = builder.objectRef<PodDrainOptions>('PodDrainOptions'
   }),
 });
 
-export const PodDrainInput = builder.inputType('PodDrainInput', {
+const PodDrainInput = builder.inputType('PodDrainInput', {
   description: 'k8s:K4: overrides of the pod drain’s options (config operations.podDrain) for this request.',
   fields: (t) => ({
     ignoreDaemonSets: t.boolean({ required: false }),

@@ -15,8 +15,12 @@ afterEach(async () => {
 describe('kubernetes-models schema checks', () => {
   it('are installed for every simulator (vitest setup) and bite on an object a real API server would reject', async () => {
     expect(K8sSim.instrument).toBeTypeOf('function');
-    expect(schemaError({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 7 }] } })).toMatch(/image must be string/);
-    expect(schemaError({ apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'p' }, deleteOptions: { gracePeriodSeconds: '180' } })).toMatch(/gracePeriodSeconds/);
+    expect(schemaError({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 7 }] } })).toMatch(
+      /image must be string/,
+    );
+    expect(schemaError({ apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'p' }, deleteOptions: { gracePeriodSeconds: '180' } })).toMatch(
+      /gracePeriodSeconds/,
+    );
     expect(schemaError({ apiVersion: 'v1', kind: 'PodList', items: [{ metadata: { name: 'p' }, spec: { containers: 'no' } }] })).toMatch(/PodList item/);
     // A simulator outside the shared check (its violation is made on purpose), with a check of its own.
     const shared = K8sSim.instrument;
@@ -33,7 +37,9 @@ describe('kubernetes-models schema checks', () => {
 
   it('every kind the simulator serves from the core, apps, policy and apiextensions groups is one the check knows', async () => {
     sim = await K8sSim.start();
-    const served = sim.store.resources.filter((r) => ['', 'apps', 'policy', 'apiextensions.k8s.io'].includes(r.group)).map((r) => `${r.group ? `${r.group}/` : ''}${r.version}/${r.kind}`);
+    const served = sim.store.resources
+      .filter((r) => ['', 'apps', 'policy', 'apiextensions.k8s.io'].includes(r.group))
+      .map((r) => `${r.group ? `${r.group}/` : ''}${r.version}/${r.kind}`);
     for (const kind of served) expect(VALIDATED_KINDS, kind).toContain(kind);
   });
 
@@ -58,7 +64,12 @@ describe('kubernetes-models schema checks', () => {
     expect(pods.map((p) => p.name).sort()).toEqual(expect.arrayContaining(['db-0', 'ds', 'web']));
     expect(await backend.podDrain.evictPod({ namespace: 'default', name: 'web' }, 180)).toEqual({ kind: 'EVICTED' });
     expect(sent).toHaveLength(1);
-    expect(JSON.parse(sent[0]!)).toEqual({ apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'web', namespace: 'default' }, deleteOptions: { gracePeriodSeconds: 180 } });
+    expect(JSON.parse(sent[0]!)).toEqual({
+      apiVersion: 'policy/v1',
+      kind: 'Eviction',
+      metadata: { name: 'web', namespace: 'default' },
+      deleteOptions: { gracePeriodSeconds: 180 },
+    });
     expect(seen).toEqual([]);
   });
 });
