@@ -88,11 +88,14 @@ describe('k8s:K2 classification, in kubectl order', () => {
     // With both allowed, both warnings are kept (kubectl keeps only the last).
     const both = classifyPod(pod({ controller: null, hasEmptyDir: true }), DEFAULT_POD_DRAIN_OPTIONS, NOW);
     expect(both.action).toBe('EVICT');
-    expect(both.action === 'EVICT' && both.warning).toBe('deleting pod default/p with local storage (emptyDir); deleting pod default/p, which is not managed by a controller (force)');
+    expect(both.action === 'EVICT' && both.warning).toBe(
+      'deleting pod default/p with local storage (emptyDir); deleting pod default/p, which is not managed by a controller (force)',
+    );
   });
 
   it('(f) k8s:K10: a pod of a shutdown-class Harvester VM is skipped; Migrate-labelled and unlabelled ones are evicted', () => {
-    const vmPod = (strategy?: string) => pod({ labels: { 'harvesterhci.io/vmName': 'vm', ...(strategy && { 'harvesterhci.io/maintain-mode-strategy': strategy }) } });
+    const vmPod = (strategy?: string) =>
+      pod({ labels: { 'harvesterhci.io/vmName': 'vm', ...(strategy && { 'harvesterhci.io/maintain-mode-strategy': strategy }) } });
     for (const s of ['Shutdown', 'ShutdownAndRestartAfterEnable', 'ShutdownAndRestartAfterDisable'])
       expect(classifyPod(vmPod(s), DEFAULT_POD_DRAIN_OPTIONS, NOW)).toEqual({ action: 'SKIP', why: 'HARVESTER_SHUTDOWN_VM', warning: null });
     expect(classifyPod(vmPod('Migrate'), DEFAULT_POD_DRAIN_OPTIONS, NOW).action).toBe('EVICT');
@@ -105,7 +108,12 @@ describe('k8s:K2 classification, in kubectl order', () => {
 describe('k8s:K3 refusal, k8s:K4 defaults', () => {
   it('groups the blockers by cause, names each override, and keeps warnings apart', () => {
     const plan = planPodDrain(
-      [pod({ name: 'b', controller: ds, controllerFound: true }), pod({ name: 'a', controller: ds, controllerFound: true }), pod({ name: 'c', hasEmptyDir: true }), pod({ name: 'd', controller: null })],
+      [
+        pod({ name: 'b', controller: ds, controllerFound: true }),
+        pod({ name: 'a', controller: ds, controllerFound: true }),
+        pod({ name: 'c', hasEmptyDir: true }),
+        pod({ name: 'd', controller: null }),
+      ],
       OFF,
       NOW,
     );
@@ -117,7 +125,11 @@ describe('k8s:K3 refusal, k8s:K4 defaults', () => {
     expect(podDrainRefusalMessage('n1', plan)).toBe(
       'the pods on node n1 cannot be drained: cannot delete DaemonSet-managed pods (use ignoreDaemonSets: true): default/a, default/b; cannot delete pods with local storage (emptyDir) (use deleteEmptyDirData: true): default/c; cannot delete pods not managed by a controller (use force: true): default/d',
     );
-    const defaults = planPodDrain([pod({ name: 'a', controller: ds, controllerFound: true }), pod({ name: 'c', hasEmptyDir: true })], DEFAULT_POD_DRAIN_OPTIONS, NOW);
+    const defaults = planPodDrain(
+      [pod({ name: 'a', controller: ds, controllerFound: true }), pod({ name: 'c', hasEmptyDir: true })],
+      DEFAULT_POD_DRAIN_OPTIONS,
+      NOW,
+    );
     expect(defaults.blockers).toEqual([]);
     expect(defaults.warnings).toEqual(['ignoring DaemonSet-managed pod default/a', 'deleting pod default/c with local storage (emptyDir)']);
   });

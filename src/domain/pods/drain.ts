@@ -59,7 +59,7 @@ export const POD_BLOCK_CAUSES = {
   EMPTY_DIR: { override: 'deleteEmptyDirData', text: 'pods with local storage (emptyDir)' },
   UNREPLICATED: { override: 'force', text: 'pods not managed by a controller' },
 } as const;
-export type PodBlockCause = keyof typeof POD_BLOCK_CAUSES;
+type PodBlockCause = keyof typeof POD_BLOCK_CAUSES;
 
 export type PodVerdict =
   | { action: 'EVICT'; warning: string | null }

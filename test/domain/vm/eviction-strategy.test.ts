@@ -4,7 +4,16 @@ import { harvesterDrainImpossible } from '../../../src/domain/vm/harvester.ts';
 import { planMaintenance } from '../../../src/domain/vm/plan.ts';
 import type { MaintNode, MaintVm } from '../../../src/domain/vm/types.ts';
 
-const node = (id: string, over: Partial<MaintNode> = {}): MaintNode => ({ id, name: id, ready: true, cordoned: false, roles: [], labels: {}, maintenancePhase: null, ...over });
+const node = (id: string, over: Partial<MaintNode> = {}): MaintNode => ({
+  id,
+  name: id,
+  ready: true,
+  cordoned: false,
+  roles: [],
+  labels: {},
+  maintenancePhase: null,
+  ...over,
+});
 const vm = (name: string, over: Partial<MaintVm> = {}): MaintVm => ({
   id: `default/${name}`,
   namespace: 'default',
@@ -49,7 +58,8 @@ describe('k8s:E4/E5 how a Migrate or unlabelled VM leaves', () => {
   });
 
   it('a shutdown-class label wins over any eviction strategy (E4)', () => {
-    for (const s of ['None', 'External', 'LiveMigrate'] as const) expect(actionOf(vm('a', { evictionStrategy: s, maintenanceStrategyLabel: 'Shutdown' }))).toBe('STOP');
+    for (const s of ['None', 'External', 'LiveMigrate'] as const)
+      expect(actionOf(vm('a', { evictionStrategy: s, maintenanceStrategyLabel: 'Shutdown' }))).toBe('STOP');
   });
 
   it('only a VM that would be migrated blocks when not migratable (vm:N4); under force non-migratable VMs are halted whatever their strategy', () => {
@@ -64,7 +74,12 @@ describe('k8s:E4/E5 how a Migrate or unlabelled VM leaves', () => {
   });
 
   it('the plan warns about VMs whose strategy nobody set, and only those it migrates', () => {
-    const p = planMaintenance({ nodeId: 'n1', force: false, nodes, vms: [vm('a', { evictionStrategy: null }), vm('b', { evictionStrategy: 'LiveMigrate' }), vm('c')] });
+    const p = planMaintenance({
+      nodeId: 'n1',
+      force: false,
+      nodes,
+      vms: [vm('a', { evictionStrategy: null }), vm('b', { evictionStrategy: 'LiveMigrate' }), vm('c')],
+    });
     expect(p.warnings.filter((w) => w.includes('no eviction strategy'))).toEqual([
       "1 VM(s) have no eviction strategy (none on the VMI or in the KubeVirt CR, so KubeVirt's default None would evict them); Lockkeeper live-migrates them as Migrate: default/a",
     ]);
@@ -72,7 +87,10 @@ describe('k8s:E4/E5 how a Migrate or unlabelled VM leaves', () => {
 
   it('k8s:E6: no LiveMigratable condition reads as migratable (the VMIM is accepted)', () => {
     // The plugin maps a missing condition to liveMigratable true; the plan then migrates, never blocks.
-    expect(planMaintenance({ nodeId: 'n1', force: false, nodes, vms: [vm('a', { evictionStrategy: 'LiveMigrate' })] }).vms[0]).toMatchObject({ blocksEnable: false, action: { kind: 'MIGRATE' } });
+    expect(planMaintenance({ nodeId: 'n1', force: false, nodes, vms: [vm('a', { evictionStrategy: 'LiveMigrate' })] }).vms[0]).toMatchObject({
+      blocksEnable: false,
+      action: { kind: 'MIGRATE' },
+    });
   });
 });
 
@@ -93,10 +111,12 @@ describe("k8s:H5 and k8s:H8 Harvester's readers and checks", () => {
     expect(harvesterDrainImpossible('a', [cp('a'), cp('b'), cp('c'), cp('d')])).toMatch(/another controlplane/);
     expect(harvesterDrainImpossible('a', [cp('a'), cp('b'), cp('c'), cp('d', true)])).toBeNull();
     // etcd-only nodes count too (the union of both sets).
-    expect(harvesterDrainImpossible('a', [cp('a'), cp('b'), { id: 'e', labels: { 'node-role.kubernetes.io/etcd': 'true' }, maintainStatus: false }])).toBeNull();
+    expect(
+      harvesterDrainImpossible('a', [cp('a'), cp('b'), { id: 'e', labels: { 'node-role.kubernetes.io/etcd': 'true' }, maintainStatus: false }]),
+    ).toBeNull();
   });
 
-  it("vm:P4 is kept where Harvester differs (k8s:H8 Decision): two control-plane nodes may be maintained one at a time", () => {
+  it('vm:P4 is kept where Harvester differs (k8s:H8 Decision): two control-plane nodes may be maintained one at a time', () => {
     const twoCp = [node('n1', { roles: ['control-plane'] }), node('n2', { roles: ['control-plane'] }), node('n3')];
     expect(planMaintenance({ nodeId: 'n1', force: false, nodes: twoCp, vms: [] }).refusals).toEqual([]);
   });
