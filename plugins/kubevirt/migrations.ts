@@ -150,11 +150,14 @@ export class Migrations {
       undefined,
       true,
     );
-    return migrations.map((m) => {
-      const vmId = `${m.metadata?.namespace}/${m.spec?.vmiName}`;
-      const vmi = this.cache.vmi(vmId);
-      return { vmId, migration: keyOf(m), nodeId: vmi && !FINAL.includes(vmi.status?.phase) ? (vmi.status?.nodeName ?? null) : null };
-    });
+    // Where each VM is now, read from the API server: the VMI's watch may still trail the migrations' (k8s:C3).
+    return Promise.all(
+      migrations.map(async (m) => {
+        const vmId = `${m.metadata?.namespace}/${m.spec?.vmiName}`;
+        const vmi = await this.api.getCustom(RESOURCES.vmis, m.metadata!.namespace!, String(m.spec?.vmiName), vmSubject(vmId));
+        return { vmId, migration: keyOf(m), nodeId: vmi && !FINAL.includes(vmi.status?.phase) ? (vmi.status?.nodeName ?? null) : null };
+      }),
+    );
   }
 
   private async deleteOne(m: KObject): Promise<void> {

@@ -25,7 +25,7 @@ function annotationsFor(mark: NodeMaintenanceMark, forced: boolean): Record<stri
   }
 }
 
-/** Writes of the Node object: the cordon, and Harvester's maintenance state (k8s:H1, H3, H4). */
+/** Writes of the Node object: the cordon, and Harvester's maintenance state (k8s:H1, k8s:H3, k8s:H4). */
 export class NodeState {
   constructor(
     private readonly api: KubeApi,

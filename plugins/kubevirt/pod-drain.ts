@@ -19,7 +19,7 @@ function budgetOf(causes: { reason?: string; type?: string; message?: string }[]
 }
 
 /**
- * k8s:K1, K5–K8 against the API server: the node's pods by field selector, one policy/v1
+ * k8s:K1, k8s:K5–K8 against the API server: the node's pods by field selector, one policy/v1
  * Eviction each (policy/v1beta1 only when discovery lists no v1 `pods/eviction`), the
  * answers classified as kubectl does, and "gone" as GET 404 or a new UID.
  */

@@ -26,7 +26,6 @@ const serverSettingsSchema = z
   })
   .strict();
 
-/** Limits of background operations. */
 /** k8s:K4, Lockkeeper's column (Harvester's values); `disableEviction` is not offered. */
 const podDrainSettingsSchema = z
   .object({
@@ -42,6 +41,7 @@ const podDrainSettingsSchema = z
   })
   .strict();
 
+/** Limits of background operations. */
 const operationSettingsSchema = z
   .object({
     /** Cut-overs in flight per operation (storage:D6; Neon's default). */
@@ -111,6 +111,18 @@ const limitSettingsSchema = z
   })
   .strict();
 
+/** k8s:A3: the HTTPS listener of the maintenance-strategy admission webhook; absent: no webhook. */
+const admissionWebhookSchema = z
+  .object({
+    /** In a cluster: 0.0.0.0, behind the Service of deploy/admission-webhook.yaml. */
+    host: z.string().min(1).default('127.0.0.1'),
+    port: z.number().int().min(0).max(65535).default(8443),
+    /** PEM certificate (chain) and key; relative paths are resolved against the config file's directory. */
+    certFile: z.string().min(1),
+    keyFile: z.string().min(1),
+  })
+  .strict();
+
 // `prefault({})`: an absent section is parsed as an empty one, so its defaults are the ones above.
 export const configSchema = z
   .object({
@@ -127,6 +139,7 @@ export const configSchema = z
     operations: operationSettingsSchema.prefault({}),
     auth: authSettingsSchema.prefault({}),
     limits: limitSettingsSchema.prefault({}),
+    admissionWebhook: admissionWebhookSchema.optional(),
   })
   .strict();
 

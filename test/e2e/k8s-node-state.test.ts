@@ -3,7 +3,7 @@ import { MAINTENANCE_STRATEGY_LABEL } from '../../src/domain/labels.ts';
 import { DRAIN_FORCED, DRAIN_REQUESTED, MAINTAIN_STATUS, type K8sObject, type K8sSim, type RecordedCall } from '../../simulators/kubernetes/index.ts';
 import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
 
-/** k8s:scenario-6 through GraphQL: Harvester's node state written by Lockkeeper on a cluster without Harvester (k8s:H1, H3, H4, H7). */
+/** k8s:scenario-6 through GraphQL: Harvester's node state written by Lockkeeper on a cluster without Harvester (k8s:H1, k8s:H3, k8s:H4, k8s:H7). */
 let t: KubevirtTestApp;
 afterEach(async () => {
   await t?.stop();

@@ -1,5 +1,5 @@
 /**
- * Draining a node of its other pods the way `kubectl drain` does (k8s:K1–K8, K10), with
+ * Draining a node of its other pods the way `kubectl drain` does (k8s:K1–K8, k8s:K10), with
  * Harvester's defaults (k8s:K4). Pure: the pods come in as data, verdicts go out.
  */
 

@@ -57,7 +57,7 @@ describe('k8s:E4/E5 how a Migrate or unlabelled VM leaves', () => {
     expect(actionOf(vm('a', { evictionStrategy: null }))).toBe('MIGRATE');
   });
 
-  it('a shutdown-class label wins over any eviction strategy (E4)', () => {
+  it('a shutdown-class label wins over any eviction strategy (k8s:E4)', () => {
     for (const s of ['None', 'External', 'LiveMigrate'] as const)
       expect(actionOf(vm('a', { evictionStrategy: s, maintenanceStrategyLabel: 'Shutdown' }))).toBe('STOP');
   });

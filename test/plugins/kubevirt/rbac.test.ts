@@ -58,13 +58,13 @@ describe('deploy/rbac.yaml: least privilege', () => {
     await backend.startVm('default/vm', { runStrategy: 'Always', nodeId: 'node-1' });
     await backend.setVmMaintenanceStrategyLabel('default/vm', null);
     expect(sim.vm('default', 'vm')!.metadata.labels?.[MAINTENANCE_STRATEGY_LABEL]).toBeUndefined();
-    // The pod drain (k8s:K1, K5, K8) and a None VM's eviction (k8s:E5).
+    // The pod drain (k8s:K1, k8s:K5, k8s:K8) and a None VM's eviction (k8s:E5).
     const pods = await backend.podDrain.listNodePods('node-2', '');
     expect(pods.find((p) => p.name === 'agent')?.controllerFound).toBe(true);
     expect(await backend.podDrain.evictPod({ namespace: 'default', name: 'web' }, 0)).toEqual({ kind: 'EVICTED' });
     await backend.podDrain.podGone({ namespace: 'default', name: 'web', uid: pods.find((p) => p.name === 'web')!.uid });
     expect(await backend.podDrain.evictVmPod('default/evicted', 0)).toEqual({ kind: 'EVICTED' });
-    // Harvester's node state (k8s:H3, H4) and migration cancel (k8s:C9): a held migration times out and is deleted.
+    // Harvester's node state (k8s:H3, k8s:H4) and migration cancel (k8s:C9): a held migration times out and is deleted.
     await backend.nodeMaintenance.markMaintenance('node-2', 'REQUESTED', { forced: false });
     await backend.nodeMaintenance.clearMaintenance('node-2');
     await expect(backend.migrateVm('default/held', { fromNodeId: 'node-2' })).rejects.toThrow(/cancelled \(deleted\)/);
