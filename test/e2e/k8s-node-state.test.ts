@@ -88,4 +88,20 @@ describe('k8s:scenario-6: node state on a cluster without Harvester', () => {
     expect(node.spec.unschedulable).toBeUndefined();
     expect(node.spec.taints).toEqual([{ key: 'example.com/keep', value: 'x', effect: 'NoSchedule' }]);
   });
+
+  it('k8s:H10: a deleted node clears the tracking that points at it even though it carried no maintain-status (a departure from Harvester)', async () => {
+    t = await kubevirtApp((sim) => {
+      for (const n of ['n1', 'n2']) sim.addNode(n, { roles: ['worker'] });
+      sim.addVm({
+        name: 'parked',
+        runStrategy: 'Halted',
+        labels: { [MAINTENANCE_STRATEGY_LABEL]: 'ShutdownAndRestartAfterDisable' },
+        annotations: { 'harvesterhci.io/maintain-mode-strategy-node-name': 'n2', 'harvesterhci.io/vmRunStrategy': 'Always' },
+      });
+    });
+    expect(t.sim.node('n2')!.metadata.annotations?.[MAINTAIN_STATUS]).toBeUndefined();
+    t.sim.deleteNode('n2');
+    await eventually(() => t.sim.vm('default', 'parked')!.metadata.annotations?.['harvesterhci.io/maintain-mode-strategy-node-name'] === undefined);
+    expect(t.sim.vm('default', 'parked')!.spec.runStrategy).toBe('Halted');
+  });
 });
