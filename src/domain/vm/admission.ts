@@ -12,7 +12,7 @@ export interface StrategyAdmissionRequest {
 }
 
 /** `metav1.Status` of a denial (k8s:A2). */
-export interface AdmissionStatus {
+interface AdmissionStatus {
   status: 'Failure';
   code: 422;
   reason: 'Invalid';
