@@ -23,7 +23,7 @@ import { StorageEngine } from './operations/storage/engine.ts';
 import { headerOf } from './rest/http-io.ts';
 import { createNeonFacade } from './rest/neon-facade.ts';
 import { AuditLog } from './store/audit-log.ts';
-import { EventLog } from './store/event-log.ts';
+import type { HotPathSql } from './store/hot-path-sql.ts';
 import type { PrismaClient } from './store/index.ts';
 import { createRepositories } from './store/repositories.ts';
 
@@ -34,6 +34,8 @@ export interface AppDeps {
   backend: ClusterBackend;
   log: Logger;
   prisma: PrismaClient;
+  /** The database dialect's hot-path statements (Database.hotPath); default SQLite's. */
+  hotPath?: HotPathSql;
   /** Parsed once at start (src/config/load.ts): every default is in place. */
   config: AppConfig;
   clock?: Clock;
@@ -76,7 +78,8 @@ export function buildApp(deps: AppDeps): App {
   const stopBridge = bridgeBackendEvents(deps.backend, bus);
   const audit = new AuditLog(deps.prisma);
   const metrics = createOperationMetrics({ onError: (e) => log.warn({ err: e }, 'metrics update failed') });
-  const shared = { store: createRepositories(deps.prisma), bus, clock, log, observer: metrics.observer };
+  const store = createRepositories(deps.prisma, deps.hotPath);
+  const shared = { store, bus, clock, log, observer: metrics.observer };
   const operations = new OperationCoordinator(shared);
   const engineDeps = { ...shared, operations, backend: deps.backend, settings: config.operations };
   // Constructed in start order: storage policies are loaded before maintenance resumes.
@@ -93,14 +96,10 @@ export function buildApp(deps: AppDeps): App {
   const { maxBodyBytes } = config.limits;
 
   const neonFacade = createNeonFacade({ storage, backend: deps.backend, audit, clock, log, maxBodyBytes, authorize: restAuthorizer(auth) });
-  const yoga = createGraphQLHandler(
-    { backend: deps.backend, bus, operations, storage, maintenance, rollouts, audit, events: new EventLog(deps.prisma), clock, auth },
-    log,
-    {
-      limits: config.limits,
-      allowedOrigins,
-    },
-  );
+  const yoga = createGraphQLHandler({ backend: deps.backend, bus, operations, storage, maintenance, rollouts, audit, events: store.events, clock, auth }, log, {
+    limits: config.limits,
+    allowedOrigins,
+  });
   const refusesHost = createHostCheck(auth, insecure);
   const routes = lockkeeperRoutes({
     auth,

@@ -4,6 +4,7 @@ import { createBackendFromConfig } from './config/plugin-registry.ts';
 import type { Logger } from './logger.ts';
 import { buildApp, type App } from './server.ts';
 import { openDatabase } from './store/database.ts';
+import { acquireServeLock } from './store/serve-lock.ts';
 
 export interface StartOptions {
   env?: NodeJS.ProcessEnv;
@@ -34,7 +35,9 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
 
   const db = await openDatabase({ url: config.database.url, cwd });
   let app: App | undefined;
+  let releaseServeLock = () => {};
   try {
+    if (db.dialect === 'sqlite') releaseServeLock = acquireServeLock(db.file);
     const backend = await createBackendFromConfig(config.plugins, {
       clock: options.clock ?? systemClock,
       configDir: dir,
@@ -44,10 +47,11 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       backend,
       log: options.log,
       prisma: db.prisma,
+      hotPath: db.hotPath,
       clock: options.clock ?? systemClock,
       config,
       bootstrapToken: env.LOCKKEEPER_ADMIN_TOKEN || undefined,
-      onClose: () => db.close(),
+      onClose: () => db.close().finally(releaseServeLock),
       health: () => ({ database: db.file }),
     });
     const bound = await app.start(options.port ?? config.server.port, config.server.host);
@@ -56,6 +60,7 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
   } catch (e) {
     if (app) await app.stop();
     else await db.close();
+    releaseServeLock();
     throw e;
   }
 }
