@@ -26,6 +26,11 @@ import { AuditLog } from './store/audit-log.ts';
 import type { HotPathSql } from './store/hot-path-sql.ts';
 import type { PrismaClient } from './store/index.ts';
 import { createRepositories } from './store/repositories.ts';
+import { isFenceError } from './leadership/lease-store.ts';
+import { leaderOnlyBackend } from './leadership/leader-only-backend.ts';
+import { soleLeadership, type Leadership } from './leadership/leadership.ts';
+import { leadershipHealth } from './leadership/health.ts';
+import { StandbyReads } from './leadership/standby-reads.ts';
 
 /** The sections of the config the server uses (start.ts binds `server.port` and `server.host`). */
 type AppConfig = Pick<LockkeeperConfig, 'server' | 'operations' | 'auth' | 'limits'>;
@@ -47,6 +52,8 @@ export interface AppDeps {
   onClose?: () => Promise<void>;
   /** Extra checks for /healthz. */
   health?: () => Record<string, unknown>;
+  /** Which replica leads (PostgreSQL, several replicas: ha:L1); default: this process alone, always the leader. */
+  leadership?: Leadership;
 }
 
 export interface App {
@@ -78,10 +85,17 @@ export function buildApp(deps: AppDeps): App {
   const stopBridge = bridgeBackendEvents(deps.backend, bus);
   const audit = new AuditLog(deps.prisma);
   const metrics = createOperationMetrics({ onError: (e) => log.warn({ err: e }, 'metrics update failed') });
-  const store = createRepositories(deps.prisma, deps.hotPath);
-  const shared = { store, bus, clock, log, observer: metrics.observer };
+  const leadership = deps.leadership ?? soleLeadership();
+  const store = createRepositories(deps.prisma, deps.hotPath, {
+    statements: () => leadership.fence(),
+    failed: (e) => {
+      if (isFenceError(e)) leadership.lost('a write was refused by the fence: another replica leads at a newer epoch');
+    },
+  });
+  const shared = { store, bus, clock, log, observer: metrics.observer, mayAct: () => leadership.canAct() };
   const operations = new OperationCoordinator(shared);
-  const engineDeps = { ...shared, operations, backend: deps.backend, settings: config.operations };
+  // The engines act on the backend only while this replica leads (ha:L2).
+  const engineDeps = { ...shared, operations, backend: leaderOnlyBackend(deps.backend, () => leadership.canAct()), settings: config.operations };
   // Constructed in start order: storage policies are loaded before maintenance resumes.
   const storage = new StorageEngine(engineDeps);
   const maintenance = new MaintenanceEngine(engineDeps);
@@ -105,7 +119,7 @@ export function buildApp(deps: AppDeps): App {
     auth,
     refusesHost,
     allowedOrigins,
-    health: () => ({ status: 'ok', backend: deps.backend.name, ...deps.health?.() }),
+    health: () => ({ status: 'ok', backend: deps.backend.name, ...leadershipHealth(leadership.status()), ...deps.health?.() }),
     metrics: metrics.registry,
     metricsScope: config.auth.metrics,
     neonFacade,
@@ -123,10 +137,28 @@ export function buildApp(deps: AppDeps): App {
       refusesHost(request.headers.host) ? `Host refused: ${LOOPBACK_ONLY}` : csrfRefusal('GET', (name) => headerOf(request, name), allowedOrigins),
   });
 
+  // The operations run on the leader only: started when this replica becomes leader
+  // (resuming what the previous one left: ha:L4), halted when it stops leading (ha:L3).
+  let roleChanges = Promise.resolve();
+  const standBy = new StandbyReads(store, log);
+  const unwatchRole = leadership.onChange(({ role }) => {
+    roleChanges = roleChanges
+      .then(async () => {
+        if (role === 'leader') {
+          standBy.stop();
+          await operations.start();
+        } else {
+          operations.suspend();
+          await standBy.start();
+        }
+      })
+      .catch((e: unknown) => log.error({ err: e, role }, 'changing role failed'));
+  });
   let engineStarted: Promise<void> | undefined;
   const startEngines = async () => {
     await auth.start();
-    await operations.start();
+    await leadership.start();
+    await roleChanges;
   };
   let stopping: Promise<void> | undefined;
   return {
@@ -160,7 +192,13 @@ export function buildApp(deps: AppDeps): App {
         await closed;
         clearTimeout(force);
         if (engineStarted) await engineStarted.catch(() => {});
-        await operations.shutdown();
+        unwatchRole();
+        standBy.stop();
+        // Hand-over (ha:L5): runs halted and their writes committed, then the lease released.
+        await roleChanges;
+        if (leadership.canAct()) await operations.shutdown().catch((e: unknown) => log.warn({ err: e }, 'last writes before the hand-over failed'));
+        else operations.suspend();
+        await leadership.stop();
         await deps.backend.close();
         await deps.onClose?.();
       })();

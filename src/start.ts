@@ -5,6 +5,7 @@ import type { Logger } from './logger.ts';
 import { buildApp, type App } from './server.ts';
 import { openDatabase } from './store/database.ts';
 import { acquireServeLock } from './store/serve-lock.ts';
+import { replicaLeadership } from './leadership/replica.ts';
 
 export interface StartOptions {
   env?: NodeJS.ProcessEnv;
@@ -38,6 +39,8 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
   let releaseServeLock = () => {};
   try {
     if (db.dialect === 'sqlite') releaseServeLock = acquireServeLock(db.file);
+    let advertised = config.ha.advertiseUrl ?? '';
+    const leadership = db.dialect === 'postgresql' ? await replicaLeadership(db, config, { address: () => advertised, log: options.log }) : undefined;
     const backend = await createBackendFromConfig(config.plugins, {
       clock: options.clock ?? systemClock,
       configDir: dir,
@@ -52,9 +55,11 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       config,
       bootstrapToken: env.LOCKKEEPER_ADMIN_TOKEN || undefined,
       onClose: () => db.close().finally(releaseServeLock),
+      ...(leadership && { leadership }),
       health: () => ({ database: db.file }),
     });
     const bound = await app.start(options.port ?? config.server.port, config.server.host);
+    advertised ||= new URL(bound.url).origin;
     options.log.info({ url: bound.url, backend: backend.name, database: db.file }, `Lockkeeper listening: GraphiQL at ${bound.url}`);
     return { app, url: bound.url, port: bound.port, databaseFile: db.file };
   } catch (e) {

@@ -149,15 +149,15 @@ CREATE UNIQUE INDEX "ApiToken_tokenHash_key" ON "ApiToken"("tokenHash");
 ALTER TABLE "OperationStep" ADD CONSTRAINT "OperationStep_operationId_fkey" FOREIGN KEY ("operationId") REFERENCES "Operation"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
 
--- Fencing (spec high-availability L3, L7): the first statement of every transaction of the
--- leader's operations. It share-locks the lease row while it is still this holder's, at this
--- epoch and not expired by the database's clock, so that a take-over (an UPDATE of that row)
--- waits until the transaction has committed; otherwise it raises LK001 and the whole
--- transaction is rolled back.
+-- Fencing (ha:L3, ha:L7): the first statement of every transaction of the leader's
+-- operations. It share-locks the lease row while it is still this holder's, at this epoch
+-- and not expired by the database's clock (UTC, as Prisma stores timestamps), so that a
+-- take-over (an UPDATE of that row) waits until the transaction has committed; otherwise
+-- it raises LK001 and the whole transaction is rolled back.
 CREATE FUNCTION lockkeeper_fence(p_holder TEXT, p_epoch INTEGER) RETURNS INTEGER LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM 1 FROM "LeaderLease"
-        WHERE "id" = 'leader' AND "holder" = p_holder AND "epoch" = p_epoch AND "expiresAt" > now()
+        WHERE "id" = 'leader' AND "holder" = p_holder AND "epoch" = p_epoch AND "expiresAt" > (now() AT TIME ZONE 'UTC')
         FOR SHARE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'lockkeeper: % is not the leader at epoch % (lease lost or expired)', p_holder, p_epoch
