@@ -31,6 +31,8 @@ import { leaderOnlyBackend } from './leadership/leader-only-backend.ts';
 import { soleLeadership, type Leadership } from './leadership/leadership.ts';
 import { leadershipHealth } from './leadership/health.ts';
 import { StandbyReads } from './leadership/standby-reads.ts';
+import { registerLeadershipMetrics } from './leadership/metrics.ts';
+import { createLeaderEndpoints } from './rest/leader-endpoints.ts';
 
 /** The sections of the config the server uses (start.ts binds `server.port` and `server.host`). */
 type AppConfig = Pick<LockkeeperConfig, 'server' | 'operations' | 'auth' | 'limits'>;
@@ -86,6 +88,7 @@ export function buildApp(deps: AppDeps): App {
   const audit = new AuditLog(deps.prisma);
   const metrics = createOperationMetrics({ onError: (e) => log.warn({ err: e }, 'metrics update failed') });
   const leadership = deps.leadership ?? soleLeadership();
+  registerLeadershipMetrics(metrics.registry, leadership);
   const store = createRepositories(deps.prisma, deps.hotPath, {
     statements: () => leadership.fence(),
     failed: (e) => {
@@ -110,10 +113,14 @@ export function buildApp(deps: AppDeps): App {
   const { maxBodyBytes } = config.limits;
 
   const neonFacade = createNeonFacade({ storage, backend: deps.backend, audit, clock, log, maxBodyBytes, authorize: restAuthorizer(auth) });
-  const yoga = createGraphQLHandler({ backend: deps.backend, bus, operations, storage, maintenance, rollouts, audit, events: store.events, clock, auth }, log, {
-    limits: config.limits,
-    allowedOrigins,
-  });
+  const yoga = createGraphQLHandler(
+    { backend: deps.backend, bus, operations, storage, maintenance, rollouts, audit, events: store.events, clock, auth, leadership },
+    log,
+    {
+      limits: config.limits,
+      allowedOrigins,
+    },
+  );
   const refusesHost = createHostCheck(auth, insecure);
   const routes = lockkeeperRoutes({
     auth,
@@ -123,6 +130,7 @@ export function buildApp(deps: AppDeps): App {
     metrics: metrics.registry,
     metricsScope: config.auth.metrics,
     neonFacade,
+    leaderEndpoints: createLeaderEndpoints({ leadership, audit, clock, authorize: restAuthorizer(auth) }),
     yoga,
     maxBodyBytes,
   });

@@ -131,4 +131,3 @@ export type PluginEntry = z.infer<typeof pluginEntrySchema>;
 export type OperationSettings = z.infer<typeof operationSettingsSchema>;
 export type AuthSettings = z.infer<typeof authSettingsSchema>;
 export type LimitSettings = z.infer<typeof limitSettingsSchema>;
-export type HaSettings = z.infer<typeof haSettingsSchema>;

@@ -74,7 +74,7 @@ export function soleLeadership(): Leadership {
   };
 }
 
-export interface LeaseSettings {
+interface LeaseSettings {
   leaseTtlMs: number;
   leaseRenewMs: number;
 }
@@ -89,12 +89,12 @@ export interface PostgresLeadershipDeps extends LeaseSettings {
 }
 
 /** A replica id that says where it runs: host, pid and a random part. */
-export function replicaId(): string {
+function replicaId(): string {
   return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
 }
 
 /** How long before its database expiry the leader stops counting on its lease. */
-export function safetyMarginMs({ leaseTtlMs, leaseRenewMs }: LeaseSettings): number {
+function safetyMarginMs({ leaseTtlMs, leaseRenewMs }: LeaseSettings): number {
   return Math.min(Math.max(leaseRenewMs / 2, leaseTtlMs / 5), leaseTtlMs / 2);
 }
 

@@ -8,7 +8,7 @@ import { PostgresLeadership } from './leadership.ts';
 const IN_PROCESS_BACKENDS = ['fake'];
 
 /** A replica started with an in-process backend while another replica leads on the same database (ha:B3). */
-export class UnsharedBackendError extends Error {
+class UnsharedBackendError extends Error {
   override readonly name = 'UnsharedBackendError';
 }
 

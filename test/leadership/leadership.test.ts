@@ -170,4 +170,46 @@ describe.skipIf(skip)(skip ?? 'leadership', () => {
     expect(set.actions).toEqual([]);
     expect(await standby.db.prisma.operation.count()).toBe(0);
   });
+
+  it('ha:L5: stepDown (admin) and PUT /control/v1/step_down hand over on purpose; GET /control/v1/leader names the leader; a stand-by refuses (ha:L6 metrics)', async () => {
+    set = await startReplicas(await createPostgresDatabase(), 2);
+    const first = await set.untilLeader();
+    const other = set.replicas.find((r) => r !== first)!;
+    const urls = new Map<Replica, string>();
+    for (const r of set.replicas) urls.set(r, (await r.app.start(0, '127.0.0.1')).url);
+    const rest = (r: Replica, path: string, method = 'GET') => fetch(new URL(path, urls.get(r)), { method });
+
+    const leaderAnswer = await rest(other, '/control/v1/leader');
+    expect(leaderAnswer.status).toBe(200);
+    expect(await leaderAnswer.json()).toMatchObject({ address: `http://${first.name}.test:4000`, epoch: 1 });
+    const metrics = async (r: Replica) => (await rest(r, '/metrics')).text();
+    expect(await metrics(first)).toMatch(/^lockkeeper_leader 1$/m);
+    expect(await metrics(other)).toMatch(/^lockkeeper_leader 0$/m);
+    expect(await metrics(first)).toMatch(/^lockkeeper_leader_takeovers_total 1$/m);
+
+    // A stand-by refuses, typed.
+    const refused = await other.gql('mutation { stepDown(reason: "test") { __typename ... on PreconditionFailedError { reason message } } }');
+    expect(refused.data.stepDown).toMatchObject({ __typename: 'PreconditionFailedError', reason: 'NOT_LEADER' });
+    expect((await rest(other, '/control/v1/step_down', 'PUT')).status).toBe(412);
+
+    // The leader steps down by mutation: the other takes over at epoch 2.
+    const stepped = await first.gql('mutation { stepDown(reason: "kernel update") { __typename ... on Leadership { role epoch } } }');
+    expect(stepped.data.stepDown).toEqual({ __typename: 'Leadership', role: 'STANDBY', epoch: null });
+    const second = await set.untilLeader((r) => r === other);
+    expect(second.leadership.status().epoch).toBe(2);
+    expect(await metrics(second)).toMatch(/^lockkeeper_leader_epoch 2$/m);
+    // And back by REST.
+    const put = await rest(second, '/control/v1/step_down', 'PUT');
+    expect(put.status).toBe(200);
+    expect(await put.json()).toEqual({ stepped_down: true, epoch: 2 });
+    expect((await set.untilLeader((r) => r === first)).leadership.status().epoch).toBe(3);
+    const audit = await first.db.prisma.auditEntry.findMany({ orderBy: { at: 'asc' } });
+    expect(audit.map((a) => [a.action, a.outcome])).toEqual(
+      expect.arrayContaining([
+        ['stepDown', 'PRECONDITION_FAILED'],
+        ['stepDown', 'OK'],
+        ['PUT /control/v1/step_down', 'OK'],
+      ]),
+    );
+  });
 });

@@ -16,7 +16,7 @@ import { buildApp, type App } from '../../src/server.ts';
 import { openDatabase, type Database } from '../../src/store/database.ts';
 import { yogaClient } from './yoga-client.ts';
 
-export interface RecordedAction {
+interface RecordedAction {
   seq: number;
   replica: string;
   /** The epoch the replica led at when it sent the action (null: it did not think it led). */
