@@ -22,7 +22,7 @@ afterEach(async () => {
 });
 
 describe('one gateway per SQLite file', () => {
-  it('a second serve on the same file refuses with a clear message; the token CLI still opens it; kill -9 frees it', { timeout: 120_000 }, async () => {
+  it('a second serve on the same file refuses with a clear message; the token CLI still opens it; kill -9 frees it', { timeout: 240_000 }, async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'lk-lock-'));
     const env = { LOCKKEEPER_DATABASE_URL: `file:${join(cwd, 'lk.db')}` };
     const first = spawnLockkeeper(env, cwd);
