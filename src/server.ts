@@ -31,6 +31,7 @@ import { leaderOnlyBackend } from './leadership/leader-only-backend.ts';
 import { soleLeadership, type Leadership } from './leadership/leadership.ts';
 import { leadershipHealth } from './leadership/health.ts';
 import { StandbyReads } from './leadership/standby-reads.ts';
+import { EventWakeup } from './events/event-wakeup.ts';
 import { registerLeadershipMetrics } from './leadership/metrics.ts';
 import { createLeaderEndpoints } from './rest/leader-endpoints.ts';
 
@@ -54,6 +55,8 @@ export interface AppDeps {
   onClose?: () => Promise<void>;
   /** Extra checks for /healthz. */
   health?: () => Record<string, unknown>;
+  /** PostgreSQL: the URL to LISTEN for other replicas' events on (ha:E1). */
+  postgresUrl?: string;
   /** Which replica leads (PostgreSQL, several replicas: ha:L1); default: this process alone, always the leader. */
   leadership?: Leadership;
 }
@@ -67,6 +70,8 @@ export interface App {
   maintenance: MaintenanceEngine;
   rollouts: RolloutEngine;
   auth: AuthService;
+  /** Wakes event-log subscribers on new events, this replica's and (PostgreSQL) the others' (ha:E1). */
+  eventWakeup: EventWakeup;
   server: Server;
   /** Resumes interrupted operations, then listens; port 0 picks a free port. Resolves with the bound address. */
   start(port: number, host: string): Promise<{ port: number; host: string; url: string }>;
@@ -89,12 +94,23 @@ export function buildApp(deps: AppDeps): App {
   const metrics = createOperationMetrics({ onError: (e) => log.warn({ err: e }, 'metrics update failed') });
   const leadership = deps.leadership ?? soleLeadership();
   registerLeadershipMetrics(metrics.registry, leadership);
-  const store = createRepositories(deps.prisma, deps.hotPath, {
-    statements: () => leadership.fence(),
-    failed: (e) => {
-      if (isFenceError(e)) leadership.lost('a write was refused by the fence: another replica leads at a newer epoch');
+  const eventWakeup = new EventWakeup();
+  const store = createRepositories(
+    deps.prisma,
+    deps.hotPath,
+    {
+      statements: () => leadership.fence(),
+      failed: (e) => {
+        if (isFenceError(e)) leadership.lost('a write was refused by the fence: another replica leads at a newer epoch');
+      },
     },
-  });
+    () => eventWakeup.notify(),
+  );
+  // Other replicas' events (PostgreSQL NOTIFY) wake this one's subscribers too.
+  // (Loaded only then: a SQLite gateway never loads `pg`.)
+  const eventListener = deps.postgresUrl
+    ? import('./store/postgresql-listener.ts').then((m) => m.listenForEvents(deps.postgresUrl!, () => eventWakeup.notify()))
+    : null;
   const shared = { store, bus, clock, log, observer: metrics.observer, mayAct: () => leadership.canAct() };
   const operations = new OperationCoordinator(shared);
   // The engines act on the backend only while this replica leads (ha:L2).
@@ -114,7 +130,7 @@ export function buildApp(deps: AppDeps): App {
 
   const neonFacade = createNeonFacade({ storage, backend: deps.backend, audit, clock, log, maxBodyBytes, authorize: restAuthorizer(auth) });
   const yoga = createGraphQLHandler(
-    { backend: deps.backend, bus, operations, storage, maintenance, rollouts, audit, events: store.events, clock, auth, leadership },
+    { backend: deps.backend, bus, operations, storage, maintenance, rollouts, audit, events: store.events, clock, auth, leadership, eventWakeup },
     log,
     {
       limits: config.limits,
@@ -167,6 +183,8 @@ export function buildApp(deps: AppDeps): App {
     await auth.start();
     await leadership.start();
     await roleChanges;
+    // A replica that starts as a stand-by (no change of role yet) serves reads from the start.
+    if (leadership.status().role === 'standby') await standBy.start();
   };
   let stopping: Promise<void> | undefined;
   return {
@@ -177,6 +195,7 @@ export function buildApp(deps: AppDeps): App {
     maintenance,
     rollouts,
     auth,
+    eventWakeup,
     server,
     ready() {
       return (engineStarted ??= startEngines());
@@ -207,6 +226,7 @@ export function buildApp(deps: AppDeps): App {
         if (leadership.canAct()) await operations.shutdown().catch((e: unknown) => log.warn({ err: e }, 'last writes before the hand-over failed'));
         else operations.suspend();
         await leadership.stop();
+        await (await eventListener)?.close();
         await deps.backend.close();
         await deps.onClose?.();
       })();

@@ -56,6 +56,7 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       bootstrapToken: env.LOCKKEEPER_ADMIN_TOKEN || undefined,
       onClose: () => db.close().finally(releaseServeLock),
       ...(leadership && { leadership }),
+      ...(db.postgres && { postgresUrl: db.postgres.url }),
       health: () => ({ database: db.file }),
     });
     const bound = await app.start(options.port ?? config.server.port, config.server.host);

@@ -25,6 +25,8 @@ export interface HotPathSql {
   insertEvents(rows: { at: string; type: string; nodeId: string | null; operationId: string | null; payload: string }[]): Prisma.Sql;
   /** Rows per multi-row statement: under the dialect's bound-parameter limit. */
   readonly maxRowsPerStatement: number;
+  /** Ends every transaction of the repositories where other replicas must hear of new events (ha:E1); none on SQLite (one process). */
+  readonly notifyEvents?: Prisma.Sql;
 }
 
 /** What an upserted step row changes when it exists (its identity and plan stay): the same in both dialects. */

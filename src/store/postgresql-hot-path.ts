@@ -34,4 +34,8 @@ export const postgresqlHotPath: HotPathSql = {
 
   // Five parameters a row; PostgreSQL allows 65 535 a statement.
   maxRowsPerStatement: 2000,
+
+  // Delivered at commit, to every replica that listens (postgresql-listener.ts): the payload
+  // is only the newest seq, so NOTIFY's size limit never matters (ha:E1).
+  notifyEvents: Prisma.sql`SELECT pg_notify('lockkeeper_events', (SELECT coalesce(max("seq"), 0) FROM "Event")::text)`,
 };

@@ -33,15 +33,23 @@ export interface Fence {
 
 const NO_FENCE: Fence = { statements: () => [], failed: () => {} };
 
-export function createRepositories(prisma: PrismaClient, sql: HotPathSql = sqliteHotPath, fence: Fence = NO_FENCE): Repositories {
+export function createRepositories(
+  prisma: PrismaClient,
+  sql: HotPathSql = sqliteHotPath,
+  fence: Fence = NO_FENCE,
+  /** Called after every commit: the readers of the event log on this replica look again (ha:E1). */
+  committed: () => void = () => {},
+): Repositories {
   const events = new EventLog(prisma, sql);
   const commit = async (writes: PendingWrite[]) => {
+    const notify = sql.notifyEvents ? [prisma.$executeRaw(sql.notifyEvents)] : [];
     try {
-      await prisma.$transaction([...fence.statements(), ...writes]);
+      await prisma.$transaction([...fence.statements(), ...writes, ...notify]);
     } catch (e) {
       fence.failed(e);
       throw e;
     }
+    committed();
   };
   return {
     operations: new OperationRepository(prisma, sql),

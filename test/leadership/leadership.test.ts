@@ -212,4 +212,20 @@ describe.skipIf(skip)(skip ?? 'leadership', () => {
       ]),
     );
   });
+
+  it('ha:E1, ha:E2: a commit on the leader wakes the event-log readers of a stand-by (NOTIFY carries only the seq), which read it from their cursor', async () => {
+    set = await startReplicas(await createPostgresDatabase(), 2, { cluster: storageCluster(2) });
+    const leader = await set.untilLeader();
+    const standby = set.replicas.find((r) => r !== leader)!;
+    const cursor = (await standby.gql('{ eventLog(first: 1000) { nextCursor } }')).data.eventLog.nextCursor;
+    // No fallback poll within the test's time: only the NOTIFY can wake it.
+    const woken = standby.app.eventWakeup.wait(3_600_000);
+    const res = await leader.gql('mutation { configureNode(nodeId: "3", policy: PAUSE, reason: "e1") { __typename } }');
+    expect(res.data.configureNode.__typename).toBe('ClusterNode');
+    await woken;
+    const page = (await standby.gql(`{ eventLog(after: ${cursor}) { events { seq type nodeId } } }`)).data.eventLog.events;
+    expect(page).toEqual([{ seq: cursor + 1, type: 'NODE_POLICY_CHANGED', nodeId: '3' }]);
+    // The stand-by's reads follow the leader's change (ha:R1).
+    await until(() => (standby.app.storage.policyOf('3') === 'PAUSE' ? true : undefined), 'the stand-by to see the policy');
+  });
 });

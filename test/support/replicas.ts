@@ -121,6 +121,7 @@ async function startReplica(
     hotPath: db.hotPath,
     clock: systemClock,
     leadership,
+    postgresUrl: url,
     config: { ...DEFAULT_CONFIG, operations: { ...DEFAULT_CONFIG.operations, ...options.settings } },
     onClose: () => db.close(),
   });
