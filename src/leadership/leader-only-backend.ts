@@ -13,7 +13,9 @@ export function leaderOnlyBackend(backend: ClusterBackend, canAct: () => boolean
   return new Proxy(backend, {
     get(target, property, receiver) {
       const value: unknown = Reflect.get(target, property, receiver);
-      if (typeof property !== 'string' || typeof value !== 'function' || READS.test(property)) return value;
+      if (typeof value !== 'function') return value;
+      // Called on the backend itself, not the proxy: a plugin's private fields (#x) are not on the proxy.
+      if (typeof property !== 'string' || READS.test(property)) return (value as (...a: unknown[]) => unknown).bind(target);
       return (...args: unknown[]) => {
         if (!canAct()) return Promise.reject(new BackendError('Unavailable', `${property} refused: this replica is not the leader (ha:L2)`));
         return (value as (...a: unknown[]) => unknown).apply(target, args);
