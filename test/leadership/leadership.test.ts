@@ -1,6 +1,6 @@
 /**
  * Leadership on a real PostgreSQL server (ha:L1–L7): several replicas in one process on one
- * database and one shared simulated cluster. Leases are short (ttl 2 s, renew 0.5 s) and run
+ * database and one shared simulated cluster. Leases are short (ttl 6 s, renew 1 s: shorter ones expire on a loaded two-core machine, rightly, and no leader stays put) and run
  * on real time; the assertions are about order and ownership (epochs, who sent which backend
  * action), never about durations.
  */

@@ -111,8 +111,8 @@ async function startReplica(
     lease,
     address: () => `http://${name}.test:4000`,
     log,
-    leaseTtlMs: options.leaseTtlMs ?? 2000,
-    leaseRenewMs: options.leaseRenewMs ?? 500,
+    leaseTtlMs: options.leaseTtlMs ?? 6000,
+    leaseRenewMs: options.leaseRenewMs ?? 1000,
   });
   const app = buildApp({
     backend: recording(cluster, name, () => leadership.status().epoch, actions),
