@@ -5,6 +5,8 @@ import { createBackendFromConfig } from './config/plugin-registry.ts';
 import type { Logger } from './logger.ts';
 import { buildApp, type App } from './server.ts';
 import { openDatabase } from './store/database.ts';
+import { acquireServeLock } from './store/serve-lock.ts';
+import { replicaLeadership } from './leadership/replica.ts';
 
 export interface StartOptions {
   env?: NodeJS.ProcessEnv;
@@ -37,7 +39,11 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
   const webhook = config.admissionWebhook ? new AdmissionWebhook(config.admissionWebhook, dir, options.log) : null;
   const db = await openDatabase({ url: config.database.url, cwd });
   let app: App | undefined;
+  let releaseServeLock = () => {};
   try {
+    if (db.dialect === 'sqlite') releaseServeLock = acquireServeLock(db.file);
+    let advertised = config.ha.advertiseUrl ?? '';
+    const leadership = db.dialect === 'postgresql' ? await replicaLeadership(db, config, { address: () => advertised, log: options.log }) : undefined;
     const backend = await createBackendFromConfig(config.plugins, {
       clock: options.clock ?? systemClock,
       configDir: dir,
@@ -47,16 +53,20 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       backend,
       log: options.log,
       prisma: db.prisma,
+      hotPath: db.hotPath,
       clock: options.clock ?? systemClock,
       config,
       bootstrapToken: env.LOCKKEEPER_ADMIN_TOKEN || undefined,
       onClose: async () => {
         await webhook?.close();
-        await db.close();
+        await db.close().finally(releaseServeLock);
       },
+      ...(leadership && { leadership }),
+      ...(db.postgres && { postgresUrl: db.postgres.url }),
       health: () => ({ database: db.file }),
     });
     const bound = await app.start(options.port ?? config.server.port, config.server.host);
+    advertised ||= new URL(bound.url).origin;
     if (webhook && config.admissionWebhook) await webhook.listen(config.admissionWebhook.port, config.admissionWebhook.host);
     options.log.info({ url: bound.url, backend: backend.name, database: db.file }, `Lockkeeper listening: GraphiQL at ${bound.url}`);
     return { app, url: bound.url, port: bound.port, databaseFile: db.file };
@@ -66,6 +76,7 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       await webhook?.close();
       await db.close();
     }
+    releaseServeLock();
     throw e;
   }
 }
