@@ -3,6 +3,8 @@ import { TRACKING_NODE_ANNOTATION } from '../../plugins/kubevirt/index.ts';
 import { MAINTENANCE_STRATEGY_LABEL } from '../../src/domain/labels.ts';
 import { DRAIN_REQUESTED, MAINTAIN_STATUS, type K8sSim, type RecordedCall } from '../../simulators/kubernetes/index.ts';
 import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
+import { VirtualClock } from '../support/virtual-clock.ts';
+import { drive } from '../support/virtual-drive.ts';
 
 /** k8s:scenario-9 through GraphQL: on a Harvester cluster Lockkeeper requests and follows; Harvester's controllers act (k8s:H2, k8s:H9). */
 let t: KubevirtTestApp;
@@ -94,5 +96,30 @@ describe('k8s:scenario-9: delegation to Harvester', () => {
     expect(t.sim.harvester!.lastError.get('n1')).toContain('another controlplane is already in maintenance mode');
     expect(t.sim.node('n1')!.metadata.annotations ?? {}).toEqual({});
     expect(t.sim.migrations('default')).toEqual([]);
+  });
+
+  it("Lockkeeper's deadline still applies while Harvester works: waitingOn names the VM Harvester is moving, ERROR at the deadline (k8s:H9, vm:M5)", async () => {
+    const clock = new VirtualClock();
+    t = await kubevirtApp(
+      (sim) => {
+        for (const n of ['n1', 'n2', 'n3']) sim.addNode(n, { roles: ['worker'] });
+        sim.addVm({ name: 'web', nodeName: 'n1', evictionStrategy: 'LiveMigrate' });
+        // KubeVirt's evacuation migration never gets its target pod scheduled.
+        sim.holdMigrations({ pending: () => true });
+      },
+      {},
+      { harvester: true, harvesterRetryMs: 1000 },
+      { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationTimeoutMs: 3_600_000 } },
+    );
+    const op = (await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1", deadlineSeconds: 20) { ... on Operation { id } } }`)).r;
+    const state = async () => (await gql(`{ operation(id: "${op.id}") { ... on Operation { state error waitingOn { workloadIds description } } } }`)).operation;
+    await drive(clock, async () => (await state()).waitingOn?.workloadIds?.includes('default/web') === true, { stepMs: 1000 });
+    expect((await state()).waitingOn.description).toContain('handled by Harvester');
+    await drive(clock, async () => (await state()).state === 'FAILED', { stepMs: 1000 });
+    expect((await state()).error).toBe("DEADLINE_EXCEEDED: Harvester's controllers did not finish (maintain-status not set); still on the node: default/web");
+    expect(phase()).toBe('ERROR');
+    // Harvester's eviction made KubeVirt try; Lockkeeper itself created no migration.
+    expect(t.sim.migrations('default').map((m) => m.metadata.generateName)).toEqual(['kubevirt-evacuation-']);
+    expect(t.sim.calls.filter((c) => c.resource === 'virtualmachineinstancemigrations' && c.verb === 'create')).toEqual([]);
   });
 });

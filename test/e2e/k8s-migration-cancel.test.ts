@@ -115,4 +115,28 @@ describe('k8s:scenario-5: migration cancel', () => {
     expect(s).toMatchObject({ workloadId: 'default/a', state: 'MOVING' });
     expect(s.error).toMatch(/not done after 30000 ms: migration default\/a-lockkeeper-\w+ cancelled \(deleted\); VM default\/a is on node n1/);
   });
+
+  it('clearMaintenanceError after the deadline deletes the migration Lockkeeper left in flight, and the VM stays on the source (k8s:C9 a)', async () => {
+    const clock = new VirtualClock();
+    t = await kubevirtApp(
+      (sim) => {
+        nodes(sim);
+        sim.addVm({ name: 'a', nodeName: 'n1' });
+        sim.holdMigrations({ pending: () => true });
+      },
+      {},
+      {},
+      { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationTimeoutMs: 3_600_000 } },
+    );
+    await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1", deadlineSeconds: 10) { __typename } }`);
+    await drive(clock, () => phase() === 'ERROR', { stepMs: 1000 });
+    const [ours] = migrationsOf('a');
+    expect(ours!.status.phase).toBe('Pending');
+    expect(deletes()).toEqual([]);
+    const cleared = (await gql(`mutation { r: clearMaintenanceError(nodeId: "n1") { __typename ... on ClusterNode { cordoned } } }`)).r;
+    expect(cleared).toEqual({ __typename: 'ClusterNode', cordoned: false });
+    expect(deletes().map((c) => c.name)).toEqual([ours!.metadata.name]);
+    expect(migrationsOf('a')).toEqual([]);
+    expect(t.sim.vmi('default', 'a')!.status.nodeName).toBe('n1');
+  });
 });

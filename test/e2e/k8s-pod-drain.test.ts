@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { K8sSim, RecordedCall } from '../../simulators/kubernetes/index.ts';
+import { DRAIN_REQUESTED, type K8sSim, type RecordedCall } from '../../simulators/kubernetes/index.ts';
 import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
 import { VirtualClock } from '../support/virtual-clock.ts';
 import { drive } from '../support/virtual-drive.ts';
@@ -131,6 +131,9 @@ describe('k8s:scenario-2: PodDisruptionBudgets (k8s:K6, k8s:K8)', () => {
       /^DEADLINE_EXCEEDED: pods still on the node: 1 pod\(s\) left on node n1: default\/web-0: blocked by PodDisruptionBudget web-pdb/,
     );
     expect(t.sim.pod('default', 'web-0')?.metadata.deletionTimestamp).toBeUndefined();
+    // k8s:H3 Decision: ERROR keeps what the node carried (the request; the drain never finished, so no maintain-status).
+    expect(t.sim.node('n1')!.metadata.annotations).toEqual({ [DRAIN_REQUESTED]: 'true' });
+    expect(t.sim.node('n1')!.spec.unschedulable).toBe(true);
   });
 
   it('two replicas let it finish; a pod under two PDBs fails at once (500), without a retry loop', async () => {

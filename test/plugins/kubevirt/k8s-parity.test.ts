@@ -221,12 +221,18 @@ describe('k8s:C4, k8s:C5, k8s:C10', () => {
 
 describe('k8s:U7 and k8s:H9 together', () => {
   it("nodeDown.enable is ignored where Harvester's controllers run, and confirmNodeDown says so", async () => {
-    const connect = await start({ harvester: true }, { nodeDown: { enable: true, period: 1 } });
+    const clock = new VirtualClock();
+    const connect = await start({ harvester: true, clock }, { nodeDown: { enable: true, period: 1 }, clock });
     const b = await connect();
     expect(b.nodeMaintenance.delegate?.controller).toBe('Harvester');
+    // Once the plugin has seen the node go Unknown, a long stretch of time: nothing is written.
+    let seen = false;
+    b.watch((e) => (seen ||= e.type === 'nodeChanged' && e.node.id === 'n1' && e.node.availability === 'OFFLINE'));
     sim.setNodeReady('n1', false);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await eventually(() => seen);
+    await clock.advance(1_000_000);
     expect(sim.node('n1')!.spec.taints).toBeUndefined();
+    expect(sim.calls.filter((c) => c.resource === 'nodes' && c.verb === 'patch')).toEqual([]);
     await expect(b.confirmNodeDown('n1')).rejects.toThrow(/node-down handling is Harvester's on this cluster/);
   });
 
