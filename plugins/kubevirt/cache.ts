@@ -124,7 +124,7 @@ export class ClusterCache {
     const vm = this.fromCache(this.vmInformers, key);
     if (!vm) return null;
     const volumes = this.volumeCache.get(key) ?? claimVolumes(vm).map((v) => ({ name: v.name, replicas: [] }));
-    return toClusterVm(vm, this.vmi(key), volumes, this.clusterEvictionStrategy);
+    return toClusterVm(vm, this.vmi(key), volumes, this.clusterEvictionStrategy, this.migrations());
   }
 
   /**

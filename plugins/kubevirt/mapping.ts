@@ -232,7 +232,31 @@ export function volumesOf(
  * `clusterEvictionStrategy`: the KubeVirt CR's `spec.configuration.evictionStrategy` (k8s:E1),
  * null when unset or when there is no CR.
  */
-export function toClusterVm(vm: KObject, vmiOrNull: KObject | null | undefined, volumes: VmVolume[], clusterEvictionStrategy: unknown = null): ClusterVm {
+/**
+ * k8s:C9 (c): a migration of this VM that has not ended and that Lockkeeper did not create
+ * (KubeVirt's evacuation, a person's): `namespace/name`, or null. Found as KubeVirt finds
+ * a VMI's active migration (k8s:C5).
+ */
+export function foreignMigrationOf(vm: KObject, migrations: readonly KObject[]): string | null {
+  const namespace = vm.metadata?.namespace;
+  const name = nameOf(vm);
+  const m = migrations.find(
+    (x) =>
+      x.metadata?.namespace === namespace &&
+      (x.metadata?.labels?.['kubevirt.io/vmi-name'] ?? x.spec?.vmiName) === name &&
+      !['Succeeded', 'Failed'].includes(x.status?.phase) &&
+      x.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY,
+  );
+  return m ? `${namespace}/${m.metadata?.name}` : null;
+}
+
+export function toClusterVm(
+  vm: KObject,
+  vmiOrNull: KObject | null | undefined,
+  volumes: VmVolume[],
+  clusterEvictionStrategy: unknown = null,
+  migrations: readonly KObject[] = [],
+): ClusterVm {
   const vmi = vmiIsActive(vmiOrNull) ? vmiOrNull : null;
   const namespace = vm.metadata?.namespace ?? '';
   const name = nameOf(vm);
@@ -241,6 +265,7 @@ export function toClusterVm(vm: KObject, vmiOrNull: KObject | null | undefined, 
   const condition = (vmi?.status?.conditions ?? []).find((c: { type?: string }) => c.type === 'LiveMigratable');
   const liveMigratable = !condition || condition.status !== 'False';
   const podSpec = vm.spec?.template?.spec;
+  const foreign = vmi ? foreignMigrationOf(vm, migrations) : null;
   return {
     id: `${namespace}/${name}`,
     namespace,
@@ -258,6 +283,7 @@ export function toClusterVm(vm: KObject, vmiOrNull: KObject | null | undefined, 
     tracking: trackingOf(vm),
     // k8s:E1: the VMI's value (KubeVirt copied the cluster's into it at creation), else the cluster's now.
     evictionStrategy: effectiveEvictionStrategy(vmi?.spec?.evictionStrategy, clusterEvictionStrategy),
+    ...(foreign && { foreignMigration: foreign }),
   };
 }
 

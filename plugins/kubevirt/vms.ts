@@ -70,7 +70,7 @@ export class VmReads {
   async requireVm(id: string): Promise<{ raw: KObject; vmi: KObject | null; vm: ClusterVm }> {
     const found = await this.readVm(id);
     if (!found) throw notFound('vm', id);
-    return { raw: found.vm, vmi: found.vmi, vm: toClusterVm(found.vm, found.vmi, [], this.cache.clusterEvictionStrategy) };
+    return { raw: found.vm, vmi: found.vmi, vm: toClusterVm(found.vm, found.vmi, [], this.cache.clusterEvictionStrategy, this.cache.migrations()) };
   }
 
   async getNode(id: string): Promise<ClusterNode | null> {

@@ -57,12 +57,13 @@ export class Volumes {
   /** VMs with their VMIs and volumes, sorted by id; the volumes are remembered for events. */
   assemble(vms: KObject[], vmis: KObject[], source: VolumeSource, clusterEvictionStrategy: unknown): ClusterVm[] {
     const vmiByKey = new Map(vmis.map((v) => [`${v.metadata?.namespace}/${v.metadata?.name}`, v]));
+    const migrations = this.cache.migrations();
     return vms
       .map((vm) => {
         const key = `${vm.metadata?.namespace}/${vm.metadata?.name}`;
         const volumes = volumesOf(vm, source.pvc, source.replicas);
         this.cache.volumeCache.set(key, volumes);
-        return toClusterVm(vm, vmiByKey.get(key), volumes, clusterEvictionStrategy);
+        return toClusterVm(vm, vmiByKey.get(key), volumes, clusterEvictionStrategy, migrations);
       })
       .sort((a, b) => compareNatural(a.id, b.id));
   }

@@ -82,6 +82,8 @@ export interface ClusterVm {
   tracking: VmMaintenanceTracking | null;
   /** k8s:E1: KubeVirt's effective eviction strategy; null when nothing sets it; absent when the backend has none. */
   evictionStrategy?: EvictionStrategy | null;
+  /** k8s:C9 (c): the migration in flight for this VM (`namespace/name`) when Lockkeeper did not create it; absent otherwise. */
+  foreignMigration?: string;
 }
 
 export interface ClusterShard {

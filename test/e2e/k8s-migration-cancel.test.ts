@@ -36,10 +36,16 @@ describe('k8s:scenario-5: migration cancel', () => {
       sim.holdMigrations({ pending: () => true });
       sim.controller.createMigration('default', 'b', { generateName: 'kubevirt-evacuation-', annotations: { [EVACUATION_ANNOTATION]: 'n1' } });
     });
-    await gql(`mutation { enableMaintenanceMode(nodeId: "n1") { __typename } }`);
+    const op = (await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1") { ... on Operation { id } } }`)).r;
     await eventually(() => phase() === 'EVACUATING' && migrationsOf('a').length === 1);
     const [ours] = migrationsOf('a');
     const [evacuation] = migrationsOf('b');
+    // k8s:C9 (c): the migration Lockkeeper did not create shows in waitingOn as someone else's.
+    const waiting = async () => (await gql(`{ operation(id: "${op.id}") { ... on Operation { waitingOn { description } } } }`)).operation.waitingOn;
+    await eventually(async () => ((await waiting())?.description ?? '').includes('default/b: migrating by'));
+    expect((await waiting()).description).toContain(
+      `default/b: migrating by default/${evacuation!.metadata.name}, which Lockkeeper did not create (it waits for it and never cancels it)`,
+    );
     expect(ours!.metadata.labels).toMatchObject({ [MANAGED_BY_LABEL]: MANAGED_BY, 'kubevirt.io/vmi-name': 'a' });
     expect(ours!.metadata.finalizers).toEqual(['kubevirt.io/migrationJobFinalize']);
     // k8s:C5: b's migration was joined, not doubled.

@@ -426,6 +426,8 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
     const step = this.steps.find((s) => s.workloadId === vm.id);
     if (!step) return 'not part of the plan (started on the node after maintenance began)';
     if (step.action === VM_STEP.WAIT_EXTERNAL) return 'eviction strategy External: waiting for an external controller to move it (Lockkeeper leaves it alone)';
+    // k8s:C9 (c): a migration someone else started is waited on, never cancelled: say whose it is.
+    if (vm.foreignMigration) return `migrating by ${vm.foreignMigration}, which Lockkeeper did not create (it waits for it and never cancels it)`;
     if (vm.status === 'Migrating') return 'migrating';
     if (vm.status === 'Stopping') return 'stopping';
     if (step.action === VM_STEP.EVICT) return 'eviction strategy None: launcher pod evicted, waiting for it to go';
