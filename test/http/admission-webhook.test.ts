@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,8 +9,11 @@ import { Service } from 'kubernetes-models/v1/Service';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMISSION_PATH, AdmissionWebhook } from '../../src/http/admission-webhook.ts';
 import { createLogger } from '../../src/logger.ts';
+import { startLockkeeper } from '../../src/start.ts';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 
-/** k8s:scenario-7 and k8s:A1–A5 over real HTTPS, with a certificate made for the test. */
+/** k8s:scenario-7 and k8s:A1–A5 (k8s:A2 the denial, k8s:A3 the listener, k8s:A4 the answer) over real HTTPS, with a certificate made for the test. */
 const dir = mkdtempSync(join(tmpdir(), 'lk-webhook-'));
 let webhook: AdmissionWebhook;
 let port = 0;
@@ -136,6 +139,52 @@ describe('k8s:scenario-7: admission of the maintenance-strategy label', () => {
     expect(() => new AdmissionWebhook({ host: '127.0.0.1', port: 0, certFile: 'missing.crt', keyFile: 'tls.key' }, dir, createLogger('silent'))).toThrow(
       `admission webhook: cannot read its TLS certFile ${join(dir, 'missing.crt')}`,
     );
+  });
+});
+
+describe('k8s:A3: the webhook in start-up (config admissionWebhook)', () => {
+  const config = (certFile: string) => {
+    const cwd = mkdtempSync(join(tmpdir(), 'lk-webhook-start-'));
+    writeFileSync(
+      join(cwd, 'lockkeeper.config.json'),
+      JSON.stringify({ admissionWebhook: { host: '127.0.0.1', port: 0, certFile, keyFile: join(dir, 'tls.key') } }),
+    );
+    return cwd;
+  };
+
+  it('a TLS file that cannot be read (a directory) fails start-up naming its path, before anything listens', async () => {
+    const notAFile = join(dir, 'a-directory');
+    mkdirSync(notAFile, { recursive: true });
+    await expect(startLockkeeper({ log: createLogger('silent'), env: {}, cwd: config(notAFile), port: 0 })).rejects.toThrow(
+      `admission webhook: cannot read its TLS certFile ${notAFile}`,
+    );
+  });
+
+  it('with its files, start-up listens over HTTPS beside the API and answers reviews', async () => {
+    const lines: string[] = [];
+    const log = pino(
+      { level: 'info' },
+      new Writable({
+        write(chunk, _enc, done) {
+          lines.push(chunk.toString());
+          done();
+        },
+      }),
+    );
+    const started = await startLockkeeper({ log, env: {}, cwd: config(join(dir, 'tls.crt')), port: 0 });
+    try {
+      const url = /admission webhook listening at (https:\/\/[^"\s]+)/.exec(lines.join(''))?.[1];
+      expect(url).toMatch(new RegExp(`^https://127\\.0\\.0\\.1:\\d+${ADMISSION_PATH}$`));
+      const saved = port;
+      port = Number(new URL(url!).port);
+      try {
+        expect((await admit(review('CREATE', vm('migrate')))).status).toEqual(DENIAL('migrate'));
+      } finally {
+        port = saved;
+      }
+    } finally {
+      await started.app.stop();
+    }
   });
 });
 
