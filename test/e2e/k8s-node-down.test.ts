@@ -75,7 +75,8 @@ describe('k8s:scenario-8: node down', () => {
 
   it('confirmed early, out-of-service lands exactly vmMigrationTimeout after Drained=False (195 s after Unknown with the defaults, k8s:U6), also across a plugin restart', async () => {
     const clock = new VirtualClock();
-    await app(clock);
+    // k8s:U3: the taint is always KubeVirt's default key, whatever the CR's nodeDrainTaintKey says.
+    await app(clock, (sim) => sim.setKubevirtConfig({ migrations: { nodeDrainTaintKey: 'example.com/drain' } }));
     const t0 = clock.now();
     t.sim.setNodeReady('n1', false);
     await clock.advance(15_000);
