@@ -9,8 +9,10 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // Time limits only catch a hang: no test passes or fails on how long it took, so they are
+    // sized for the slowest honest case, two copies of the suite at once on two loaded cores.
+    testTimeout: 300_000,
+    hookTimeout: 300_000,
     // Two cores: keep forks few so end-to-end servers and Chromium are not starved.
     pool: 'forks',
     maxWorkers: 2,
