@@ -74,7 +74,7 @@ describe('GraphiQL in a real browser', () => {
         expect(result).toContain('"nodes"');
         expect(result).not.toContain('"errors"');
 
-        await graphiql.page.screenshot({ path: '/tmp/graphiql.png' });
+        await graphiql.page.screenshot({ path: join(dir, 'graphiql.png') });
 
         // The page itself, its schema introspection and the query: all from our server.
         expect(network.requests.length).toBeGreaterThan(0);
@@ -118,7 +118,7 @@ describe('GraphiQL in a real browser', () => {
       expect(result).not.toContain('"errors"');
       expect(network.requests.filter((u) => !isLocalUrl(u))).toEqual([]);
 
-      await graphiql.page.screenshot({ path: '/tmp/graphiql-subscription.png' });
+      await graphiql.page.screenshot({ path: join(dir, 'graphiql-subscription.png') });
     } finally {
       await graphiql.page.close();
       // Leave the demo cluster as it was (without masking a failure above).
