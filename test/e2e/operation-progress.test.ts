@@ -31,7 +31,13 @@ afterEach(async () => {
 });
 
 const shardsOn1 = (count: number) =>
-  Array.from({ length: count }, (_, i) => ({ tenantId: 't', shardNumber: i, shardCount: count, attachedNodeId: '1', secondaries: [{ nodeId: i % 2 ? '2' : '3' }] }));
+  Array.from({ length: count }, (_, i) => ({
+    tenantId: 't',
+    shardNumber: i,
+    shardCount: count,
+    attachedNodeId: '1',
+    secondaries: [{ nodeId: i % 2 ? '2' : '3' }],
+  }));
 
 const PROGRESS = `subscription ($id: ID!) { operationProgress(id: $id) {
   operation { id state counts { planned moving moved skipped failed total } waitingOn { kind } }
@@ -50,7 +56,9 @@ describe('operationProgress', () => {
     writeFileSync(
       join(cwd, 'lockkeeper.config.json'),
       JSON.stringify({
-        plugins: [{ name: 'fake', options: { latenciesMs: { cutOver: 40 }, topology: { nodes: [{ id: '1' }, { id: '2' }, { id: '3' }], shards: shardsOn1(SHARDS) } } }],
+        plugins: [
+          { name: 'fake', options: { latenciesMs: { cutOver: 40 }, topology: { nodes: [{ id: '1' }, { id: '2' }, { id: '3' }], shards: shardsOn1(SHARDS) } } },
+        ],
         operations: { maxConcurrentMoves: 3 },
       }),
     );
