@@ -8,7 +8,7 @@ import type { LoggedEvent } from '../../store/event-log.ts';
  * besides the plan's `warnings` and the disable result's: an operator who watches the stream
  * sees them without asking.
  */
-export const WARNING_EVENTS = {
+const WARNING_EVENTS = {
   /** vm:V2: a VM labelled with none of the four values, treated as Migrate. */
   strategyLabelInvalid: 'VM_STRATEGY_LABEL_INVALID',
   /** vm:T4: a RestartAfterDisable VM restarted on another node than the one its tracking names. */
