@@ -108,7 +108,8 @@ export class HarvesterController {
     const node = this.store.get(this.nodes, undefined, name);
     if (!node) return;
     const a = node.metadata.annotations ?? {};
-    if (a[DRAIN_REQUESTED]) this.drain(node, a[DRAIN_FORCED] === 'true');
+    // `_, forced := node.Annotations[ForcedDrain]`: its presence, whatever the value.
+    if (a[DRAIN_REQUESTED]) this.drain(node, Object.hasOwn(a, DRAIN_FORCED));
     else if (a[MAINTAIN_STATUS] === 'running') this.finish(node);
   }
 
@@ -128,17 +129,19 @@ export class HarvesterController {
       this.annotate(name, { [DRAIN_REQUESTED]: null, [DRAIN_FORCED]: null, [MAINTAIN_STATUS]: null });
       return;
     }
-    // Step 3: track, then halt, sorted by namespace/name.
+    // Step 3: track, then halt, sorted by namespace/name. Without force: the labelled VMs; under
+    // force only the non-migratable ones are halted and nothing is tracked (the UI's force
+    // "will override the individual settings of VMs that are labelled").
     for (const vmi of [...vmis].sort(byNamespaceName)) {
       const vm = this.store.get(this.vms, vmi.metadata.namespace, vmi.metadata.name);
       if (!vm) continue;
       const strategy = vm.metadata.labels?.[STRATEGY_LABEL] ?? '';
-      if (RESTART_CLASS.includes(strategy) && vm.metadata.annotations?.[TRACKED_NODE] !== name) {
+      if (!forced && RESTART_CLASS.includes(strategy) && vm.metadata.annotations?.[TRACKED_NODE] !== name) {
         this.store.mutate(this.vms, vm.metadata.namespace, vm.metadata.name, (v) => {
           v.metadata.annotations = { ...(v.metadata.annotations ?? {}), [TRACKED_NODE]: name, [SAVED_RUN_STRATEGY]: v.spec.runStrategy ?? 'RerunOnFailure' };
         });
       }
-      if ((SHUTDOWN_CLASS.includes(strategy) || (forced && isLiveMigratableFalse(vmi))) && vm.spec.runStrategy !== 'Halted') {
+      if ((forced ? isLiveMigratableFalse(vmi) : SHUTDOWN_CLASS.includes(strategy)) && vm.spec.runStrategy !== 'Halted') {
         this.store.mutate(this.vms, vm.metadata.namespace, vm.metadata.name, (v) => (v.spec.runStrategy = 'Halted'));
       }
     }

@@ -122,4 +122,36 @@ describe('k8s:scenario-9: delegation to Harvester', () => {
     expect(t.sim.migrations('default').map((m) => m.metadata.generateName)).toEqual(['kubevirt-evacuation-']);
     expect(t.sim.calls.filter((c) => c.resource === 'virtualmachineinstancemigrations' && c.verb === 'create')).toEqual([]);
   });
+
+  it('under force Harvester halts only the non-migratable VMs and ignores the strategy labels, and the plan says so (k8s:H2 step 3)', async () => {
+    t = await kubevirtApp(
+      (sim) => {
+        for (const n of ['n1', 'n2', 'n3']) sim.addNode(n, { roles: ['worker'] });
+        sim.addVm({ name: 'gpu', nodeName: 'n1', gpu: true });
+        sim.addVm({
+          name: 'later',
+          nodeName: 'n1',
+          evictionStrategy: 'LiveMigrate',
+          labels: { [MAINTENANCE_STRATEGY_LABEL]: 'ShutdownAndRestartAfterDisable' },
+        });
+      },
+      {},
+      { harvester: true, msPerGraceSecond: 1, harvesterRetryMs: 50 },
+    );
+    const plan = (await gql(`{ maintenancePlan(nodeId: "n1", force: true) { accepted warnings } }`)).maintenancePlan;
+    expect(plan.accepted).toBe(true);
+    expect(plan.warnings).toContain(
+      "under force Harvester's controller ignores the maintenance-strategy label (it halts only non-migratable VMs and tracks none): default/later will be evicted by their eviction strategy and not restarted by maintenance",
+    );
+    expect((await gql(`{ maintenancePlan(nodeId: "n1") { warnings } }`)).maintenancePlan.warnings.join('\n')).not.toContain(
+      'ignores the maintenance-strategy label',
+    );
+    await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1", force: true) { __typename } }`);
+    await eventually(() => phase() === 'COMPLETED');
+    expect(t.sim.vm('default', 'gpu')!.spec.runStrategy).toBe('Halted');
+    // The labelled VM was live-migrated by KubeVirt after Harvester's eviction of its launcher pod, untracked.
+    expect(t.sim.vm('default', 'later')!.spec.runStrategy).toBe('Always');
+    expect(t.sim.vm('default', 'later')!.metadata.annotations?.[TRACKING_NODE_ANNOTATION]).toBeUndefined();
+    expect(t.sim.vmi('default', 'later')!.status.nodeName).not.toBe('n1');
+  });
 });

@@ -1,4 +1,5 @@
-/** Harvester's own refusals, so a delegated maintenance that Harvester dropped can say why (k8s:H2, k8s:H8). Pure. */
+/** Harvester's own refusals and choices, so a delegated maintenance can say what Harvester will do or why it dropped it (k8s:H2, k8s:H8). Pure. */
+import { effectiveStrategy } from './strategy.ts';
 
 export interface HarvesterNodeView {
   id: string;
@@ -28,4 +29,18 @@ export function harvesterDrainImpossible(nodeId: string, nodes: readonly Harvest
   if (set.filter((n) => !n.maintainStatus).length !== HA_CP_COUNT)
     return 'draining of this node is not possible: another controlplane is already in maintenance mode, cannot place current node in maintenance mode';
   return null;
+}
+
+/**
+ * k8s:H2 step 3, as `nodedrain_controller.go` `OnNodeChange` has it: under force Harvester
+ * halts the non-migratable VMs and nothing else, and neither tracks nor halts by the
+ * strategy label ("forcing a shutdown of all VMs via the UI setting will override the
+ * individual settings"). So on a Harvester cluster (k8s:H9) a forced maintenance treats
+ * shutdown-class VMs by their eviction strategy, and RestartAfter* VMs are not restarted.
+ * The plan's warning for that case, or null.
+ */
+export function harvesterForceIgnoresLabels(vms: readonly { id: string; maintenanceStrategyLabel: string | null }[]): string | null {
+  const labelled = vms.filter((vm) => effectiveStrategy(vm.maintenanceStrategyLabel).strategy !== 'Migrate').map((vm) => vm.id);
+  if (!labelled.length) return null;
+  return `under force Harvester's controller ignores the maintenance-strategy label (it halts only non-migratable VMs and tracks none): ${labelled.join(', ')} will be evicted by their eviction strategy and not restarted by maintenance`;
 }

@@ -19,6 +19,7 @@ import type { LiveRun } from '../core/live-runs.ts';
 import type { EngineDeps } from '../core/engine-deps.ts';
 import type { OperationKindEngine } from '../core/operation-kind.ts';
 import { DelegatedMaintenanceRun } from './delegated-run.ts';
+import { harvesterForceIgnoresLabels } from '../../domain/vm/harvester.ts';
 import { MigrationLimiter } from './migration-limiter.ts';
 import { podDrainOptionsOf, podDrainPlanOf, podDrainRefusal } from './pod-drain-plan.ts';
 import { MaintenanceRun, type MaintenanceHost, type MaintenanceRunOptions } from './run.ts';
@@ -153,7 +154,12 @@ export class MaintenanceEngine implements OperationKindEngine {
     const podDrainOptions = this.deps.backend.podDrain ? podDrainOptionsOf(this.deps.settings, podDrain) : null;
     const pods = found && podDrainOptions ? await podDrainPlanOf(this.deps.backend, nodeId, podDrainOptions, this.deps.clock.now()) : null;
     if (pods) plan.warnings.push(...pods.warnings);
-    return { ...plan, shards: shards?.steps ?? [], shardRefusal: shards?.refusal ?? null, pods, podDrainOptions, delegate: this.delegateView() };
+    const delegate = this.delegateView();
+    if (delegate && force) {
+      const warning = harvesterForceIgnoresLabels(vms.filter((vm) => vm.nodeId === nodeId));
+      if (warning) plan.warnings.push(warning);
+    }
+    return { ...plan, shards: shards?.steps ?? [], shardRefusal: shards?.refusal ?? null, pods, podDrainOptions, delegate };
   }
 
   /** k8s:H9: whose controllers do the maintenance work on this cluster. */
