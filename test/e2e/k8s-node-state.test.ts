@@ -27,7 +27,7 @@ function seed(sim: K8sSim): void {
 describe('k8s:scenario-6: node state on a cluster without Harvester', () => {
   it('a failed VALIDATING writes nothing; enable writes drain-requested (+ drain-forced), the cordon, one update to running removing both, then completed', async () => {
     t = await kubevirtApp(seed);
-    // k8s:H7 / vm:N4: refused before any write.
+    // vm:N4 (a non-migratable VM): refused before any write (k8s:H3: nothing during VALIDATING).
     const refused = (await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1") { __typename } }`)).r;
     expect(refused.__typename).toBe('PreconditionFailedError');
     expect(nodeWrites()).toEqual([]);
@@ -89,6 +89,19 @@ describe('k8s:scenario-6: node state on a cluster without Harvester', () => {
     expect(node.metadata.annotations ?? {}).toEqual({});
     expect(node.spec.unschedulable).toBeUndefined();
     expect(node.spec.taints).toEqual([{ key: 'example.com/keep', value: 'x', effect: 'NoSchedule' }]);
+  });
+
+  it("k8s:H7: the last available node (the other cordoned) is refused before any write, as Harvester's node webhook would refuse it", async () => {
+    t = await kubevirtApp((sim) => {
+      for (const n of ['n1', 'n2']) sim.addNode(n, { roles: ['worker'] });
+      sim.addVm({ name: 'mig', nodeName: 'n1' });
+    });
+    await t.backend.cordonNode('n2');
+    const from = t.sim.calls.length;
+    const refused = (await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1") { __typename ... on PreconditionFailedError { reason } } }`)).r;
+    expect(refused).toEqual({ __typename: 'PreconditionFailedError', reason: 'LAST_AVAILABLE_NODE' });
+    expect(nodeWrites(from)).toEqual([]);
+    expect(t.sim.node('n1')!.metadata.annotations ?? {}).toEqual({});
   });
 
   it('k8s:H10: a deleted node clears the tracking that points at it even though it carried no maintain-status (a departure from Harvester)', async () => {
