@@ -31,6 +31,7 @@ import { leaderOnlyBackend } from './leadership/leader-only-backend.ts';
 import { soleLeadership, type Leadership } from './leadership/leadership.ts';
 import { leadershipHealth } from './leadership/health.ts';
 import { StandbyReads } from './leadership/standby-reads.ts';
+import { AdmittedWork } from './leadership/admitted-work.ts';
 import { EventWakeup } from './events/event-wakeup.ts';
 import { registerLeadershipMetrics } from './leadership/metrics.ts';
 import { createLeaderEndpoints } from './rest/leader-endpoints.ts';
@@ -106,13 +107,24 @@ export function buildApp(deps: AppDeps): App {
     },
     () => eventWakeup.notify(),
   );
-  // Other replicas' events (PostgreSQL NOTIFY) wake this one's subscribers too.
-  // (Loaded only then: a SQLite gateway never loads `pg`.)
-  const eventListener = deps.postgresUrl
-    ? import('./store/postgresql-listener.ts').then((m) => m.listenForEvents(deps.postgresUrl!, () => eventWakeup.notify()))
-    : null;
   const shared = { store, bus, clock, log, observer: metrics.observer, mayAct: () => leadership.canAct() };
   const operations = new OperationCoordinator(shared);
+  // What other replicas admit, the leader adopts (ha:R2).
+  const admitted = new AdmittedWork(
+    () => operations.adopt(),
+    (e) => log.warn({ err: e }, 'adopting work admitted by other replicas failed; the next pass tries again'),
+  );
+  // Other replicas' events (PostgreSQL NOTIFY) wake this one's subscribers too, and their
+  // admissions this one if it leads. (Loaded only then: a SQLite gateway never loads `pg`.)
+  const eventListener = deps.postgresUrl
+    ? import('./store/postgresql-listener.ts').then((m) =>
+        m.listenForEvents(
+          deps.postgresUrl!,
+          () => eventWakeup.notify(),
+          () => admitted.wake(),
+        ),
+      )
+    : null;
   // The engines act on the backend only while this replica leads (ha:L2).
   const engineDeps = { ...shared, operations, backend: leaderOnlyBackend(deps.backend, () => leadership.canAct()), settings: config.operations };
   // Constructed in start order: storage policies are loaded before maintenance resumes.
@@ -177,7 +189,9 @@ export function buildApp(deps: AppDeps): App {
         if (role === 'leader') {
           standBy.stop();
           await operations.start();
+          if (store.shared) admitted.start();
         } else {
+          admitted.stop();
           operations.suspend();
           await standBy.start();
         }
@@ -227,6 +241,8 @@ export function buildApp(deps: AppDeps): App {
         if (engineStarted) await engineStarted.catch(() => {});
         unwatchRole();
         standBy.stop();
+        admitted.stop();
+        await admitted.settled();
         // Hand-over (ha:L5): runs halted and their writes committed, then the lease released.
         await roleChanges;
         if (leadership.canAct()) await operations.shutdown().catch((e: unknown) => log.warn({ err: e }, 'last writes before the hand-over failed'));
