@@ -32,6 +32,7 @@ import { soleLeadership, type Leadership } from './leadership/leadership.ts';
 import { leadershipHealth } from './leadership/health.ts';
 import { StandbyReads } from './leadership/standby-reads.ts';
 import { AdmittedWork } from './leadership/admitted-work.ts';
+import { StandbyRelay } from './leadership/standby-relay.ts';
 import { EventWakeup } from './events/event-wakeup.ts';
 import { registerLeadershipMetrics } from './leadership/metrics.ts';
 import { createLeaderEndpoints } from './rest/leader-endpoints.ts';
@@ -183,17 +184,21 @@ export function buildApp(deps: AppDeps): App {
   // (resuming what the previous one left: ha:L4), halted when it stops leading (ha:L3).
   let roleChanges = Promise.resolve();
   const standBy = new StandbyReads(store, log);
+  // ha:E3: only where other replicas lead (a shared database).
+  const relay = store.shared ? new StandbyRelay({ store, bus, backend: deps.backend, wakeup: eventWakeup, log }) : null;
   const unwatchRole = leadership.onChange(({ role }) => {
     roleChanges = roleChanges
       .then(async () => {
         if (role === 'leader') {
           standBy.stop();
+          await relay?.stop();
           await operations.start();
           if (store.shared) admitted.start();
         } else {
           admitted.stop();
           operations.suspend();
           await standBy.start();
+          await relay?.start();
         }
       })
       .catch((e: unknown) => log.error({ err: e, role }, 'changing role failed'));
@@ -204,7 +209,10 @@ export function buildApp(deps: AppDeps): App {
     await leadership.start();
     await roleChanges;
     // A replica that starts as a stand-by (no change of role yet) serves reads from the start.
-    if (leadership.status().role === 'standby') await standBy.start();
+    if (leadership.status().role === 'standby') {
+      await standBy.start();
+      await relay?.start();
+    }
   };
   let stopping: Promise<void> | undefined;
   return {
@@ -241,6 +249,7 @@ export function buildApp(deps: AppDeps): App {
         if (engineStarted) await engineStarted.catch(() => {});
         unwatchRole();
         standBy.stop();
+        await relay?.stop();
         admitted.stop();
         await admitted.settled();
         // Hand-over (ha:L5): runs halted and their writes committed, then the lease released.
