@@ -81,6 +81,8 @@ export interface VmInput {
   evictionStrategy?: string;
   /** false: its VMI carries no LiveMigratable condition at all (k8s:E6). */
   liveMigratableCondition?: boolean;
+  /** `spec.domain.memory.guest` (a quantity, e.g. `2Gi`); sizes the completion timeout (k8s:C10). */
+  memory?: string;
 }
 
 export interface PodInput {
@@ -418,6 +420,7 @@ export class K8sSim {
     const templateSpec: Record<string, unknown> = {
       ...(input.evictionStrategy !== undefined && { evictionStrategy: input.evictionStrategy }),
       domain: {
+        ...(input.memory !== undefined && { memory: { guest: input.memory } }),
         devices: {
           disks: (input.claims ?? []).map((c) => ({ name: c, disk: { bus: 'virtio' } })),
           ...(input.gpu && { gpus: [{ name: 'gpu1', deviceName: 'nvidia.com/A100' }] }),

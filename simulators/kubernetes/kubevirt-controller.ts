@@ -19,6 +19,14 @@ export const MIGRATION_JOB_LABEL = 'kubevirt.io/migrationJobUID';
 export const EVACUATION_ANNOTATION = 'kubevirt.io/evacuationMigration';
 /** `defaultUnschedulablePendingTimeoutSeconds` (k8s:C10). */
 const UNSCHEDULABLE_PENDING_TIMEOUT_MS = 300_000;
+/** `defaultCatchAllPendingTimeoutSeconds`: a target pod pending for any other reason (k8s:C10). */
+const CATCH_ALL_PENDING_TIMEOUT_MS = 900_000;
+/** `MigrationProgressTimeout`, seconds without data-transfer progress (k8s:C10; `migrations.progressTimeout` overrides). */
+const MIGRATION_PROGRESS_TIMEOUT_S = 150;
+/** `MigrationCompletionTimeoutPerGiB`, seconds per GiB of memory (k8s:C10; `migrations.completionTimeoutPerGiB` overrides). */
+const MIGRATION_COMPLETION_TIMEOUT_PER_GIB_S = 150;
+const GIB = 1024 ** 3;
+const QUANTITY_SUFFIX: Record<string, number> = { '': 1, Ki: 1024, Mi: 1024 ** 2, Gi: GIB, Ti: 1024 ** 4, k: 1e3, M: 1e6, G: 1e9, T: 1e12 };
 /** `virtv1.DomainAnnotation`: on a launcher pod, the name of its VMI (what KubeVirt's eviction webhook reads). */
 export const DOMAIN_ANNOTATION = 'kubevirt.io/domain';
 /** KubeVirt's `defaultFinalizedMigrationGarbageCollectionBuffer` (k8s:C4). */
@@ -30,7 +38,11 @@ const BEFORE_HANDOFF = [undefined, 'Pending', 'Scheduling', 'Scheduled'];
 /** Where a test holds a migration: in Pending (its target pod not scheduled) or in Running (copying memory). */
 export interface MigrationHolds {
   pending: (m: K8sObject) => boolean;
+  /** Why a held Pending target pod waits: unschedulable (300 s limit) or scheduled but not starting, e.g. an image pull (900 s). */
+  pendingCause: 'Unschedulable' | 'ContainerCreating';
   running: (m: K8sObject) => boolean;
+  /** How a held Running migration's copy goes: on, but slower than the completion bound, or stalled (the progress bound). */
+  transfer: 'progressing' | 'stalled';
   /** How an abort of a Running migration ends (k8s:C3): Succeeded = back on the source, Failed = the migration won the race. */
   abortOutcome: 'Succeeded' | 'Failed';
 }
@@ -77,6 +89,15 @@ function preferenceScore(node: K8sObject, podSpec: any): number {
   return preferred.filter((p) => (p.preference.matchExpressions ?? []).every((r) => matchesRequirement(labels, r))).reduce((sum, p) => sum + p.weight, 0);
 }
 
+/** The guest memory a migration copies (`memory.guest`, else the memory request); 1 GiB when the simulated VM names none; null when unreadable. */
+function memoryBytes(vmiSpec: any): number | null {
+  const quantity: string | undefined = vmiSpec?.domain?.memory?.guest ?? vmiSpec?.domain?.resources?.requests?.memory;
+  if (quantity === undefined) return GIB;
+  const match = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(quantity);
+  if (!match) return null;
+  return Number(match[1]) * QUANTITY_SUFFIX[match[2] ?? '']!;
+}
+
 const runStrategyOf = (vm: K8sObject): string => vm.spec?.runStrategy ?? (vm.spec?.running === true ? 'Always' : 'Halted');
 const wantsRunning = (vm: K8sObject) => ['Always', 'RerunOnFailure', 'Once'].includes(runStrategyOf(vm));
 
@@ -101,7 +122,13 @@ export class KubevirtController {
   private readonly pods: ResourceDef;
   private readonly kubevirts: ResourceDef;
   private readonly running = new Set<string>();
-  readonly holds: MigrationHolds = { pending: () => false, running: () => false, abortOutcome: 'Succeeded' };
+  readonly holds: MigrationHolds = {
+    pending: () => false,
+    pendingCause: 'Unschedulable',
+    running: () => false,
+    transfer: 'progressing',
+    abortOutcome: 'Succeeded',
+  };
 
   constructor(
     private readonly store: ObjectStore,
@@ -455,31 +482,82 @@ export class KubevirtController {
       return this.setPhase(namespace, name, 'Pending');
     }
     if (phase === 'Pending') {
-      if (this.holds.pending(mig)) return this.holdUnschedulable(mig);
+      if (this.holds.pending(mig)) return this.holdPending(mig);
       return this.startMigration(mig);
     }
   }
 
   /**
-   * A held Pending migration's target pod is unschedulable: `handlePendingPodTimeout` deletes it
-   * after `defaultUnschedulablePendingTimeoutSeconds` (300 s, k8s:C10) pending, and the
-   * migration fails. (A pod pending for another reason would get 900 s; the simulator has none.)
+   * A held Pending migration's target pod does not start: `handlePendingPodTimeout` deletes it
+   * after `defaultUnschedulablePendingTimeoutSeconds` (300 s) when it is unschedulable, after
+   * `defaultCatchAllPendingTimeoutSeconds` (900 s) when it pends for another reason (k8s:C10),
+   * and the migration fails.
    */
-  private holdUnschedulable(mig: K8sObject): void {
+  private holdPending(mig: K8sObject): void {
     const { namespace } = mig.metadata;
+    const unschedulable = this.holds.pendingCause === 'Unschedulable';
     for (const pod of this.targetPods(namespace!, mig.metadata.uid!)) {
       if (pod.spec?.nodeName || pod.status?.conditions?.some((c: { type: string }) => c.type === 'PodScheduled')) continue;
       this.store.mutate(this.pods, namespace, pod.metadata.name, (p) => {
-        p.status = { ...p.status, conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/3 nodes are available' }] };
+        p.status = {
+          ...p.status,
+          conditions: [
+            unschedulable
+              ? { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/3 nodes are available' }
+              : { type: 'PodScheduled', status: 'True' },
+          ],
+          ...(!unschedulable && {
+            containerStatuses: [
+              {
+                name: 'compute',
+                image: 'quay.io/kubevirt/virt-launcher:v1.6.0',
+                imageID: '',
+                ready: false,
+                restartCount: 0,
+                state: { waiting: { reason: 'ContainerCreating' } },
+              },
+            ],
+          }),
+        };
       });
       // Counted on the simulator's clock from now: the pod was created a moment ago, in the step before Pending.
-      this.later(UNSCHEDULABLE_PENDING_TIMEOUT_MS, () => {
+      this.later(unschedulable ? UNSCHEDULABLE_PENDING_TIMEOUT_MS : CATCH_ALL_PENDING_TIMEOUT_MS, () => {
         const now = this.store.get(this.migrations, namespace, mig.metadata.name);
         const target = this.store.get(this.pods, namespace, pod.metadata.name);
         if (now?.status?.phase !== 'Pending' || now.metadata.deletionTimestamp || !target || target.spec?.nodeName) return;
-        this.fail(now, `unschedulable pod ${namespace}/${pod.metadata.name} timeout period exceeded`);
+        this.fail(now, `${unschedulable ? 'unschedulable' : 'pending'} pod ${namespace}/${pod.metadata.name} timeout period exceeded`);
       });
     }
+  }
+
+  /**
+   * virt-launcher's migration monitor (k8s:C10): a copy with no progress for `progressTimeout`
+   * is aborted; one still running after `completionTimeoutPerGiB` × the VM's memory in GiB is
+   * aborted. Both fail the migration; the VM stays on the source.
+   */
+  private watchTransfer(mig: K8sObject, vmi: K8sObject): void {
+    const { namespace, name } = mig.metadata;
+    const uid = mig.metadata.uid!;
+    const config = this.clusterConfig().migrations ?? {};
+    const progressS: number = config.progressTimeout ?? MIGRATION_PROGRESS_TIMEOUT_S;
+    const bytes = memoryBytes(vmi.spec);
+    const abortIf = (stuck: () => boolean, reason: string) => () => {
+      const now = this.store.get(this.migrations, namespace, name);
+      if (!now || now.metadata.uid !== uid || now.status?.phase !== 'Running' || now.metadata.deletionTimestamp || !stuck()) return;
+      this.running.delete(uid);
+      this.fail(now, reason);
+    };
+    // Only a copy that a test holds can stall; an unheld one ends after `migrateMs`.
+    this.later(
+      progressS * 1000,
+      abortIf(() => this.holds.transfer === 'stalled' && this.holds.running(mig), `Live migration stuck for ${progressS} sec and has been aborted`),
+    );
+    if (bytes === null) return;
+    const completionS = Math.round((config.completionTimeoutPerGiB ?? MIGRATION_COMPLETION_TIMEOUT_PER_GIB_S) * (bytes / GIB));
+    this.later(
+      completionS * 1000,
+      abortIf(() => true, `Live migration is not completed after ${completionS} sec and has been aborted`),
+    );
   }
 
   /** Pending → Scheduling (the target pod) → Running; then Succeeded after `migrateMs`, unless held or aborted. */
@@ -516,6 +594,7 @@ export class KubevirtController {
     });
     this.setVmStatus(namespace!, vmiName!, { printableStatus: 'Migrating' });
     this.running.add(mig.metadata.uid!);
+    this.watchTransfer(mig, vmi);
     this.later(this.delays.migrateMs, () => this.complete(namespace!, name, mig.metadata.uid!));
   }
 

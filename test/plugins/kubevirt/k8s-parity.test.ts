@@ -4,6 +4,7 @@ import { DEFAULT_CONFIG } from '../../../src/config/defaults.ts';
 import { K8sSim, MIGRATION_JOB_LABEL } from '../../../simulators/kubernetes/index.ts';
 import { eventually } from '../../support/kubevirt-app.ts';
 import { VirtualClock } from '../../support/virtual-clock.ts';
+import type { BackendError } from '../../../src/cluster/errors.ts';
 
 /** The plugin and the simulator on the rules the scenarios do not reach (k8s:K5, k8s:K6, k8s:E2, k8s:E3, k8s:C4, k8s:C5, k8s:C10, k8s:U7). */
 let sim: K8sSim;
@@ -211,6 +212,62 @@ describe('k8s:C4, k8s:C5, k8s:C10', () => {
     await clock.advance(1);
     await eventually(() => created.length === 3);
     expect(created[2]!.at - t0).toBe(660_000);
+  });
+
+  /** A migration Lockkeeper starts, held by the simulator; what the plugin answers once KubeVirt's bound fails it. */
+  async function heldMigration(holds: Parameters<typeof sim.holdMigrations>[0], memory: string, phase: 'Pending' | 'Running') {
+    const clock = new VirtualClock();
+    const connect = await start({ clock });
+    sim.addVm({ name: 'a', nodeName: 'n1', memory });
+    sim.holdMigrations(holds);
+    const b = await connect();
+    const outcome = b.migrateVm('default/a', { fromNodeId: 'n1' }).then(
+      () => expect.fail('expected the migration to fail'),
+      (e: BackendError) => e,
+    );
+    await eventually(() => sim.migrations('default')[0]?.status?.phase === phase);
+    const phaseNow = () => sim.migrations('default')[0]?.status?.phase;
+    return { clock, outcome, phaseNow };
+  }
+
+  it('a target pod pending for another reason than unschedulable fails its migration after 900 s, not 300 s; Lockkeeper gets a transient failure', async () => {
+    const { clock, outcome, phaseNow } = await heldMigration({ pending: () => true, pendingCause: 'ContainerCreating' }, '1Gi', 'Pending');
+    await clock.advance(300_000);
+    expect(phaseNow()).toBe('Pending');
+    await clock.advance(599_999);
+    expect(phaseNow()).toBe('Pending');
+    await clock.advance(1);
+    expect(phaseNow()).toBe('Failed');
+    const e = await outcome;
+    expect(e.code).toBe('Transient');
+    expect(e.message).toMatch(/migration default\/a-lockkeeper-\w+ failed: pending pod default\/virt-launcher-a-\w+ timeout period exceeded$/);
+    expect(sim.vmi('default', 'a')!.status.nodeName).toBe('n1');
+  });
+
+  it('a Running migration with no progress for 150 s is aborted (progressTimeout); Lockkeeper gets a transient failure', async () => {
+    // 4 GiB: the completion bound (600 s) is far off, so only the progress bound can fire.
+    const { clock, outcome, phaseNow } = await heldMigration({ running: () => true, transfer: 'stalled' }, '4Gi', 'Running');
+    await clock.advance(149_999);
+    expect(phaseNow()).toBe('Running');
+    await clock.advance(1);
+    expect(phaseNow()).toBe('Failed');
+    const e = await outcome;
+    expect(e.code).toBe('Transient');
+    expect(e.message).toMatch(/failed: Live migration stuck for 150 sec and has been aborted$/);
+    expect(sim.vmi('default', 'a')!.status.nodeName).toBe('n1');
+  });
+
+  it('a migration still copying after 150 s per GiB of memory is aborted (completionTimeoutPerGiB); Lockkeeper gets a transient failure', async () => {
+    const { clock, outcome, phaseNow } = await heldMigration({ running: () => true, transfer: 'progressing' }, '2Gi', 'Running');
+    // Progressing: the 150 s progress bound does not fire.
+    await clock.advance(299_999);
+    expect(phaseNow()).toBe('Running');
+    await clock.advance(1);
+    expect(phaseNow()).toBe('Failed');
+    const e = await outcome;
+    expect(e.code).toBe('Transient');
+    expect(e.message).toMatch(/failed: Live migration is not completed after 300 sec and has been aborted$/);
+    expect(sim.vmi('default', 'a')!.status.nodeName).toBe('n1');
   });
 
   it("Lockkeeper's migration limits are KubeVirt's: 5 per cluster, 2 outbound per node", () => {
