@@ -116,7 +116,8 @@ describe.skipIf(skip)(skip ?? 'admission by the database', () => {
     expect(new Set(answers.filter((a) => a.__typename !== 'Operation').map((a) => a.__typename))).toEqual(
       new Set(['OperationLimitReachedError', 'ConflictError']),
     );
-    expect(await set.replicas[0]!.db.prisma.operation.count({ where: { state: { in: ['RUNNING', 'CANCELLING'] } } })).toBe(1);
+    // One operation was ever written, whatever it has reached since (its 300 ms cut-overs may have ended it).
+    expect(await set.replicas[0]!.db.prisma.operation.count()).toBe(1);
   });
 
   it('ha:R4: a cancel asked of a stand-by is recorded (CANCELLING) and the leader’s run ends CANCELLED; configureNode on a stand-by reaches the leader', async () => {
