@@ -1,0 +1,252 @@
+/**
+ * Acceptance of high-availability.md §6 with real processes: `lockkeeper simulator` (ha:B1)
+ * as one child process, gateway replicas as others (`lockkeeper serve` on the real
+ * `kubevirt` plugin against it), one real PostgreSQL database. Leases are injected short
+ * through the config. Every wait is for a state (a role in /healthz, an operation's end, an
+ * object in the simulated cluster), never a sleep; assertions are about outcomes and order.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT, postGraphQL, spawnLockkeeper, until, type ChildServer } from '../support/child-server.ts';
+import { createPostgresDatabase, postgresSkipReason } from '../support/test-database.ts';
+
+const skip = postgresSkipReason();
+const BIN = join(PROJECT_ROOT, 'bin/lockkeeper.js');
+/** Short leases (ha:§6); long enough that a loaded two-core machine does not drop a healthy leader. */
+const HA = { leaseTtlMs: 4000, leaseRenewMs: 1000 };
+
+const children: ChildProcess[] = [];
+const clients: pg.Client[] = [];
+afterEach(async () => {
+  for (const c of children.splice(0)) {
+    if (c.exitCode === null && c.signalCode === null) {
+      c.kill('SIGCONT');
+      c.kill('SIGKILL');
+      await new Promise((resolve) => c.once('exit', resolve));
+    }
+  }
+  for (const c of clients.splice(0)) await c.end();
+});
+
+interface Simulator {
+  kubernetes: string;
+  config: string;
+  /** GET on the simulated API server, as the plugin's service account. */
+  get(path: string): Promise<any>;
+}
+
+async function startSimulator(dir: string, args: string[]): Promise<Simulator> {
+  const child = spawn(process.execPath, [BIN, 'simulator', '--config-out', join(dir, 'sim.config.json'), ...args], {
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let out = '';
+  let err = '';
+  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  const ready = await new Promise<{ kubernetes: string; config: string }>((resolve, reject) => {
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      const line = out.split('\n').find((l) => l.includes('simulator ready'));
+      if (line) resolve(JSON.parse(line) as { kubernetes: string; config: string });
+    });
+    child.once('exit', (code) => reject(new Error(`simulator exited (${code}): ${err}`)));
+  });
+  const token = (JSON.parse(readFileSync(`${ready.config}.kubeconfig`, 'utf8')) as { users: { user: { token: string } }[] }).users[0]!.user.token;
+  return {
+    ...ready,
+    get: async (path) => (await fetch(new URL(path, ready.kubernetes), { headers: { authorization: `Bearer ${token}` } })).json(),
+  };
+}
+
+interface Replica extends ChildServer {
+  name: string;
+  health(): Promise<{ role: string; epoch: number | null; databaseStatus: string }>;
+}
+
+async function startReplica(name: string, config: string, dir: string, databaseUrl: string): Promise<Replica> {
+  const server = spawnLockkeeper({ LOCKKEEPER_CONFIG: config, LOCKKEEPER_DATABASE_URL: databaseUrl }, dir);
+  children.push(server.child);
+  await server.ready;
+  const origin = new URL(server.url).origin;
+  return Object.assign(server, {
+    name,
+    health: async () =>
+      (await (await fetch(`${origin}/healthz`, { signal: AbortSignal.timeout(2000) })).json()) as {
+        role: string;
+        epoch: number | null;
+        databaseStatus: string;
+      },
+  });
+}
+
+/** The single replica that says it leads (at an epoch above `after`), once there is one. */
+async function leaderOf(replicas: Replica[], after = 0): Promise<{ leader: Replica; epoch: number }> {
+  return until(
+    async () => {
+      const live = replicas.filter((r) => r.child.exitCode === null && r.child.signalCode === null);
+      const states = await Promise.all(live.map(async (r) => ({ r, h: await r.health().catch(() => null) })));
+      const leaders = states.filter((s) => s.h?.role === 'leader');
+      if (leaders.length > 1) throw new Error(`two replicas lead at once: ${leaders.map((s) => s.r.name).join(', ')}`);
+      const [one] = leaders;
+      return one && one.h!.epoch! > after ? { leader: one.r, epoch: one.h!.epoch! } : undefined;
+    },
+    `a leader above epoch ${after}`,
+    90_000,
+    50,
+  );
+}
+
+/** A config of the simulator's with the test's short leases. */
+function haConfig(dir: string, simulatorConfig: string): string {
+  const file = join(dir, 'gateway.config.json');
+  const config = JSON.parse(readFileSync(simulatorConfig, 'utf8')) as Record<string, unknown>;
+  writeFileSync(file, JSON.stringify({ ...config, ha: HA, operations: { maxOutboundMigrationsPerNode: 2 } }));
+  return file;
+}
+
+async function sql(url: string): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  clients.push(c);
+  return c;
+}
+
+async function operation(db: pg.Client, id: string): Promise<{ state: string; counts: string }> {
+  const { rows } = await db.query<{ state: string; counts: string }>(`SELECT "state", "counts" FROM "Operation" WHERE "id" = $1`, [id]);
+  return rows[0]!;
+}
+
+const moved = (op: { counts: string }) => (JSON.parse(op.counts) as { moved: number }).moved;
+
+async function enableMaintenance(r: Replica, node: string): Promise<string> {
+  const data = await postGraphQL(
+    r.url,
+    `mutation { enableMaintenanceMode(nodeId: "${node}") { __typename ... on Operation { id } ... on Error { message } } }`,
+  );
+  expect(data.enableMaintenanceMode.__typename).toBe('Operation');
+  return data.enableMaintenanceMode.id as string;
+}
+
+/** Every VM of the cluster has one VMI, running on a node other than `node`. */
+async function everyVmOnce(sim: Simulator, node: string, vmCount: number) {
+  const vmis = (await sim.get('/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstances')) as {
+    items: { metadata: { name: string }; status: { nodeName: string; phase: string } }[];
+  };
+  const names = vmis.items.map((v) => v.metadata.name);
+  expect(new Set(names).size).toBe(names.length);
+  expect(names).toHaveLength(vmCount);
+  expect(vmis.items.filter((v) => v.status.nodeName === node)).toEqual([]);
+  expect(vmis.items.every((v) => v.status.phase === 'Running')).toBe(true);
+}
+
+describe.skipIf(skip)(skip ?? 'acceptance with replica processes and the simulator process', () => {
+  it(
+    'ha:scenario-1, ha:B1, ha:R2, ha:L4: a maintenance started on a stand-by, the leader kill -9ed mid-run twice (three replicas, then two, then one): it ends, every VM has one outcome',
+    { timeout: 300_000 },
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'lk-ha-accept-'));
+      const sim = await startSimulator(dir, ['--nodes', '3', '--vms-per-node', '12', '--migrate-ms', '400']);
+      const config = haConfig(dir, sim.config);
+      const url = await createPostgresDatabase();
+      const db = await sql(url);
+      const replicas: Replica[] = [];
+      for (const name of ['r1', 'r2', 'r3']) replicas.push(await startReplica(name, config, dir, url));
+      let { leader, epoch } = await leaderOf(replicas);
+      const standby = replicas.find((r) => r !== leader)!;
+      const id = await enableMaintenance(standby, 'node-1');
+
+      for (let kill = 1; kill <= 2; kill++) {
+        // Kill once the run has made progress under this leader (a state, not a time).
+        const before = moved(await operation(db, id));
+        const op = await until(
+          async () => {
+            const o = await operation(db, id);
+            return moved(o) > before || o.state !== 'RUNNING' ? o : undefined;
+          },
+          'progress under the leader',
+          90_000,
+          20,
+        );
+        if (op.state !== 'RUNNING') break;
+        leader.child.kill('SIGKILL');
+        await leader.exited;
+        ({ leader, epoch } = await leaderOf(replicas, epoch));
+      }
+      const done = await until(
+        async () => {
+          const o = await operation(db, id);
+          return o.state === 'RUNNING' || o.state === 'CANCELLING' ? undefined : o;
+        },
+        'the maintenance to end',
+        120_000,
+        50,
+      );
+      expect(done.state).toBe('SUCCEEDED');
+      expect(moved(done)).toBe(12);
+      await everyVmOnce(sim, 'node-1', 36);
+      // Each take-over was one epoch more, each leader's epoch recorded by the database.
+      const { rows } = await db.query<{ epoch: number }>(`SELECT "epoch" FROM "LeaderLease"`);
+      expect(rows[0]!.epoch).toBe(epoch);
+    },
+  );
+
+  it(
+    'ha:scenario-2, ha:L3: a leader SIGSTOPped past its lease is replaced; after SIGCONT it makes no backend action and no database write, and rejoins as stand-by',
+    { timeout: 300_000 },
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'lk-ha-stop-'));
+      const sim = await startSimulator(dir, ['--nodes', '3', '--vms-per-node', '8', '--migrate-ms', '400']);
+      const config = haConfig(dir, sim.config);
+      const url = await createPostgresDatabase();
+      const db = await sql(url);
+      const replicas = [await startReplica('r1', config, dir, url), await startReplica('r2', config, dir, url)];
+      const { leader: first, epoch } = await leaderOf(replicas);
+      const id = await enableMaintenance(first, 'node-1');
+      await until(async () => (moved(await operation(db, id)) > 0 ? true : undefined), 'a first migration', 90_000, 20);
+      first.child.kill('SIGSTOP');
+      const { leader: second } = await leaderOf(replicas, epoch);
+      expect(second).not.toBe(first);
+      const done = await until(
+        async () => {
+          const o = await operation(db, id);
+          return o.state === 'RUNNING' || o.state === 'CANCELLING' ? undefined : o;
+        },
+        'the maintenance to end under the new leader',
+        120_000,
+        50,
+      );
+      expect(done.state).toBe('SUCCEEDED');
+
+      // What the database and the cluster hold of Lockkeeper's doing before the frozen leader wakes
+      // (the simulator's own controllers may still tidy up: finished migrations can be collected).
+      const snapshot = async () => ({
+        seq: (await db.query(`SELECT coalesce(max("seq"), 0) AS seq FROM "Event"`)).rows[0].seq,
+        updated: (await db.query(`SELECT max("updatedAt") AS at FROM "Operation"`)).rows[0].at?.toISOString() ?? null,
+        nodes: ((await sim.get('/api/v1/nodes')) as { items: { metadata: { name: string }; spec: { unschedulable?: boolean; taints?: unknown } }[] }).items.map(
+          (n) => `${n.metadata.name}:${n.spec.unschedulable === true}:${JSON.stringify(n.spec.taints ?? [])}`,
+        ),
+      });
+      const migrations = async () =>
+        ((await sim.get('/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstancemigrations')) as { items: { metadata: { name: string } }[] }).items.map(
+          (m) => m.metadata.name,
+        );
+      const before = await snapshot();
+      const migrationsBefore = new Set(await migrations());
+      first.child.kill('SIGCONT');
+      await until(async () => ((await first.health().catch(() => null))?.role === 'standby' ? true : undefined), 'the woken replica to stand by', 60_000, 50);
+      const { rows } = await db.query<{ epoch: number; address: string }>(`SELECT "epoch", "address" FROM "LeaderLease"`);
+      expect(rows[0]!.epoch).toBe(epoch + 1);
+      expect(rows[0]!.address).toBe(new URL(second.url).origin);
+      // No write of the woken replica reached the database, no migration was created, no node changed.
+      expect(await snapshot()).toEqual(before);
+      expect((await migrations()).filter((m) => !migrationsBefore.has(m))).toEqual([]);
+      expect((await second.health()).role).toBe('leader');
+      await everyVmOnce(sim, 'node-1', 24);
+    },
+  );
+});
