@@ -5,109 +5,30 @@
  * through the config. Every wait is for a state (a role in /healthz, an operation's end, an
  * object in the simulated cluster), never a sleep; assertions are about outcomes and order.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT, postGraphQL, spawnLockkeeper, until, type ChildServer } from '../support/child-server.ts';
+import { postGraphQL, until } from '../support/child-server.ts';
+import { HaProcesses, leaderOf, type ReplicaProcess as Replica, type SimulatorProcess as Simulator } from '../support/ha-processes.ts';
 import { createPostgresDatabase, postgresSkipReason } from '../support/test-database.ts';
 
 const skip = postgresSkipReason();
-const BIN = join(PROJECT_ROOT, 'bin/lockkeeper.js');
 /** Short leases (ha:§6); long enough that a loaded two-core machine does not drop a healthy leader. */
 const HA = { leaseTtlMs: 4000, leaseRenewMs: 1000 };
 
-const children: ChildProcess[] = [];
+const processes = new HaProcesses();
 const clients: pg.Client[] = [];
 afterEach(async () => {
-  for (const c of children.splice(0)) {
-    if (c.exitCode === null && c.signalCode === null) {
-      c.kill('SIGCONT');
-      c.kill('SIGKILL');
-      await new Promise((resolve) => c.once('exit', resolve));
-    }
-  }
+  await processes.stop();
   for (const c of clients.splice(0)) await c.end();
 });
 
-interface Simulator {
-  kubernetes: string;
-  config: string;
-  /** GET on the simulated API server, as the plugin's service account. */
-  get(path: string): Promise<any>;
-}
-
-async function startSimulator(dir: string, args: string[]): Promise<Simulator> {
-  const child = spawn(process.execPath, [BIN, 'simulator', '--config-out', join(dir, 'sim.config.json'), ...args], {
-    cwd: dir,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let out = '';
-  let err = '';
-  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
-  const ready = await new Promise<{ kubernetes: string; config: string }>((resolve, reject) => {
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const line = out.split('\n').find((l) => l.includes('simulator ready'));
-      if (line) resolve(JSON.parse(line) as { kubernetes: string; config: string });
-    });
-    child.once('exit', (code) => reject(new Error(`simulator exited (${code}): ${err}`)));
-  });
-  const token = (JSON.parse(readFileSync(`${ready.config}.kubeconfig`, 'utf8')) as { users: { user: { token: string } }[] }).users[0]!.user.token;
-  return {
-    ...ready,
-    get: async (path) => (await fetch(new URL(path, ready.kubernetes), { headers: { authorization: `Bearer ${token}` } })).json(),
-  };
-}
-
-interface Replica extends ChildServer {
-  name: string;
-  health(): Promise<{ role: string; epoch: number | null; databaseStatus: string }>;
-}
-
-async function startReplica(name: string, config: string, dir: string, databaseUrl: string): Promise<Replica> {
-  const server = spawnLockkeeper({ LOCKKEEPER_CONFIG: config, LOCKKEEPER_DATABASE_URL: databaseUrl }, dir);
-  children.push(server.child);
-  await server.ready;
-  const origin = new URL(server.url).origin;
-  return Object.assign(server, {
-    name,
-    health: async () =>
-      (await (await fetch(`${origin}/healthz`, { signal: AbortSignal.timeout(2000) })).json()) as {
-        role: string;
-        epoch: number | null;
-        databaseStatus: string;
-      },
-  });
-}
-
-/** The single replica that says it leads (at an epoch above `after`), once there is one. */
-async function leaderOf(replicas: Replica[], after = 0): Promise<{ leader: Replica; epoch: number }> {
-  return until(
-    async () => {
-      const live = replicas.filter((r) => r.child.exitCode === null && r.child.signalCode === null);
-      const states = await Promise.all(live.map(async (r) => ({ r, h: await r.health().catch(() => null) })));
-      const leaders = states.filter((s) => s.h?.role === 'leader');
-      if (leaders.length > 1) throw new Error(`two replicas lead at once: ${leaders.map((s) => s.r.name).join(', ')}`);
-      const [one] = leaders;
-      return one && one.h!.epoch! > after ? { leader: one.r, epoch: one.h!.epoch! } : undefined;
-    },
-    `a leader above epoch ${after}`,
-    90_000,
-    50,
-  );
-}
-
-/** A config of the simulator's with the test's short leases. */
-function haConfig(dir: string, simulatorConfig: string): string {
-  const file = join(dir, 'gateway.config.json');
-  const config = JSON.parse(readFileSync(simulatorConfig, 'utf8')) as Record<string, unknown>;
-  writeFileSync(file, JSON.stringify({ ...config, ha: HA, operations: { maxOutboundMigrationsPerNode: 2 } }));
-  return file;
-}
+const startSimulator = (dir: string, args: string[]) => processes.simulator(dir, args);
+const startReplica = (_name: string, config: string, dir: string, url: string) => processes.replica(_name, config, dir, url);
+const haConfig = (dir: string, simulatorConfig: string) =>
+  HaProcesses.config(dir, simulatorConfig, { ha: HA, operations: { maxOutboundMigrationsPerNode: 2 } });
 
 async function sql(url: string): Promise<pg.Client> {
   const c = new pg.Client({ connectionString: url });
@@ -147,10 +68,10 @@ async function everyVmOnce(sim: Simulator, node: string, vmCount: number) {
 describe.skipIf(skip)(skip ?? 'acceptance with replica processes and the simulator process', () => {
   it(
     'ha:scenario-1, ha:B1, ha:R2, ha:L4: a maintenance started on a stand-by, the leader kill -9ed mid-run twice (three replicas, then two, then one): it ends, every VM has one outcome',
-    { timeout: 300_000 },
+    { timeout: 420_000 },
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'lk-ha-accept-'));
-      const sim = await startSimulator(dir, ['--nodes', '3', '--vms-per-node', '12', '--migrate-ms', '400']);
+      const sim = await startSimulator(dir, ['--nodes', '3', '--vms-per-node', '8', '--migrate-ms', '600']);
       const config = haConfig(dir, sim.config);
       const url = await createPostgresDatabase();
       const db = await sql(url);
@@ -197,7 +118,7 @@ describe.skipIf(skip)(skip ?? 'acceptance with replica processes and the simulat
 
   it(
     'ha:scenario-2, ha:L3: a leader SIGSTOPped past its lease is replaced; after SIGCONT it makes no backend action and no database write, and rejoins as stand-by',
-    { timeout: 300_000 },
+    { timeout: 420_000 },
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'lk-ha-stop-'));
       const sim = await startSimulator(dir, ['--nodes', '3', '--vms-per-node', '8', '--migrate-ms', '400']);
