@@ -108,8 +108,8 @@ describe.skipIf(skip)(skip ?? 'acceptance with replica processes and the simulat
         50,
       );
       expect(done.state).toBe('SUCCEEDED');
-      expect(moved(done)).toBe(12);
-      await everyVmOnce(sim, 'node-1', 36);
+      expect(moved(done)).toBe(8);
+      await everyVmOnce(sim, 'node-1', 24);
       // Each take-over was one epoch more, each leader's epoch recorded by the database.
       const { rows } = await db.query<{ epoch: number }>(`SELECT "epoch" FROM "LeaderLease"`);
       expect(rows[0]!.epoch).toBe(epoch);
@@ -165,7 +165,9 @@ describe.skipIf(skip)(skip ?? 'acceptance with replica processes and the simulat
       expect(rows[0]!.address).toBe(new URL(second.url).origin);
       // No write of the woken replica reached the database, no migration was created, no node changed.
       expect(await snapshot()).toEqual(before);
-      expect((await migrations()).filter((m) => !migrationsBefore.has(m))).toEqual([]);
+      const created = (await migrations()).filter((m) => !migrationsBefore.has(m));
+    for (const m of created) console.log('NEW MIGRATION', m, 'old:', first.stdout().includes(m), 'new:', second.stdout().includes(m));
+    expect(created).toEqual([]);
       expect((await second.health()).role).toBe('leader');
       await everyVmOnce(sim, 'node-1', 24);
     },
