@@ -24,6 +24,7 @@ import { podDrainOptionsOf, podDrainPlanOf, podDrainRefusal } from './pod-drain-
 import { MaintenanceRun, type MaintenanceHost, type MaintenanceRunOptions } from './run.ts';
 import { stepsOf } from './steps.ts';
 import { TrackingStore } from './tracking-store.ts';
+import { invalidLabelEvents, restartedElsewhereEvent } from './warning-events.ts';
 
 const MAINTENANCE: readonly ['MAINTENANCE'] = ['MAINTENANCE'];
 
@@ -219,6 +220,7 @@ export class MaintenanceEngine implements OperationKindEngine {
             payload: { cause: 'validated', actor: meta.actor, reason: meta.reason, force: options.force },
           }),
           ...(claim?.writes ?? []),
+          ...invalidLabelEvents(plan, vms, { at: now, nodeId, operationId: id }).map((e) => store.events.append(e)),
         ],
         { nodeId, conflictingKinds: null, limit: null, policy: claim ? store.policies.get(nodeId) : null, phase: this.states.phaseOf(nodeId) },
       );
@@ -439,6 +441,10 @@ export class MaintenanceEngine implements OperationKindEngine {
           await backend.startVm(vm.id, { runStrategy, nodeId: placement.nodeId });
           load.set(placement.nodeId, (load.get(placement.nodeId) ?? 0) + 1);
           restarted.push(vm.id);
+          if (placement.warning) {
+            const where = { at: clock.now(), nodeId: node.id, operationId: null };
+            await this.deps.store.events.append(restartedElsewhereEvent(vm.id, vm.tracking.nodeName, placement.nodeId, placement.warning, where));
+          }
         }
         await this.tracking.clear(vm.id);
         trackingCleared.push(vm.id);
