@@ -48,6 +48,8 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       clock: options.clock ?? systemClock,
       configDir: dir,
       log: options.log,
+      // ha:L8: the plugins' own requests that change the cluster are gated by the lease too.
+      ...(leadership && { mayAct: () => leadership.canAct() }),
     });
     app = buildApp({
       backend,

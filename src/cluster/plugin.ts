@@ -7,6 +7,13 @@ export interface PluginContext {
   /** Directory that relative paths in the plugin's options are resolved against. */
   configDir: string;
   log: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
+  /**
+   * ha:L2, ha:L3, ha:L8: false while this replica does not lead with a good lease (always
+   * true alone on SQLite). A plugin checks it at the instant it sends a request that changes
+   * the cluster, so that an action under way when the lease was lost (a frozen process, a
+   * deposed leader) writes nothing more. Absent: always true.
+   */
+  mayAct?: () => boolean;
 }
 
 /** What a plugin module exports as default. */
