@@ -17,6 +17,7 @@ import { serveGraphQLOverWebSocket } from './http/websocket.ts';
 import type { Logger } from './logger.ts';
 import { OperationCoordinator } from './operations/core/coordinator.ts';
 import { createOperationMetrics } from './operations/core/metrics.ts';
+import { RemainingReader } from './operations/core/remaining-reader.ts';
 import { MaintenanceEngine } from './operations/maintenance/engine.ts';
 import { RolloutEngine } from './operations/rollouts/engine.ts';
 import { StorageEngine } from './operations/storage/engine.ts';
@@ -92,9 +93,10 @@ export function buildApp(deps: AppDeps): App {
   const { allowedOrigins, insecure } = config.server;
   const { maxBodyBytes } = config.limits;
 
-  const neonFacade = createNeonFacade({ storage, backend: deps.backend, audit, clock, log, maxBodyBytes, authorize: restAuthorizer(auth) });
+  const remaining = new RemainingReader(deps.backend, shared.store.operations);
+  const neonFacade = createNeonFacade({ storage, backend: deps.backend, remaining, audit, clock, log, maxBodyBytes, authorize: restAuthorizer(auth) });
   const yoga = createGraphQLHandler(
-    { backend: deps.backend, bus, operations, storage, maintenance, rollouts, audit, events: new EventLog(deps.prisma), clock, auth },
+    { backend: deps.backend, bus, operations, storage, maintenance, rollouts, audit, events: new EventLog(deps.prisma), clock, auth, remaining },
     log,
     {
       limits: config.limits,

@@ -16,7 +16,8 @@ const ROLLOUT = `rollout { currentWave nodesDone nodesTotal settings { action re
 
 export const DOCUMENTS = {
   nodes: `query Nodes { nodes(first: 1000) { edges { node {
-    id name zone roles availability cordoned schedulingPolicy maintenancePhase operation { id kind state } } } } }`,
+    id name zone roles availability cordoned schedulingPolicy maintenancePhase operation { id kind state }
+    safeToRestart remainingWorkloads { kind id reason } } } } }`,
   vms: `query Vms($nodeId: ID) { vms(first: 1000, nodeId: $nodeId) { edges { node {
     id status node { id } maintenanceStrategy runStrategy migratable nonMigratableReasons } } } }`,
   shards: `query Shards($nodeId: ID) { shards(first: 1000, nodeId: $nodeId) { edges { node {
@@ -54,6 +55,6 @@ export const DOCUMENTS = {
   eventLog: `query Events($after: Int) { eventLog(after: $after, first: 1000) { events { seq at type nodeId operationId payload } nextCursor hasMore } }`,
   followEvents: `subscription FollowEvents($after: Int) { eventLog(after: $after) { seq at type nodeId operationId payload } }`,
   progress: `subscription Progress($id: ID!) { operationProgress(id: $id) {
-    operation { ${OPERATION} rollout { currentWave nodesDone nodesTotal } }
+    operation { ${OPERATION} rollout { currentWave nodesDone nodesTotal } remaining { kind id reason message } }
     steps { workloadKind workloadId state reason error } } }`,
 } as const;

@@ -14,15 +14,16 @@ interface Progress {
     counts: { moved: number; skipped: number; failed: number; total: number };
     waitingOn: { kind: string; description: string } | null;
     rollout: { currentWave: number | null; nodesDone: number; nodesTotal: number } | null;
+    remaining: { kind: string; id: string; reason: string; message: string }[] | null;
   };
   steps: { workloadKind: string; workloadId: string; state: string; reason: string | null; error: string | null }[];
 }
 
 const ENDED = ['SUCCEEDED', 'FAILED', 'CANCELLED'];
 
-/** rollout:T5: how a watched operation ended, as an exit code. */
-function exitCodeOf(state: string): number {
-  if (state === 'SUCCEEDED') return EXIT.DONE;
+/** rollout:T5: how a watched operation ended, as an exit code; a success that left workloads on its node is not "done" for a restart. */
+function exitCodeOf(state: string, remaining: number): number {
+  if (state === 'SUCCEEDED') return remaining ? EXIT.NOT_SAFE_TO_RESTART : EXIT.DONE;
   if (state === 'PAUSED') return EXIT.PAUSED;
   return EXIT.ENDED_BADLY;
 }
@@ -44,6 +45,7 @@ const eta = (s: number | null) =>
  */
 export async function watchOperation(client: GatewayClient, id: string, io: CliIo, options: { json: boolean }): Promise<number> {
   let final = 'RUNNING';
+  let remaining = 0;
   let lastLine = '';
   const bars =
     io.isTTY && !options.json
@@ -86,9 +88,14 @@ export async function watchOperation(client: GatewayClient, id: string, io: CliI
       }
       final = op.state;
       if (ENDED.includes(op.state) || (rollout && op.state === 'PAUSED')) {
-        if (op.error && !options.json) {
-          if (bars) bars.log(`error: ${op.error}\n`);
-          else io.out(`${stamp(io.now())} error: ${op.error}\n`);
+        const report = (line: string) => (bars ? bars.log(`${line}\n`) : io.out(`${stamp(io.now())} ${line}\n`));
+        remaining = op.remaining?.length ?? 0;
+        if (!options.json) {
+          if (op.error) report(`error: ${op.error}`);
+          if (op.remaining?.length) {
+            report(`node ${op.nodeId} is NOT safe to restart: ${op.remaining.length} workload(s) remain`);
+            for (const w of op.remaining) report(`  ${w.kind.toLowerCase()} ${w.id}: ${w.reason}: ${w.message}`);
+          } else if (op.remaining) report(`node ${op.nodeId} is safe to restart: nothing remains on it`);
         }
         return true;
       }
@@ -98,5 +105,5 @@ export async function watchOperation(client: GatewayClient, id: string, io: CliI
     bars?.stop();
   }
   if (final === 'PAUSED' && !options.json) io.err(`rollout ${id} is PAUSED and needs a person: resume, continue or cancel it\n`);
-  return exitCodeOf(final);
+  return exitCodeOf(final, remaining);
 }

@@ -1,3 +1,5 @@
+import type { RemainingWorkload } from './remaining.ts';
+
 /**
  * Records of background node operations, as persisted and as shown to callers, and the
  * pure rules over them (counts). Here rather than in src/operations so that the event
@@ -74,6 +76,12 @@ export interface OperationSnapshot {
   finishedAt: number | null;
   /** Estimated completion instant from the observed move rate; null until a move finished. */
   etaAt: number | null;
+  /**
+   * What an ended drain or maintenance left on its node that would lose service if the node
+   * restarted (domain/remaining.ts); null while it runs, for kinds that do not empty a node,
+   * or when the backend could not be read at its end.
+   */
+  remaining: RemainingWorkload[] | null;
 }
 
 export interface RequestMeta {
@@ -153,5 +161,6 @@ export function newOperation(input: {
     startedAt: now,
     finishedAt: null,
     etaAt: null,
+    remaining: null,
   };
 }

@@ -3,6 +3,7 @@ import { ANONYMOUS_ADMIN, type AuthService, type Identity } from '../auth/servic
 import type { Clock } from '../cluster/clock.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { OperationCoordinator } from '../operations/core/coordinator.ts';
+import type { RemainingReader } from '../operations/core/remaining-reader.ts';
 import type { MaintenanceEngine } from '../operations/maintenance/engine.ts';
 import type { RolloutEngine } from '../operations/rollouts/engine.ts';
 import type { StorageEngine } from '../operations/storage/engine.ts';
@@ -23,6 +24,8 @@ export interface AppServices {
   events: EventLog;
   clock: Clock;
   auth: AuthService;
+  /** What would lose service if a node restarted now (domain/remaining.ts). */
+  remaining: RemainingReader;
 }
 
 export interface GraphQLContext extends AppServices {
@@ -34,10 +37,10 @@ export interface GraphQLContext extends AppServices {
 }
 
 export function createContext(services: AppServices, identity: Identity = ANONYMOUS_ADMIN): GraphQLContext {
-  return { ...services, loaders: createLoaders(services.backend), identity, actor: identity.name };
+  return { ...services, loaders: createLoaders(services), identity, actor: identity.name };
 }
 
 /** Subscriptions live long: give each event fresh loaders so no field shows a stale read. */
 export function refreshLoaders(ctx: GraphQLContext): void {
-  ctx.loaders = createLoaders(ctx.backend);
+  ctx.loaders = createLoaders(ctx);
 }

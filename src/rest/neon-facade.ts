@@ -41,6 +41,7 @@ import {
 import { NEON_AVAILABILITY_NAMES } from '../domain/storage/policy.ts';
 import type { Logger } from '../logger.ts';
 import { audited } from '../operations/core/audited.ts';
+import type { RemainingReader } from '../operations/core/remaining-reader.ts';
 import type { StorageEngine } from '../operations/storage/engine.ts';
 import type { RequestMeta } from '../domain/operations.ts';
 import type { Scope } from '../auth/scopes.ts';
@@ -52,6 +53,8 @@ import {
   nodeConfigureRequestSchema,
   parseNodeIdSegment,
   toNeonNode,
+  toNeonSafety,
+  type NeonNodeSafety,
   type NeonNodeShard,
   type NodeConfigureRequest,
 } from './neon-shapes.ts';
@@ -64,6 +67,8 @@ export interface NeonFacadeDeps {
   backend: Pick<ClusterBackend, 'listNodes' | 'getNode' | 'listShards'>;
   audit: AuditLog;
   clock: Clock;
+  /** What would lose service if a node restarted now; absent: the node objects carry no safety fields. */
+  remaining?: Pick<RemainingReader, 'ofNodes'>;
   /** Recorded as the actor of every state-changing call; default `rest`. */
   actor?: string;
   /** Where unexpected faults are logged (never in the response). */
@@ -131,6 +136,12 @@ export function createNeonFacade(deps: NeonFacadeDeps): NeonFacadeHandler {
     return node;
   }
 
+  /** Lockkeeper's additions to Neon's node object (Neon's clients ignore unknown fields). */
+  async function safetyOf(nodeIds: string[]): Promise<(NeonNodeSafety | undefined)[]> {
+    if (!deps.remaining) return nodeIds.map(() => undefined);
+    return (await deps.remaining.ofNodes(nodeIds)).map(toNeonSafety);
+  }
+
   const operation = (action: Action): Route['methods'] => ({
     PUT: async ({ nodeId, meta }) => {
       await (action === 'drain' ? storage.startDrain(nodeId, meta) : storage.startFill(nodeId, meta));
@@ -156,12 +167,17 @@ export function createNeonFacade(deps: NeonFacadeDeps): NeonFacadeHandler {
       methods: {
         GET: async () => {
           const nodes = (await backend.listNodes()).sort((a, b) => compareNeonNodeIds(a.id, b.id));
-          return { status: 200, body: nodes.map((n) => toNeonNode(n, storage.policyOf(n.id))) };
+          const safety = await safetyOf(nodes.map((n) => n.id));
+          return { status: 200, body: nodes.map((n, i) => ({ ...toNeonNode(n, storage.policyOf(n.id)), ...safety[i] })) };
         },
       },
     },
     nodeRoute(null, {
-      GET: async ({ nodeId }) => ({ status: 200, body: toNeonNode(await requireNode(nodeId), storage.policyOf(nodeId)) }),
+      GET: async ({ nodeId }) => {
+        const node = await requireNode(nodeId);
+        const [safety] = await safetyOf([nodeId]);
+        return { status: 200, body: { ...toNeonNode(node, storage.policyOf(nodeId)), ...safety } };
+      },
     }),
     nodeRoute('drain', operation('drain')),
     nodeRoute('fill', operation('fill')),

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import type { ClusterNode } from '../cluster/types.ts';
 import { LISTEN_LABELS } from '../domain/labels.ts';
+import { isSafeToRestart, type RemainingWorkload } from '../domain/remaining.ts';
 import { NEON_AVAILABILITY_NAMES, NEON_POLICY_NAMES, SCHEDULING_POLICIES, type Availability, type SchedulingPolicy } from '../domain/storage/policy.ts';
 
 /** Neon's `NodeDescribeResponse`. */
@@ -79,6 +80,22 @@ export function toNeonNode(node: ClusterNode, policy: SchedulingPolicy): NeonNod
     listen_https_port: null,
     listen_pg_addr: labels[LISTEN_LABELS.pgAddr] || node.name,
     listen_pg_port: port(labels[LISTEN_LABELS.pgPort], DEFAULT_PAGESERVER_PG_PORT),
+  };
+}
+
+/**
+ * Lockkeeper's additions to the node object: whether the node may be restarted now and
+ * what would lose service otherwise (domain/remaining.ts), in the facade's snake_case.
+ */
+export interface NeonNodeSafety {
+  safe_to_restart: boolean;
+  remaining_workloads: { kind: RemainingWorkload['kind']; id: string; reason: string; message: string }[];
+}
+
+export function toNeonSafety(remaining: readonly RemainingWorkload[]): NeonNodeSafety {
+  return {
+    safe_to_restart: isSafeToRestart(remaining),
+    remaining_workloads: remaining.map(({ kind, id, reason, message }) => ({ kind, id, reason, message })),
   };
 }
 

@@ -276,6 +276,7 @@ function App() {
                 <th>policy</th>
                 <th>maintenance</th>
                 <th>operation</th>
+                <th>safe to restart</th>
                 <th></th>
               </tr>
               ${nodes
@@ -288,6 +289,9 @@ function App() {
                       <td>${n.schedulingPolicy}</td>
                       <td>${n.maintenancePhase ?? ''}</td>
                       <td>${n.operation ? `${n.operation.kind} ${n.operation.state}` : ''}</td>
+                      <td class=${n.safeToRestart ? 'ok' : 'warn'} data-safe=${String(n.safeToRestart)} title=${remainingTitle(n.remainingWorkloads)}>
+                        ${n.safeToRestart ? 'yes' : `no: ${n.remainingWorkloads.length} remain`}
+                      </td>
                       <td class="actions">
                         <button
                           onClick=${async () => act(`Maintenance of ${n.name}`, { maintenance: (await gql(D.maintenancePlan, { nodeId: n.id })).maintenancePlan }, call(D.enableMaintenanceMode, { nodeId: n.id }))}
@@ -379,3 +383,8 @@ function App() {
 }
 
 render(h(App, {}), document.getElementById('app')!);
+
+/** The tooltip of a node's "safe to restart" cell: each workload that remains and why. */
+function remainingTitle(remaining: { kind: string; id: string; reason: string }[]): string {
+  return remaining.map((w) => `${w.kind.toLowerCase()} ${w.id}: ${w.reason}`).join('\n');
+}

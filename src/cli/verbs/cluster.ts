@@ -9,14 +9,14 @@ const edges = <T>(c: { edges: { node: T }[] }) => c.edges.map((e) => e.node);
 export const clusterVerbs: Verb[] = [
   {
     name: 'nodes',
-    usage: 'nodes                      nodes with availability, policy, maintenance phase and running operation',
+    usage: 'nodes                      nodes with availability, policy, maintenance phase, running operation and whether each is safe to restart',
     async run(ctx) {
       const nodes = edges<any>((await ctx.client.request(DOCUMENTS.nodes)).nodes);
       if (ctx.json) ctx.io.out(json(nodes));
       else
         ctx.io.out(
           table(
-            ['ID', 'NAME', 'ZONE', 'AVAILABILITY', 'CORDONED', 'POLICY', 'MAINTENANCE', 'OPERATION'],
+            ['ID', 'NAME', 'ZONE', 'AVAILABILITY', 'CORDONED', 'POLICY', 'MAINTENANCE', 'OPERATION', 'SAFE TO RESTART'],
             nodes.map((n) => [
               n.id,
               n.name,
@@ -26,6 +26,7 @@ export const clusterVerbs: Verb[] = [
               n.schedulingPolicy,
               n.maintenancePhase,
               n.operation ? `${n.operation.kind} ${n.operation.state}` : null,
+              safety(n.remainingWorkloads),
             ]),
           ),
         );
@@ -148,3 +149,11 @@ export const clusterVerbs: Verb[] = [
     },
   },
 ];
+
+/** "yes", or what remains: "no: 2 shard(s), 1 VM(s)". */
+function safety(remaining: { kind: string }[]): string {
+  if (!remaining.length) return 'yes';
+  const byKind = new Map<string, number>();
+  for (const w of remaining) byKind.set(w.kind, (byKind.get(w.kind) ?? 0) + 1);
+  return `no: ${[...byKind].map(([kind, n]) => `${n} ${kind.toLowerCase()}(s)`).join(', ')}`;
+}

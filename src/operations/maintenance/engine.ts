@@ -16,6 +16,8 @@ import type { InterruptedOperation } from '../../store/operation-repository.ts';
 import type { LiveRun } from '../core/live-runs.ts';
 import type { EngineDeps } from '../core/engine-deps.ts';
 import type { OperationKindEngine } from '../core/operation-kind.ts';
+import type { RemainingWorkload } from '../../domain/remaining.ts';
+import { RemainingReader, warnRemaining } from '../core/remaining-reader.ts';
 import { MigrationLimiter } from './migration-limiter.ts';
 import { MaintenanceRun, type MaintenanceHost } from './run.ts';
 import { stepsOf } from './steps.ts';
@@ -51,8 +53,10 @@ export class MaintenanceEngine implements OperationKindEngine {
   private readonly nodeNames = new Map<string, string>();
   private unwatch: (() => void) | null = null;
   private readonly host: MaintenanceHost;
+  private readonly remaining: RemainingReader;
 
   constructor(private readonly deps: EngineDeps) {
+    this.remaining = new RemainingReader(deps.backend, deps.store.operations);
     this.tracking = new TrackingStore(deps.store.vmTracking, deps.backend);
     this.limiter = new MigrationLimiter(() => ({ cluster: deps.settings.maxParallelMigrations, perNode: deps.settings.maxOutboundMigrationsPerNode }));
     this.host = {
@@ -320,17 +324,20 @@ export class MaintenanceEngine implements OperationKindEngine {
 
   private async finishRun(run: MaintenanceRun, outcome: OperationOutcome, error: string | null): Promise<void> {
     if (this.core.stopped) return;
+    // COMPLETED means every VM was handled, not that the node may be powered off: say what is left (shards, or VMs at ERROR).
+    const remaining = await this.remaining.atEnd(run.nodeId, run.leftBecause());
     await this.core.exclusive(async () => {
       if (this.core.live.get(run.snapshot.id) !== run) return;
       await this.core.journal.flush();
       await this.setPhase(run.nodeId, run.snapshot.id, outcome === 'SUCCEEDED' ? 'evacuated' : 'failed');
-      await this.endOperation(run, outcome, error);
+      await this.endOperation(run, outcome, error, remaining);
+      if (remaining?.length) warnRemaining(this.deps.log, run.snapshot, remaining);
     });
   }
 
   /** Ends the operation; the node's phase is the caller's. A failed one keeps what it waited on. */
-  private endOperation(run: LiveRun, outcome: OperationOutcome, error: string | null): Promise<void> {
-    return this.core.close(run, outcome, error, { keepWaitingOn: outcome === 'FAILED' });
+  private endOperation(run: LiveRun, outcome: OperationOutcome, error: string | null, remaining: RemainingWorkload[] | null = null): Promise<void> {
+    return this.core.close(run, outcome, error, { keepWaitingOn: outcome === 'FAILED', remaining });
   }
 
   /** vm:D1, vm:T2, vm:T4, vm:T5, vm:D2: restart tracked VMs; one failure does not stop the others. */

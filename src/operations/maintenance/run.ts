@@ -11,7 +11,9 @@ import {
   type StepRecord,
   type WaitingOn,
 } from '../../domain/operations.ts';
+import { reasonsLeftBy } from '../../domain/remaining.ts';
 import type { MaintenancePhase } from '../../domain/vm/types.ts';
+import { StorageRun } from '../storage/run.ts';
 import type { JournalWriter } from '../core/journal.ts';
 import type { LiveRun } from '../core/live-runs.ts';
 import { StepRun, type FinishedStepState, type StepRunHost } from '../core/step-run.ts';
@@ -88,6 +90,12 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
 
   override get nodeId(): string {
     return nodeOf(this.snapshot);
+  }
+
+  /** Why its skipped and failed steps left their VMs and shards (domain/remaining.ts). */
+  leftBecause(): Map<string, string> {
+    const shards = this.shardRun instanceof StorageRun ? this.shardRun.leftBecause() : reasonsLeftBy(this.shardSteps);
+    return new Map([...reasonsLeftBy(this.steps), ...shards]);
   }
 
   protected override onHalt(): void {

@@ -19,6 +19,7 @@ import type { PolicyTransition } from '../../store/policy-store.ts';
 import type { JournalWriter } from '../core/journal.ts';
 import type { EngineDeps } from '../core/engine-deps.ts';
 import type { OperationKindEngine, PartEngine, PartPlan } from '../core/operation-kind.ts';
+import { RemainingReader, warnRemaining } from '../core/remaining-reader.ts';
 import { planSteps } from './plan.ts';
 import { refusalError } from './refusal.ts';
 import { StorageRun, type StorageRunHost } from './run.ts';
@@ -41,8 +42,10 @@ export class StorageEngine implements OperationKindEngine {
   private nodes = new Map<string, ClusterNode>();
   private unwatch: (() => void) | null = null;
   private readonly host: StorageRunHost;
+  private readonly remaining: RemainingReader;
 
   constructor(private readonly deps: EngineDeps) {
+    this.remaining = new RemainingReader(deps.backend, deps.store.operations);
     this.host = {
       backend: deps.backend,
       clock: deps.clock,
@@ -314,11 +317,14 @@ export class StorageEngine implements OperationKindEngine {
   private async finishRun(run: StorageRun, outcome: OperationOutcome, failure: string | null): Promise<void> {
     if (this.core.stopped) return;
     await this.core.journal.flush();
+    // A drain's "done" is not "safe to restart": it says what it left on the node (a fill empties nothing).
+    const remaining = run.kind === 'DRAIN' ? await this.remaining.atEnd(run.nodeId, run.leftBecause()) : null;
     await this.core.exclusive(async () => {
       const at = this.deps.clock.now();
       const transition = this.endTransition(run, outcome, failure, at);
       await this.core.close(run, outcome, failure, {
         at,
+        remaining,
         alsoWrite: transition?.writes ?? [],
         committed: () => {
           if (!transition) return;
@@ -332,6 +338,7 @@ export class StorageEngine implements OperationKindEngine {
         { operation: snapshot.id, node: snapshot.nodeId, outcome, error: failure, moved: c.moved, skipped: c.skippedByReason, failed: c.failedByReason },
         `${snapshot.kind.toLowerCase()} of node ${snapshot.nodeId} ${outcome.toLowerCase()}${failure ? ` (${failure})` : ''}: ${c.moved} moved, ${c.skipped} skipped, ${c.failed} failed`,
       );
+      if (remaining?.length) warnRemaining(this.deps.log, snapshot, remaining);
     });
   }
 

@@ -3,6 +3,7 @@ import { isBackendError } from '../../cluster/errors.ts';
 import type { ClusterShard } from '../../cluster/types.ts';
 import { nodeOf, type OperationOutcome, type OperationSnapshot, type StepRecord, type StorageKind } from '../../domain/operations.ts';
 import { planDrain, warmthVerdict } from '../../domain/storage/drain-plan.ts';
+import { reasonsLeftBy } from '../../domain/remaining.ts';
 import type { PlanNode } from '../../domain/storage/shards.ts';
 import type { PolicyStore } from '../../store/policy-store.ts';
 import { StepRun, type FinishedStepState, type StepRunHost } from '../core/step-run.ts';
@@ -47,6 +48,11 @@ export class StorageRun extends StepRun<StorageRun> {
 
   get kind(): StorageKind {
     return this.snapshot.kind as StorageKind;
+  }
+
+  /** Why its skipped and failed steps left their shards (domain/remaining.ts). */
+  leftBecause(): Map<string, string> {
+    return reasonsLeftBy(this.steps.values());
   }
 
   private get expectedPolicy() {
