@@ -50,8 +50,10 @@ function normalize(text: string): string {
 export class GraphiQLPage {
   constructor(readonly page: Page) {}
 
-  static async open(browser: Browser, url: string): Promise<{ graphiql: GraphiQLPage; network: NetworkLog }> {
+  /** `initScript` runs in the page before its own scripts (test instrumentation). */
+  static async open(browser: Browser, url: string, initScript?: () => void): Promise<{ graphiql: GraphiQLPage; network: NetworkLog }> {
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    if (initScript) await page.addInitScript(initScript);
     page.setDefaultTimeout(UI_TIMEOUT_MS);
     const network = recordNetwork(page);
     await page.goto(url, { waitUntil: 'load' });
@@ -74,6 +76,23 @@ export class GraphiQLPage {
     const expected = normalize(text).replace(/\s+/g, '');
     await this.page.waitForFunction(
       (want) => (document.querySelector('.graphiql-query-editor .view-lines')?.textContent ?? '').replace(/\u00a0/g, ' ').replace(/\s+/g, '') === want,
+      expected,
+    );
+  }
+
+  /** Opens the editor tools' Headers tab and replaces its text, as a user types it. */
+  async setHeaders(text: string): Promise<void> {
+    await this.page.locator('.graphiql-editor-tools button[data-name="headers"]').click();
+    const editor = this.page.locator('.monaco-editor[data-uri$="-headers.json"]');
+    await editor.click();
+    await this.page.keyboard.press('ControlOrMeta+A');
+    await this.page.keyboard.press('Delete');
+    await this.page.keyboard.insertText(text);
+    const expected = normalize(text).replace(/\s+/g, '');
+    await this.page.waitForFunction(
+      (want) =>
+        (document.querySelector('.monaco-editor[data-uri$="-headers.json"] .view-lines')?.textContent ?? '').replace(/\u00a0/g, ' ').replace(/\s+/g, '') ===
+        want,
       expected,
     );
   }
