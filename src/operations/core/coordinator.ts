@@ -188,9 +188,14 @@ export class OperationCoordinator {
     return engine.run(owner, steps, journal, onEnd);
   }
 
-  /** The owner is done with the node: the part's engine undoes what it changed. Hold the lock. */
-  async releasePart(kind: OperationKind, nodeId: string, meta: RequestMeta): Promise<{ operationId: string | null; warning: string | null }> {
-    return (await this.partEngine(kind)?.release(nodeId, meta)) ?? { operationId: null, warning: null };
+  /** The owner is done with the node: the part's engine undoes what it changed (and refills, unless `refill: false`). Hold the lock. */
+  async releasePart(
+    kind: OperationKind,
+    nodeId: string,
+    meta: RequestMeta,
+    options: { refill?: boolean } = {},
+  ): Promise<{ operationId: string | null; warning: string | null }> {
+    return (await this.partEngine(kind)?.release(nodeId, meta, options)) ?? { operationId: null, warning: null };
   }
 
   private partEngine(kind: OperationKind) {

@@ -197,8 +197,13 @@ export class MaintenanceEngine implements OperationKindEngine {
     return this.core.exclusive(async () => {
       const node = await this.requireNode(nodeId);
       const state = this.states.get(nodeId);
-      if (!state) throw new PreconditionFailedError('NOT_IN_MAINTENANCE', `node ${nodeId} is not in maintenance`);
+      // After clearMaintenanceError (vm:M5) the node is out of maintenance but its tracking was kept:
+      // disable is how those VMs are restarted, so it is accepted while any is tracked to this node (vm:D3 otherwise).
+      if (!state && restartsOnDisable((await this.view()).vms, node.name).length === 0)
+        throw new PreconditionFailedError('NOT_IN_MAINTENANCE', `node ${nodeId} is not in maintenance and no VM is tracked to restart on it`);
       const run = this.runOn(nodeId);
+      // What was under way goes on in the cluster: say so, so nobody takes the end of the operation for the end of those moves.
+      const inFlight = run instanceof MaintenanceRun ? run.inFlight() : [];
       if (run) {
         run.halt();
         await this.core.journal.flush();
@@ -212,11 +217,17 @@ export class MaintenanceEngine implements OperationKindEngine {
           return `node ${nodeId} is unavailable and stays cordoned: uncordon it when it is back (${e.message})`;
         },
       );
-      await this.writeState(nodeId, null, run?.snapshot.id ?? null, 'disabled', meta);
+      if (state) await this.writeState(nodeId, null, run?.snapshot.id ?? null, 'disabled', meta);
       const result = await this.restartOnDisable(node);
       if (uncordonWarning) {
         this.deps.log.warn({ node: nodeId }, uncordonWarning);
         result.warnings.unshift(uncordonWarning);
+      }
+      if (inFlight.length) {
+        const list = inFlight.map((s) => `${s.workloadKind} ${s.workloadId} (${s.action.toLowerCase()} to node ${s.toNodeId ?? 'any'})`).join(', ');
+        const warning = `${inFlight.length} move(s) were under way and may still complete in the cluster: ${list}; a shard that lands elsewhere comes back with startNodeFill`;
+        this.deps.log.warn({ node: nodeId }, warning);
+        result.warnings.push(warning);
       }
       // A hyperconverged node: its storage policy back to ACTIVE, then a fill brings its shards back.
       const fill = await this.core.releasePart('DRAIN', nodeId, meta);
@@ -226,7 +237,12 @@ export class MaintenanceEngine implements OperationKindEngine {
     });
   }
 
-  /** vm:M5: ERROR → not in maintenance; the node is uncordoned and tracking kept, so nothing is lost. */
+  /**
+   * vm:M5: ERROR → not in maintenance; the node is uncordoned and tracking kept, so nothing is lost.
+   * A hyperconverged node's storage policy, left DRAINING or PAUSE_FOR_RESTART by the shard
+   * part, goes back to ACTIVE (no fill starts: the shards that moved stay moved), so that a new
+   * enable, a fill, or a disable (restarting the tracked VMs, then filling) is accepted next.
+   */
   async clearError(nodeId: string, meta: RequestMeta): Promise<ClusterNode> {
     return this.core.exclusive(async () => {
       await this.requireNode(nodeId);
@@ -235,6 +251,7 @@ export class MaintenanceEngine implements OperationKindEngine {
         throw new PreconditionFailedError('NOT_IN_ERROR', `node ${nodeId} is ${phase ? `in maintenance phase ${phase}` : 'not in maintenance'}, not in ERROR`);
       await this.deps.backend.uncordonNode(nodeId);
       await this.writeState(nodeId, null, null, 'errorCleared', meta);
+      await this.core.releasePart('DRAIN', nodeId, meta, { refill: false });
       await this.publishNode(nodeId);
       return (await this.deps.backend.getNode(nodeId))!;
     });

@@ -92,6 +92,12 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
     return nodeOf(this.snapshot);
   }
 
+  /** The steps under way now (VM actions and shard cut-overs), e.g. when the maintenance is disabled. */
+  inFlight(): StepRecord[] {
+    const shards = this.shardRun instanceof StorageRun ? this.shardRun.inFlightSteps() : this.shardSteps.filter((s) => s.state === 'MOVING');
+    return [...this.steps.filter((s) => s.state === 'MOVING' && !this.awaitingRestart(s)), ...shards];
+  }
+
   /** Why its skipped and failed steps left their VMs and shards (domain/remaining.ts). */
   leftBecause(): Map<string, string> {
     const shards = this.shardRun instanceof StorageRun ? this.shardRun.leftBecause() : reasonsLeftBy(this.shardSteps);

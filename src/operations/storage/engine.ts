@@ -43,6 +43,8 @@ export class StorageEngine implements OperationKindEngine {
   private unwatch: (() => void) | null = null;
   private readonly host: StorageRunHost;
   private readonly remaining: RemainingReader;
+  /** The shard drains running as parts of other operations, by node. */
+  private readonly partRuns = new Map<string, StorageRun>();
 
   constructor(private readonly deps: EngineDeps) {
     this.remaining = new RemainingReader(deps.backend, deps.store.operations);
@@ -60,7 +62,7 @@ export class StorageEngine implements OperationKindEngine {
     this.parts = {
       plan: (nodeId, now) => this.planShardDrain(nodeId, now),
       run: (owner, steps, journal, onEnd) => this.runShardDrain(owner, steps, journal, onEnd),
-      release: (nodeId, meta) => this.restoreNode(nodeId, meta),
+      release: (nodeId, meta, options) => this.restoreNode(nodeId, meta, options?.refill ?? true),
     };
     deps.operations.register(this);
   }
@@ -180,6 +182,7 @@ export class StorageEngine implements OperationKindEngine {
     this.afterPolicyChange(nodeOf(owner));
     const inner: OperationSnapshot = { ...owner, kind: 'DRAIN', counts: countsOf(steps), waitingOn: null, state: 'RUNNING' };
     const run = new StorageRun({ ...this.host, journal, finish: (r, outcome, failure) => this.endShardDrain(r, outcome, failure, onEnd) }, inner, steps);
+    this.partRuns.set(nodeOf(owner), run);
     run.start().catch((e: unknown) => this.deps.log.error({ err: e, operation: owner.id }, 'embedded drain crashed'));
     return run;
   }
@@ -198,20 +201,26 @@ export class StorageEngine implements OperationKindEngine {
         transition.applied();
         this.afterPolicyChange(run.nodeId);
       }
-      this.core.live.removePart(run.nodeId);
+      if (this.partRuns.get(run.nodeId) === run) {
+        this.partRuns.delete(run.nodeId);
+        this.core.live.removePart(run.nodeId);
+      }
     });
     onEnd(outcome, failure);
   }
 
-  /** The owner is done with the node: its policy back to ACTIVE, then a fill brings its shards back. */
-  private async restoreNode(nodeId: string, meta: RequestMeta): Promise<{ operationId: string | null; warning: string | null }> {
+  /** The owner is done with the node: its policy back to ACTIVE, then (with `refill`) a fill brings its shards back. */
+  private async restoreNode(nodeId: string, meta: RequestMeta, refill: boolean): Promise<{ operationId: string | null; warning: string | null }> {
     const { backend } = this.deps;
     if (!backend.capabilities.shards) return { operationId: null, warning: null };
+    // A part its owner left running (a maintenance that went to ERROR) stops here: the node is someone else's next.
+    this.partRuns.get(nodeId)?.halt();
+    this.partRuns.delete(nodeId);
     this.core.live.removePart(nodeId);
     const policy = this.policies.get(nodeId);
     if (policy === 'DRAINING' || policy === 'PAUSE_FOR_RESTART')
       await this.changePolicy(nodeId, { type: 'configure', policy: 'ACTIVE' }, null, { actor: meta.actor, reason: meta.reason });
-    if ((await backend.listShards({ secondaryNodeId: nodeId })).length === 0) return { operationId: null, warning: null };
+    if (!refill || (await backend.listShards({ secondaryNodeId: nodeId })).length === 0) return { operationId: null, warning: null };
     try {
       const fill = await this.admitAndStart('FILL', nodeId, meta);
       return { operationId: fill.id, warning: null };

@@ -50,6 +50,11 @@ export class StorageRun extends StepRun<StorageRun> {
     return this.snapshot.kind as StorageKind;
   }
 
+  /** The cut-overs under way now. */
+  inFlightSteps(): StepRecord[] {
+    return [...this.inFlight].map((id) => this.steps.get(id)!);
+  }
+
   /** Why its skipped and failed steps left their shards (domain/remaining.ts). */
   leftBecause(): Map<string, string> {
     return reasonsLeftBy(this.steps.values());
