@@ -94,6 +94,12 @@ export function buildApp(deps: AppDeps): App {
   const { maxBodyBytes } = config.limits;
 
   const remaining = new RemainingReader(deps.backend, shared.store.operations);
+  metrics.watchState({
+    nodes: () => deps.backend.listNodes(),
+    maintenancePhase: (nodeId) => maintenance.stateOf(nodeId)?.phase ?? null,
+    operationCounts: () => shared.store.operations.countByState(),
+    onError: (e) => log.warn({ err: e }, 'metrics: reading the cluster state failed'),
+  });
   const neonFacade = createNeonFacade({ storage, backend: deps.backend, remaining, audit, clock, log, maxBodyBytes, authorize: restAuthorizer(auth) });
   const yoga = createGraphQLHandler(
     { backend: deps.backend, bus, operations, storage, maintenance, rollouts, audit, events: new EventLog(deps.prisma), clock, auth, remaining },

@@ -8,7 +8,7 @@ const ERROR = `... on Error { code message }`;
 /** For unions that hold PreconditionFailedError: the workloads in the way (e.g. non-migratable VMs). */
 const BLOCKED = `${ERROR} ... on PreconditionFailedError { refusal: reason blockers { id reasons } }`;
 const OPERATION = `id kind nodeId state reason error createdAt finishedAt etaSeconds
-  counts { planned moving moved skipped failed total }
+  counts { planned moving moved stopped skipped failed total }
   waitingOn { kind description }`;
 const OPERATION_RESULT = `__typename ... on Operation { ${OPERATION} } ${BLOCKED}`;
 const ROLLOUT = `rollout { currentWave nodesDone nodesTotal settings { action restart maxUnavailable order }

@@ -11,7 +11,7 @@ interface Progress {
     state: string;
     error: string | null;
     etaSeconds: number | null;
-    counts: { moved: number; skipped: number; failed: number; total: number };
+    counts: { moved: number; stopped: number; skipped: number; failed: number; total: number };
     waitingOn: { kind: string; description: string } | null;
     rollout: { currentWave: number | null; nodesDone: number; nodesTotal: number } | null;
     remaining: { kind: string; id: string; reason: string; message: string }[] | null;
@@ -66,7 +66,7 @@ export async function watchOperation(client: GatewayClient, id: string, io: CliI
     await client.subscribe<{ operationProgress: Progress }>(DOCUMENTS.progress, { id }, ({ operationProgress: p }) => {
       const op = p.operation;
       const rollout = op.kind === 'ROLLOUT';
-      const done = op.counts.moved + op.counts.skipped + op.counts.failed;
+      const done = op.counts.moved + op.counts.stopped + op.counts.skipped + op.counts.failed;
       const unit = rollout ? 'nodes' : op.kind === 'MAINTENANCE' ? 'workloads' : 'shards';
       const label = `${op.kind.toLowerCase()}${op.nodeId ? ` ${op.nodeId}` : ''}${rollout && op.rollout?.currentWave ? ` wave ${op.rollout.currentWave}` : ''}`;
       if (options.json) io.out(`${JSON.stringify(p)}\n`);
@@ -82,7 +82,7 @@ export async function watchOperation(client: GatewayClient, id: string, io: CliI
         bar.setTotal(op.counts.total);
         bar.update(done, { label, unit, remaining: eta(op.etaSeconds), state: op.state, waiting });
       } else if (!options.json) {
-        const line = `${label} ${op.state} ${done}/${op.counts.total} ${unit} (${op.counts.moved} done, ${op.counts.skipped} skipped, ${op.counts.failed} failed) eta ${eta(op.etaSeconds)}${waiting}`;
+        const line = `${label} ${op.state} ${done}/${op.counts.total} ${unit} (${op.counts.moved} done, ${op.counts.stopped ? `${op.counts.stopped} stopped, ` : ''}${op.counts.skipped} skipped, ${op.counts.failed} failed) eta ${eta(op.etaSeconds)}${waiting}`;
         if (line !== lastLine) io.out(`${stamp(io.now())} ${line}\n`);
         lastLine = line;
       }

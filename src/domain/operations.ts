@@ -17,7 +17,8 @@ export type OperationState = (typeof OPERATION_STATES)[number];
 /** States of an operation that has not ended: what a restarted gateway takes up again. */
 export const UNENDED_OPERATION_STATES: readonly OperationState[] = ['RUNNING', 'CANCELLING', 'PAUSED'];
 
-export const STEP_STATES = ['PLANNED', 'MOVING', 'MOVED', 'SKIPPED', 'FAILED'] as const;
+/** STOPPED: a VM step that only stopped its VM (it did not move it); MOVED is a cut-over, a migration or a restart elsewhere. */
+export const STEP_STATES = ['PLANNED', 'MOVING', 'MOVED', 'STOPPED', 'SKIPPED', 'FAILED'] as const;
 export type StepState = (typeof STEP_STATES)[number];
 
 export interface StepRecord {
@@ -44,6 +45,8 @@ export interface OperationCounts {
   planned: number;
   moving: number;
   moved: number;
+  /** VMs that were stopped (and stay off, or restart on disable). */
+  stopped: number;
   skipped: number;
   failed: number;
   skippedByReason: Record<string, number>;
@@ -100,14 +103,24 @@ export function nodeOf(op: Pick<OperationSnapshot, 'id' | 'kind' | 'nodeId'>): s
   return op.nodeId;
 }
 
+/** Steps with an outcome (the progress done out of `totalOf`). */
+export function doneOf(c: Pick<OperationCounts, 'moved' | 'stopped' | 'skipped' | 'failed'>): number {
+  return c.moved + c.stopped + c.skipped + c.failed;
+}
+
+export function totalOf(c: Pick<OperationCounts, 'planned' | 'moving' | 'moved' | 'stopped' | 'skipped' | 'failed'>): number {
+  return c.planned + c.moving + doneOf(c);
+}
+
 export function emptyCounts(): OperationCounts {
-  return { planned: 0, moving: 0, moved: 0, skipped: 0, failed: 0, skippedByReason: {}, failedByReason: {} };
+  return { planned: 0, moving: 0, moved: 0, stopped: 0, skipped: 0, failed: 0, skippedByReason: {}, failedByReason: {} };
 }
 
 const FIELD: Record<StepState, keyof Omit<OperationCounts, 'skippedByReason' | 'failedByReason'>> = {
   PLANNED: 'planned',
   MOVING: 'moving',
   MOVED: 'moved',
+  STOPPED: 'stopped',
   SKIPPED: 'skipped',
   FAILED: 'failed',
 };

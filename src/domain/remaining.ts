@@ -13,7 +13,7 @@
  */
 
 export const REMAINING_KINDS = ['VM', 'SHARD'] as const;
-export type RemainingKind = (typeof REMAINING_KINDS)[number];
+type RemainingKind = (typeof REMAINING_KINDS)[number];
 
 export interface RemainingWorkload {
   kind: RemainingKind;
@@ -33,14 +33,14 @@ export interface RemainingWorkload {
 export const SHARD_FALLBACK_REASONS: readonly string[] = ['NOT_CUT_OVER', 'NO_SECONDARY'];
 
 /** What this rule needs of a VM (ClusterVm satisfies it). */
-export interface VmOnNode {
+interface VmOnNode {
   id: string;
   nodeId: string | null;
   status: string;
 }
 
 /** What this rule needs of a shard (ClusterShard satisfies it). */
-export interface ShardOnNode {
+interface ShardOnNode {
   id: string;
   attachedNodeId: string;
   secondaryNodeIds: readonly string[];

@@ -141,6 +141,12 @@ export class OperationRepository {
     return out;
   }
 
+  /** How many operations there are of each kind and state (the `lockkeeper_operations` gauge). */
+  async countByState(): Promise<{ kind: OperationKind; state: OperationState; count: number }[]> {
+    const groups = await this.prisma.operation.groupBy({ by: ['kind', 'state'], _count: { _all: true } });
+    return groups.map((g) => ({ kind: g.kind as OperationKind, state: g.state as OperationState, count: g._count._all }));
+  }
+
   async find(id: string): Promise<OperationSnapshot | null> {
     const row = await this.prisma.operation.findUnique({ where: { id } });
     return row ? snapshotOf(row) : null;

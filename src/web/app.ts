@@ -32,7 +32,7 @@ const eta = (s: number | null) => (s === null ? '' : s >= 60 ? `ETA ${Math.floor
 
 function Progress({ op }: { op: any }) {
   const c = op.counts;
-  const done = c.moved + c.skipped + c.failed;
+  const done = c.moved + c.stopped + c.skipped + c.failed;
   const pct = c.total ? Math.round((100 * done) / c.total) : ENDED.includes(op.state) ? 100 : 0;
   return html`<div class="progress" title=${`${done}/${c.total}`}>
     <div class="bar" style=${`width:${pct}%`}></div>

@@ -9,7 +9,7 @@ export const WEB_DOCUMENTS = {
       safeToRestart remainingWorkloads { kind id reason } } } }
     operations(first: 25) { edges { node {
       id kind nodeId state reason error createdAt etaSeconds
-      counts { planned moving moved skipped failed total } waitingOn { description }
+      counts { planned moving moved stopped skipped failed total } waitingOn { description }
       rollout { currentWave nodesDone nodesTotal settings { action restart maxUnavailable } nodes { nodeId phase wave } } } } } }`,
   events: `subscription Events($after: Int) { eventLog(after: $after) { seq type nodeId operationId } }`,
   maintenancePlan: `query MaintenancePlan($nodeId: ID!, $force: Boolean) { maintenancePlan(nodeId: $nodeId, force: $force) {

@@ -5,7 +5,7 @@ import { OperationType } from './operation.ts';
 
 const RemainingKindEnum = builder.enumType('RemainingWorkloadKind', { values: REMAINING_KINDS });
 
-export const RemainingWorkloadType = builder.objectRef<RemainingWorkload>('RemainingWorkload').implement({
+const RemainingWorkloadType = builder.objectRef<RemainingWorkload>('RemainingWorkload').implement({
   description: 'A workload that would lose service if its node restarted now, and why it is still there.',
   fields: (t) => ({
     kind: t.field({ type: RemainingKindEnum, resolve: (w) => w.kind }),

@@ -13,7 +13,7 @@ import type { JournalWriter } from './journal.ts';
 import type { LiveRun } from './live-runs.ts';
 import type { OperationObserver } from './observer.ts';
 
-export type FinishedStepState = 'MOVED' | 'SKIPPED' | 'FAILED';
+export type FinishedStepState = 'MOVED' | 'STOPPED' | 'SKIPPED' | 'FAILED';
 
 /** What every run needs of the engine that started it. */
 export interface StepRunHost<R> {
@@ -137,7 +137,7 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
     if (state !== 'SKIPPED') this.finishedSteps++;
     // A step that keeps the reason it was planned for (e.g. a fill's HOME_AZ) passes null.
     this.update(step, { state, reason: reason ?? step.reason, error, finishedAt: now });
-    this.host.observer.stepFinished(this.snapshot.kind, state, reason, state === 'MOVED' ? duration : null);
+    this.host.observer.stepFinished(this.snapshot.kind, step, state, reason, state === 'MOVED' ? duration : null);
     const { type, payload } = this.stepEvent(step, state, reason, error);
     this.host.journal.event({ type, nodeId: this.stepNodeId(step), operationId: this.snapshot.id, at: now, payload });
   }
@@ -146,7 +146,7 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
   protected skipUnattempted(steps: StepRecord[], reason: string): void {
     for (const step of steps) {
       this.update(step, { state: 'SKIPPED', reason, finishedAt: this.host.clock.now() });
-      this.host.observer.stepFinished(this.snapshot.kind, 'SKIPPED', reason, null);
+      this.host.observer.stepFinished(this.snapshot.kind, step, 'SKIPPED', reason, null);
     }
   }
 

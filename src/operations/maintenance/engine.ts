@@ -182,6 +182,8 @@ export class MaintenanceEngine implements OperationKindEngine {
       this.states.applied(nodeId, state);
       claim?.applied();
       this.deps.observer.operationStarted('MAINTENANCE');
+      // Shards the plan already skips (storage:D2) are outcomes too.
+      for (const s of steps) if (s.state === 'SKIPPED') this.deps.observer.stepFinished('MAINTENANCE', s, 'SKIPPED', s.reason, null);
       this.deps.log.info(
         { operation: id, node: nodeId, force: options.force, vms: steps.length },
         `maintenance of node ${nodeId} started (${steps.length} VM action(s))`,

@@ -233,7 +233,8 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
       this.stoppedForRestart.add(step.workloadId);
       return;
     }
-    this.finishStep(step, 'MOVED', step.reason, null);
+    // Stopped, not moved: it stays off (Shutdown, force) or restarts on disable.
+    this.finishStep(step, 'STOPPED', step.reason, null);
   }
 
   private async migrateOne(step: StepRecord): Promise<void> {
@@ -350,7 +351,8 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
   }
 
   protected stepEvent(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null) {
-    return { type: `VM_${step.action}_${state}`, payload: { vm: step.workloadId, to: step.toNodeId, reason, error } };
+    const type = state === 'STOPPED' ? 'VM_STOPPED' : `VM_${step.action}_${state}`;
+    return { type, payload: { vm: step.workloadId, to: step.toNodeId, reason, error } };
   }
 
   private showWaiting(onNode: ClusterVm[]): void {
@@ -384,6 +386,7 @@ function addCounts(a: OperationCounts, b: OperationCounts): OperationCounts {
     planned: a.planned + b.planned,
     moving: a.moving + b.moving,
     moved: a.moved + b.moved,
+    stopped: a.stopped + b.stopped,
     skipped: a.skipped + b.skipped,
     failed: a.failed + b.failed,
     skippedByReason: merge(a.skippedByReason, b.skippedByReason),

@@ -1,5 +1,5 @@
 import type { ClusterShard, ClusterVm } from '../../cluster/types.ts';
-import type { OperationSnapshot, RequestMeta } from '../../domain/operations.ts';
+import { doneOf, totalOf, type OperationSnapshot, type RequestMeta } from '../../domain/operations.ts';
 import { remainingWorkloads } from '../../domain/remaining.ts';
 import type { RolloutNodeOperation, RolloutSettings } from '../../domain/rollouts.ts';
 
@@ -34,9 +34,9 @@ export async function unsafeWorkloads(ops: Pick<NodeOperations, 'vmsOn' | 'shard
 /** One line of a node operation's progress, e.g. "fill 412/1000 shards (2 in flight)" (rollout:O10). */
 export function describeNode(op: OperationSnapshot): string {
   const c = op.counts;
-  const total = c.planned + c.moving + c.moved + c.skipped + c.failed;
+  const total = totalOf(c);
   const what = op.kind === 'MAINTENANCE' ? 'workloads' : 'shards';
-  const done = c.moved + c.skipped + c.failed;
+  const done = doneOf(c);
   const waiting = op.waitingOn ? `: ${op.waitingOn.description}` : '';
   return `${op.kind.toLowerCase()} ${done}/${total} ${what}${op.state === 'CANCELLING' ? ' (cancelling)' : ''}${waiting}`;
 }

@@ -18,6 +18,7 @@ import type { InterruptedOperation } from '../../store/operation-repository.ts';
 import type { PolicyTransition } from '../../store/policy-store.ts';
 import type { JournalWriter } from '../core/journal.ts';
 import type { EngineDeps } from '../core/engine-deps.ts';
+import { underKind } from '../core/observer.ts';
 import type { OperationKindEngine, PartEngine, PartPlan } from '../core/operation-kind.ts';
 import { RemainingReader, warnRemaining } from '../core/remaining-reader.ts';
 import { planSteps } from './plan.ts';
@@ -181,7 +182,16 @@ export class StorageEngine implements OperationKindEngine {
     this.core.live.addPart(nodeOf(owner), 'DRAIN', owner);
     this.afterPolicyChange(nodeOf(owner));
     const inner: OperationSnapshot = { ...owner, kind: 'DRAIN', counts: countsOf(steps), waitingOn: null, state: 'RUNNING' };
-    const run = new StorageRun({ ...this.host, journal, finish: (r, outcome, failure) => this.endShardDrain(r, outcome, failure, onEnd) }, inner, steps);
+    const run = new StorageRun(
+      {
+        ...this.host,
+        journal,
+        observer: underKind(this.host.observer, owner.kind),
+        finish: (r, outcome, failure) => this.endShardDrain(r, outcome, failure, onEnd),
+      },
+      inner,
+      steps,
+    );
     this.partRuns.set(nodeOf(owner), run);
     run.start().catch((e: unknown) => this.deps.log.error({ err: e, operation: owner.id }, 'embedded drain crashed'));
     return run;
@@ -288,7 +298,7 @@ export class StorageEngine implements OperationKindEngine {
       }),
     ]);
     this.deps.observer.operationStarted(kind);
-    for (const s of steps) if (s.state === 'SKIPPED') this.deps.observer.stepFinished(kind, 'SKIPPED', s.reason, null);
+    for (const s of steps) if (s.state === 'SKIPPED') this.deps.observer.stepFinished(kind, s, 'SKIPPED', s.reason, null);
     this.deps.log.info(
       { operation: id, node: nodeId, kind, planned: snapshot.counts.planned, skipped: snapshot.counts.skipped },
       `${kind.toLowerCase()} of node ${nodeId} started`,
