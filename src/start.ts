@@ -3,7 +3,8 @@ import { loadConfig } from './config/load.ts';
 import { createBackendFromConfig } from './config/plugin-registry.ts';
 import type { Logger } from './logger.ts';
 import { buildApp, type App } from './server.ts';
-import { openDatabase } from './store/database.ts';
+import { dataDirOf, resetDemo } from './demo-data.ts';
+import { DEFAULT_DATABASE_URL, openDatabase } from './store/database.ts';
 
 export interface StartOptions {
   env?: NodeJS.ProcessEnv;
@@ -12,6 +13,8 @@ export interface StartOptions {
   clock?: Clock;
   /** Overrides the config and LOCKKEEPER_PORT (tests pass 0). */
   port?: number;
+  /** `--reset-demo`: delete the demo's database and cluster state first (src/demo-data.ts). */
+  resetDemo?: boolean;
 }
 
 export interface Started {
@@ -32,14 +35,16 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
   const { config, file, dir } = loadConfig(env, cwd);
   options.log.info({ config: file ?? '(defaults: simulated demo cluster)' }, 'configuration loaded');
 
-  const db = await openDatabase({ url: config.database.url, cwd });
+  const context = { clock: options.clock ?? systemClock, configDir: dir, log: options.log };
+  const databaseUrl = config.database.url ?? DEFAULT_DATABASE_URL;
+  if (options.resetDemo) {
+    await resetDemo({ plugins: config.plugins, databaseUrl, cwd, context });
+    options.log.warn('--reset-demo: the demo database and cluster state were deleted; starting over');
+  }
+  const db = await openDatabase({ url: databaseUrl, cwd });
   let app: App | undefined;
   try {
-    const backend = await createBackendFromConfig(config.plugins, {
-      clock: options.clock ?? systemClock,
-      configDir: dir,
-      log: options.log,
-    });
+    const backend = await createBackendFromConfig(config.plugins, { ...context, dataDir: dataDirOf(db.file) });
     app = buildApp({
       backend,
       log: options.log,
