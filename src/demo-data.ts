@@ -17,7 +17,12 @@ export function dataDirOf(databaseFile: string): string {
  * demo, so that no real installation loses its database to a stray flag. Returns what it
  * deleted. Runs before the database is opened.
  */
-export async function resetDemo(input: { plugins: readonly PluginEntry[]; databaseUrl: string; cwd: string; context: Omit<PluginContext, 'dataDir'> }): Promise<string[]> {
+export async function resetDemo(input: {
+  plugins: readonly PluginEntry[];
+  databaseUrl: string;
+  cwd: string;
+  context: Omit<PluginContext, 'dataDir'>;
+}): Promise<string[]> {
   const database = resolveDatabaseFile(input.databaseUrl, input.cwd);
   const context: PluginContext = { ...input.context, dataDir: dataDirOf(database) };
   const stateFiles: string[] = [];

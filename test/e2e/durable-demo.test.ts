@@ -38,7 +38,10 @@ describe('the default demo cluster is durable', () => {
     expect(existsSync(join(dir, 'data', 'demo-cluster.json'))).toBe(true);
     // Slow migrations, so that the stop surely comes mid-maintenance; the latencies are part of the cluster's state.
     await postGraphQL(s.url, 'mutation { simulation { setLatencies(input: { migrate: 3000, stop: 50, start: 50, cutOver: 20, cordon: 5 }) { __typename } } }');
-    const op = await postGraphQL(s.url, 'mutation { r: enableMaintenanceMode(nodeId: "4", reason: "durable demo") { __typename ... on Operation { id } ... on Error { code message } } }');
+    const op = await postGraphQL(
+      s.url,
+      'mutation { r: enableMaintenanceMode(nodeId: "4", reason: "durable demo") { __typename ... on Operation { id } ... on Error { code message } } }',
+    );
     expect(op.r.__typename).toBe('Operation');
     // A stop has happened (node cordoned, the Shutdown VM off) but migrations are still under way.
     await until(async () => {

@@ -12,6 +12,7 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import { describe, expect, it } from 'vitest';
+import { demoTopology, shardIdOf } from '../../plugins/fake/index.ts';
 import { parseConfig } from '../../src/config/load.ts';
 import { loadPlugin } from '../../src/config/plugin-registry.ts';
 import { buildSchema } from '../../src/graphql/schema.ts';
@@ -72,6 +73,35 @@ describe('README mutation examples', () => {
 
   it.each(mutations.map((m, i) => [i, m] as const))('mutation %i selects its error types', (_, operation) => {
     expect(mutationsWithoutErrors(schema, operation)).toEqual([]);
+  });
+});
+
+describe('README demo cluster table', () => {
+  it('lists each node’s VMs and the trap shards as the demo topology has them', () => {
+    const section = README.slice(README.indexOf('## The demo cluster'), README.indexOf('## GraphiQL'));
+    const rows = [...section.matchAll(/^\| (\d) \| (zone-[ab]) \| [^|]+ \| ([^|]+) \| ([^|]+) \|$/gm)];
+    expect(rows.map((r) => r[1])).toEqual(['1', '2', '3', '4']);
+    const topology = demoTopology();
+    let traps = 0;
+    for (const [, node, zone, vms, trapText] of rows) {
+      expect(topology.nodes!.find((n) => n.id === node)?.zone).toBe(zone);
+      const listed = [...vms!.matchAll(/`([\w-]+\/[\w-]+)`/g)].map((m) => m[1]).sort();
+      const actual = topology
+        .vms!.filter((v) => v.nodeId === node)
+        .map((v) => `${v.namespace}/${v.name}`)
+        .sort();
+      expect(listed, `node ${node}`).toEqual(actual);
+      for (const [, prefix, suffix] of trapText!.matchAll(/`([0-9a-f]{8})…-(\d{4})`/g)) {
+        const shard = topology.shards!.find(
+          (x) =>
+            x.tenantId.startsWith(prefix!) &&
+            shardIdOf({ tenantId: x.tenantId, shardNumber: x.shardNumber ?? 0, shardCount: x.shardCount ?? 0 }).endsWith(`-${suffix}`),
+        );
+        expect(shard?.attachedNodeId, `shard ${prefix}…-${suffix}`).toBe(node);
+        traps++;
+      }
+    }
+    expect(traps).toBe(4);
   });
 });
 
