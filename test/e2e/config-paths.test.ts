@@ -4,24 +4,18 @@
  * whatever the working directory; paths from the environment stay relative to the working
  * directory (issue 17 point 6).
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.ts';
 import { createLogger } from '../../src/logger.ts';
-import { startLockkeeper, type Started } from '../../src/start.ts';
+import { startLockkeeper } from '../../src/start.ts';
+import { tempGateways } from '../support/temp-gateway.ts';
 
-let started: Started | undefined;
-let dir: string | undefined;
-afterEach(async () => {
-  await started?.app.stop();
-  started = undefined;
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+const gateways = tempGateways('lk-paths-');
 
 function layout() {
-  dir = mkdtempSync(join(tmpdir(), 'lk-paths-'));
+  const dir = gateways.dir();
   const conf = join(dir, 'etc');
   const work = join(dir, 'elsewhere');
   mkdirSync(conf);
@@ -39,7 +33,7 @@ function layout() {
 describe('relative paths in the config', () => {
   it('database.url and statePath resolve against the config file’s folder, not the working directory', async () => {
     const { conf, work, env } = layout();
-    started = await startLockkeeper({ log: createLogger('silent'), env, cwd: work, port: 0 });
+    const started = gateways.track(await startLockkeeper({ log: createLogger('silent'), env, cwd: work, port: 0 }));
     expect(started.databaseFile).toBe(join(conf, 'db', 'lockkeeper.db'));
     expect(existsSync(join(conf, 'state', 'cluster.json'))).toBe(true);
     expect(existsSync(join(work, 'db'))).toBe(false);
@@ -47,7 +41,9 @@ describe('relative paths in the config', () => {
 
   it('LOCKKEEPER_DATABASE_URL stays relative to the working directory', async () => {
     const { work, env } = layout();
-    started = await startLockkeeper({ log: createLogger('silent'), env: { ...env, LOCKKEEPER_DATABASE_URL: 'file:./here.db' }, cwd: work, port: 0 });
+    const started = gateways.track(
+      await startLockkeeper({ log: createLogger('silent'), env: { ...env, LOCKKEEPER_DATABASE_URL: 'file:./here.db' }, cwd: work, port: 0 }),
+    );
     expect(started.databaseFile).toBe(join(work, 'here.db'));
   });
 

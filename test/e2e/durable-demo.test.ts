@@ -4,27 +4,19 @@
  * mid-maintenance and starting it again resumes against the same cluster and finishes;
  * `--reset-demo` starts over, and refuses to touch anything that is not a demo.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
 import { startLockkeeper, type Started } from '../../src/start.ts';
 import { postGraphQL, until } from '../support/child-server.ts';
+import { tempGateways } from '../support/temp-gateway.ts';
 
-let started: Started | undefined;
-let dir: string | undefined;
-afterEach(async () => {
-  await started?.app.stop();
-  started = undefined;
-  if (dir) rmSync(dir, { recursive: true, force: true });
-  dir = undefined;
-});
+const gateways = tempGateways('lk-demo-');
 
 /** The built-in demo: no LOCKKEEPER_CONFIG, no config file, no database URL; everything under `cwd`. */
 async function demo(cwd: string, resetDemo = false): Promise<Started> {
-  started = await startLockkeeper({ log: createLogger('silent'), env: {}, cwd, port: 0, resetDemo });
-  return started;
+  return gateways.track(await startLockkeeper({ log: createLogger('silent'), env: {}, cwd, port: 0, resetDemo }));
 }
 
 const NODE_4 = `{ node(id: "4") { ... on ClusterNode { cordoned maintenancePhase schedulingPolicy } }
@@ -32,7 +24,7 @@ const NODE_4 = `{ node(id: "4") { ... on ClusterNode { cordoned maintenancePhase
 
 describe('the default demo cluster is durable', () => {
   it('keeps its state in ./data/ next to the database: a gateway stopped mid-maintenance resumes against the same cluster and completes', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'lk-demo-'));
+    const dir = gateways.dir();
     let s = await demo(dir);
     expect(s.databaseFile).toBe(join(dir, 'data', 'lockkeeper.db'));
     expect(existsSync(join(dir, 'data', 'demo-cluster.json'))).toBe(true);
@@ -51,7 +43,7 @@ describe('the default demo cluster is durable', () => {
     }, 'node 4 cordoned and prod/batch-4 stopped');
     expect((await postGraphQL(s.url, NODE_4)).node.maintenancePhase).toMatch(/^(DRAINING|EVACUATING)$/);
     await s.app.stop();
-    started = undefined;
+    gateways.forget();
 
     // Started again on the same folder: the cluster remembers (cordoned, VM stopped), the maintenance resumes and completes.
     s = await demo(dir);
@@ -74,12 +66,12 @@ describe('the default demo cluster is durable', () => {
   }, 120_000);
 
   it('--reset-demo starts over: a fresh database and the demo topology again', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'lk-demo-'));
+    const dir = gateways.dir();
     let s = await demo(dir);
     await postGraphQL(s.url, 'mutation { simulation { setNodeOnline(nodeId: "3", online: false) { __typename } } }');
     await postGraphQL(s.url, 'mutation { r: startNodeDrain(nodeId: "1", reason: "before reset") { __typename } }');
     await s.app.stop();
-    started = undefined;
+    gateways.forget();
 
     s = await demo(dir, true);
     const d = await postGraphQL(s.url, '{ node(id: "3") { ... on ClusterNode { availability } } operations { totalCount } auditLog(first: 5) { totalCount } }');
@@ -87,14 +79,14 @@ describe('the default demo cluster is durable', () => {
   }, 60_000);
 
   it('--reset-demo refuses a config that is not the demo, and deletes nothing', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'lk-demo-'));
+    const dir = gateways.dir();
     writeFileSync(join(dir, 'lockkeeper.config.json'), JSON.stringify({ plugins: [{ name: 'fake', options: { topology: 'empty' } }] }));
     const s = await demo(dir);
     const db = s.databaseFile;
     await s.app.stop();
-    started = undefined;
+    gateways.forget();
     await expect(demo(dir, true)).rejects.toThrow(/^--reset-demo only resets the demo cluster; plugins\[0\] \("fake"\) is not a demo, so nothing was deleted$/);
-    started = undefined;
+    gateways.forget();
     expect(existsSync(db)).toBe(true);
   });
 });
