@@ -1,10 +1,11 @@
-import { rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { PluginContext } from './cluster/plugin.ts';
 import { ConfigError } from './config/errors.ts';
 import { loadPlugin } from './config/plugin-registry.ts';
 import type { PluginEntry } from './config/schema.ts';
 import { resolveDatabaseFile } from './store/database.ts';
+import { acquireServeLock } from './store/serve-lock.ts';
 
 /** The gateway's data directory: the database's folder (`./data/` by default), where plugins keep state that has no configured place. */
 export function dataDirOf(databaseFile: string): string {
@@ -34,6 +35,13 @@ export async function resetDemo(input: {
     stateFiles.push(file);
   }
   const files = [database, `${database}-wal`, `${database}-shm`, ...stateFiles.flatMap((f) => [f, `${f}.tmp`])];
-  for (const f of files) rmSync(f, { force: true });
+  mkdirSync(dirname(database), { recursive: true });
+  // Never under a gateway that is serving this database now (its serve lock says so).
+  const release = acquireServeLock(database);
+  try {
+    for (const f of files) rmSync(f, { force: true });
+  } finally {
+    release();
+  }
   return files;
 }

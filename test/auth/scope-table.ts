@@ -35,6 +35,8 @@ export const MUTATIONS: Record<string, Entry> = {
   continueRollout: { scope: 'operator', query: 'mutation { continueRollout(id: "404", nodeId: "404") { __typename } }' },
   cancelRollout: { scope: 'operator', query: 'mutation { cancelRollout(id: "404") { __typename } }' },
   simulation: { scope: 'admin', query: 'mutation { simulation { restartNode(nodeId: "404") { __typename } } }' },
+  // On SQLite there is no stand-by: an allowed call answers a typed PreconditionFailedError.
+  stepDown: { scope: 'admin', query: 'mutation { stepDown(reason: "scope test") { __typename } }' },
 };
 
 export const SUBSCRIPTIONS: Record<string, Entry> = {
