@@ -9,6 +9,7 @@ import './types/workload-change.ts';
 import './types/operation.ts';
 import './types/storage-mutations.ts';
 import './types/maintenance.ts';
+import './types/node-down.ts';
 import './types/remaining.ts';
 import './types/rollout.ts';
 import './types/event-log.ts';
