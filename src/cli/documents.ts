@@ -27,14 +27,14 @@ export const DOCUMENTS = {
   operation: `query Operation($id: ID!) { operation(id: $id) { __typename ... on Operation { ${OPERATION} ${ROLLOUT} } ${ERROR} } }`,
   startNodeDrain: `mutation Drain($nodeId: ID!, $reason: String) { result: startNodeDrain(nodeId: $nodeId, reason: $reason) { ${OPERATION_RESULT} } }`,
   startNodeFill: `mutation Fill($nodeId: ID!, $reason: String) { result: startNodeFill(nodeId: $nodeId, reason: $reason) { ${OPERATION_RESULT} } }`,
-  cancelNodeDrain: `mutation CancelDrain($nodeId: ID!, $reason: String) { result: cancelNodeDrain(nodeId: $nodeId, reason: $reason) { ${OPERATION_RESULT} } }`,
-  cancelNodeFill: `mutation CancelFill($nodeId: ID!, $reason: String) { result: cancelNodeFill(nodeId: $nodeId, reason: $reason) { ${OPERATION_RESULT} } }`,
+  cancelNodeDrain: `mutation CancelDrain($nodeId: ID!, $reason: String, $force: Boolean) { result: cancelNodeDrain(nodeId: $nodeId, reason: $reason, force: $force) { ${OPERATION_RESULT} } }`,
+  cancelNodeFill: `mutation CancelFill($nodeId: ID!, $reason: String, $force: Boolean) { result: cancelNodeFill(nodeId: $nodeId, reason: $reason, force: $force) { ${OPERATION_RESULT} } }`,
   maintenancePlan: `query Plan($nodeId: ID!, $force: Boolean) { maintenancePlan(nodeId: $nodeId, force: $force) {
     accepted refusals { code message blockers { id reasons } } warnings
     vms { vmId strategy action targetNodeId restart nonMigratableReasons } shards { shardId action toNodeId skipReason } } }`,
   enableMaintenanceMode: `mutation Enable($nodeId: ID!, $force: Boolean, $deadlineSeconds: Int, $reason: String) {
     result: enableMaintenanceMode(nodeId: $nodeId, force: $force, deadlineSeconds: $deadlineSeconds, reason: $reason) { ${OPERATION_RESULT} } }`,
-  disableMaintenanceMode: `mutation Disable($nodeId: ID!, $reason: String) { result: disableMaintenanceMode(nodeId: $nodeId, reason: $reason) {
+  disableMaintenanceMode: `mutation Disable($nodeId: ID!, $reason: String, $force: Boolean) { result: disableMaintenanceMode(nodeId: $nodeId, reason: $reason, force: $force) {
     __typename ... on DisableMaintenanceResult { restartedVmIds failures { vmId message } warnings fillOperation { id } } ${BLOCKED} } }`,
   clearMaintenanceError: `mutation ClearError($nodeId: ID!, $reason: String) { result: clearMaintenanceError(nodeId: $nodeId, reason: $reason) {
     __typename ... on ClusterNode { id maintenancePhase cordoned } ${BLOCKED} } }`,

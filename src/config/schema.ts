@@ -70,6 +70,15 @@ const operationSettingsSchema = z
       .int()
       .min(1)
       .default(30 * 60_000),
+    /**
+     * What a step (a cut-over, a migration, a stop) is expected to take before any step of its
+     * operation finished and when the backend declares no latency; twice that is a stall (issue 17).
+     */
+    expectedStepMs: z
+      .number()
+      .int()
+      .min(1)
+      .default(5 * 60_000),
     /** Wait before a migration that failed for a transient reason is tried again. */
     migrationRetryDelayMs: z.number().int().min(0).default(10_000),
     /** k8s:K4: the pod drain of maintenance on backends that run pods (Kubernetes); a request may override each. */

@@ -1,4 +1,5 @@
 import type { RemainingWorkload } from './remaining.ts';
+import type { StalledStep } from './stall.ts';
 
 /**
  * Records of background node operations, as persisted and as shown to callers, and the
@@ -17,8 +18,12 @@ export type OperationState = (typeof OPERATION_STATES)[number];
 /** States of an operation that has not ended: what a restarted gateway takes up again. */
 export const UNENDED_OPERATION_STATES: readonly OperationState[] = ['RUNNING', 'CANCELLING', 'PAUSED'];
 
-/** STOPPED: a VM step that only stopped its VM (it did not move it); MOVED is a cut-over, a migration or a restart elsewhere. */
-export const STEP_STATES = ['PLANNED', 'MOVING', 'MOVED', 'STOPPED', 'SKIPPED', 'FAILED'] as const;
+/**
+ * STOPPED: a VM step that only stopped its VM (it did not move it); MOVED is a cut-over, a
+ * migration or a restart elsewhere. ABANDONED: a step in flight when its operation was ended
+ * with `force: true` (issue 17): Lockkeeper stopped waiting for it; the backend may still finish it.
+ */
+export const STEP_STATES = ['PLANNED', 'MOVING', 'MOVED', 'STOPPED', 'SKIPPED', 'FAILED', 'ABANDONED'] as const;
 export type StepState = (typeof STEP_STATES)[number];
 
 export interface StepRecord {
@@ -49,6 +54,8 @@ export interface OperationCounts {
   stopped: number;
   skipped: number;
   failed: number;
+  /** In flight when a forced cancel ended the operation (their outcome is the backend's). */
+  abandoned: number;
   skippedByReason: Record<string, number>;
   failedByReason: Record<string, number>;
 }
@@ -60,6 +67,8 @@ export interface WaitingOn {
   nodeId: string | null;
   workloadIds: string[];
   since: number;
+  /** Steps running past twice their expected duration (domain/stall.ts); absent when none. */
+  stalled?: StalledStep[];
 }
 
 export interface OperationSnapshot {
@@ -104,16 +113,16 @@ export function nodeOf(op: Pick<OperationSnapshot, 'id' | 'kind' | 'nodeId'>): s
 }
 
 /** Steps with an outcome (the progress done out of `totalOf`). */
-export function doneOf(c: Pick<OperationCounts, 'moved' | 'stopped' | 'skipped' | 'failed'>): number {
-  return c.moved + c.stopped + c.skipped + c.failed;
+export function doneOf(c: Pick<OperationCounts, 'moved' | 'stopped' | 'skipped' | 'failed' | 'abandoned'>): number {
+  return c.moved + c.stopped + c.skipped + c.failed + c.abandoned;
 }
 
-export function totalOf(c: Pick<OperationCounts, 'planned' | 'moving' | 'moved' | 'stopped' | 'skipped' | 'failed'>): number {
+export function totalOf(c: Pick<OperationCounts, 'planned' | 'moving' | 'moved' | 'stopped' | 'skipped' | 'failed' | 'abandoned'>): number {
   return c.planned + c.moving + doneOf(c);
 }
 
 export function emptyCounts(): OperationCounts {
-  return { planned: 0, moving: 0, moved: 0, stopped: 0, skipped: 0, failed: 0, skippedByReason: {}, failedByReason: {} };
+  return { planned: 0, moving: 0, moved: 0, stopped: 0, skipped: 0, failed: 0, abandoned: 0, skippedByReason: {}, failedByReason: {} };
 }
 
 const FIELD: Record<StepState, keyof Omit<OperationCounts, 'skippedByReason' | 'failedByReason'>> = {
@@ -123,6 +132,7 @@ const FIELD: Record<StepState, keyof Omit<OperationCounts, 'skippedByReason' | '
   STOPPED: 'stopped',
   SKIPPED: 'skipped',
   FAILED: 'failed',
+  ABANDONED: 'abandoned',
 };
 
 /** Adjusts `counts` for a step going from `before` (null: new) to `after`. */

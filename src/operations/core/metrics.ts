@@ -92,6 +92,18 @@ export function createOperationMetrics(options: OperationMetricsOptions = {}): O
     labelNames: ['outcome'],
     registers,
   });
+  const stalled = new Counter({
+    name: `${p}steps_stalled_total`,
+    help: "Steps that ran past twice their expected duration (the median of their operation's finished steps, else the declared latency, else operations.expectedStepMs), by workload (vm, shard).",
+    labelNames: ['kind', 'workload'],
+    registers,
+  });
+  const abandoned = new Counter({
+    name: `${p}steps_abandoned_total`,
+    help: 'Steps in flight that a forced cancel or disable abandoned (the backend may still finish them), by workload.',
+    labelNames: ['kind', 'workload'],
+    registers,
+  });
   const inFlight = new Gauge({ name: `${p}moves_in_flight`, help: 'Cut-overs running right now.', labelNames: ['kind'], registers });
   const policy = new Gauge({
     name: `${p}node_scheduling_policy`,
@@ -147,6 +159,8 @@ export function createOperationMetrics(options: OperationMetricsOptions = {}): O
       }
     }),
     movesInFlight: guard((kind, delta) => inFlight.inc({ kind }, delta)),
+    stepStalled: guard((kind, step) => stalled.inc({ kind, workload: step.workloadKind })),
+    stepAbandoned: guard((kind, step) => abandoned.inc({ kind, workload: step.workloadKind })),
     policyChanged: guard((node, current: SchedulingPolicy) => {
       for (const p of SCHEDULING_POLICIES) policy.set({ node, policy: p }, p === current ? 1 : 0);
     }),

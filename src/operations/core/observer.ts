@@ -17,6 +17,10 @@ export interface OperationObserver {
     durationMs: number | null,
   ): void;
   movesInFlight(kind: OperationKind, delta: number): void;
+  /** A step ran past twice its expected duration (domain/stall.ts). */
+  stepStalled(kind: OperationKind, step: Pick<StepRecord, 'workloadKind' | 'action'>): void;
+  /** A step in flight was abandoned by a forced cancel or disable. */
+  stepAbandoned(kind: OperationKind, step: Pick<StepRecord, 'workloadKind' | 'action'>): void;
   policyChanged(nodeId: string, policy: SchedulingPolicy): void;
 }
 
@@ -27,6 +31,8 @@ export function underKind(observer: OperationObserver, kind: OperationKind): Ope
     operationFinished: (_, outcome) => observer.operationFinished(kind, outcome),
     stepFinished: (_, step, state, reason, durationMs) => observer.stepFinished(kind, step, state, reason, durationMs),
     movesInFlight: (_, delta) => observer.movesInFlight(kind, delta),
+    stepStalled: (_, step) => observer.stepStalled(kind, step),
+    stepAbandoned: (_, step) => observer.stepAbandoned(kind, step),
     policyChanged: (nodeId, policy) => observer.policyChanged(nodeId, policy),
   };
 }

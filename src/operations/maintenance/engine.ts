@@ -26,6 +26,7 @@ import { podDrainOptionsOf, podDrainPlanOf, podDrainRefusal } from './pod-drain-
 import { MaintenanceRun, type MaintenanceHost, type MaintenanceRunOptions } from './run.ts';
 import { stepsOf } from './steps.ts';
 import { TrackingStore } from './tracking-store.ts';
+import { stallBasisOf } from '../core/stall-basis.ts';
 
 const MAINTENANCE: readonly ['MAINTENANCE'] = ['MAINTENANCE'];
 
@@ -77,6 +78,7 @@ export class MaintenanceEngine implements OperationKindEngine {
       settings: deps.settings,
       observer: deps.observer,
       log: deps.log,
+      stall: stallBasisOf(deps.backend, deps.settings),
       limiter: this.limiter,
       tracking: this.tracking,
       nodeName: (id) => this.nodeNames.get(id) ?? id,
@@ -229,7 +231,7 @@ export class MaintenanceEngine implements OperationKindEngine {
   }
 
   /** vm:D1–D3: out of maintenance from any phase; restarts what was tracked to restart on disable. */
-  async disable(nodeId: string, meta: RequestMeta): Promise<DisableResult> {
+  async disable(nodeId: string, meta: RequestMeta, options: { force?: boolean } = {}): Promise<DisableResult> {
     return this.core.exclusive(async () => {
       const node = await this.requireNode(nodeId);
       const state = this.states.get(nodeId);
@@ -240,6 +242,8 @@ export class MaintenanceEngine implements OperationKindEngine {
       const run = this.runOn(nodeId);
       // What was under way goes on in the cluster: say so, so nobody takes the end of the operation for the end of those moves.
       const inFlight = run instanceof MaintenanceRun ? run.inFlight() : [];
+      // force (issue 17): what is in flight is recorded ABANDONED rather than left MOVING under an ended operation.
+      const abandoned = options.force && run instanceof MaintenanceRun ? run.abandonAll() : [];
       if (run) {
         run.halt();
         await this.core.journal.flush();
@@ -262,7 +266,8 @@ export class MaintenanceEngine implements OperationKindEngine {
       }
       if (inFlight.length) {
         const list = inFlight.map((s) => `${s.workloadKind} ${s.workloadId} (${s.action.toLowerCase()} to node ${s.toNodeId ?? 'any'})`).join(', ');
-        const warning = `${inFlight.length} move(s) were under way and may still complete in the cluster: ${list}; a shard that lands elsewhere comes back with startNodeFill`;
+        const verdict = abandoned.length ? `were abandoned (force: true; each step's recheck says where its workload is now)` : 'were under way';
+        const warning = `${inFlight.length} move(s) ${verdict} and may still complete in the cluster: ${list}; a shard that lands elsewhere comes back with startNodeFill`;
         this.deps.log.warn({ node: nodeId }, warning);
         result.warnings.push(warning);
       }

@@ -112,6 +112,23 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
     return [...this.steps.filter((s) => s.state === 'MOVING' && !this.awaitingRestart(s)), ...shards];
   }
 
+  /**
+   * disable with `force: true` (issue 17): the VM actions and shard cut-overs in flight are
+   * recorded ABANDONED with their last known state, and the run stops now. Returns them.
+   */
+  abandonAll(): StepRecord[] {
+    const part = this.shardRun instanceof StorageRun ? this.shardRun : null;
+    const shards = part ? part.abandonInFlight(part.inFlightSteps(), (s) => part.lastKnown(s)) : [];
+    const vms = this.steps.filter((s) => s.state === 'MOVING' && !this.awaitingRestart(s));
+    return [...this.abandonInFlight(vms, (s) => this.lastKnownOf(s)), ...shards];
+  }
+
+  private lastKnownOf(step: StepRecord): string {
+    const since = step.startedAt === null ? '' : ` since ${new Date(step.startedAt).toISOString()}`;
+    const to = step.toNodeId ? ` to node ${step.toNodeId}` : '';
+    return `${step.action.toLowerCase()} of VM ${step.workloadId}${to} in flight${since}, not confirmed by the backend`;
+  }
+
   /** Why its skipped and failed steps left their VMs and shards (domain/remaining.ts). */
   leftBecause(): Map<string, string> {
     const shards = this.shardRun instanceof StorageRun ? this.shardRun.leftBecause() : reasonsLeftBy(this.shardSteps);
@@ -305,6 +322,11 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
   }
 
   /** A STOP_AND_RESTART VM that is stopped and waits for the node to empty (vm:M4). */
+  /** Stopped until the node's maintenance ends, or left to an external controller: waiting is their job. */
+  protected override stallExempt(step: StepRecord): boolean {
+    return this.awaitingRestart(step) || step.action === VM_STEP.WAIT_EXTERNAL;
+  }
+
   private awaitingRestart(step: StepRecord): boolean {
     return step.state === 'MOVING' && this.stoppedForRestart.has(step.workloadId);
   }
@@ -497,6 +519,7 @@ function addCounts(a: OperationCounts, b: OperationCounts): OperationCounts {
     stopped: a.stopped + b.stopped,
     skipped: a.skipped + b.skipped,
     failed: a.failed + b.failed,
+    abandoned: a.abandoned + b.abandoned,
     skippedByReason: merge(a.skippedByReason, b.skippedByReason),
     failedByReason: merge(a.failedByReason, b.failedByReason),
   };

@@ -24,6 +24,7 @@ import { RemainingReader, warnRemaining } from '../core/remaining-reader.ts';
 import { planSteps } from './plan.ts';
 import { refusalError } from './refusal.ts';
 import { StorageRun, type StorageRunHost } from './run.ts';
+import { stallBasisOf } from '../core/stall-basis.ts';
 
 const STORAGE_KINDS: readonly StorageKind[] = ['DRAIN', 'FILL'];
 const POLICY_OF_KIND = { DRAIN: 'DRAINING', FILL: 'FILLING' } as const;
@@ -57,6 +58,7 @@ export class StorageEngine implements OperationKindEngine {
       settings: deps.settings,
       observer: deps.observer,
       log: deps.log,
+      stall: stallBasisOf(deps.backend, deps.settings),
       planNodes: () => this.planNodes(),
       finish: (run, outcome, failure) => this.finishRun(run, outcome, failure),
     };
@@ -117,12 +119,13 @@ export class StorageEngine implements OperationKindEngine {
     return this.core.exclusive(() => this.admitAndStart('FILL', nodeId, meta));
   }
 
-  cancelDrain(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
-    return this.cancel('DRAIN', nodeId, meta);
+  /** `force`: do not wait for the moves in flight: they are recorded ABANDONED and the drain ends at once (issue 17). */
+  cancelDrain(nodeId: string, meta: RequestMeta, options: { force?: boolean } = {}): Promise<OperationSnapshot> {
+    return this.cancel('DRAIN', nodeId, meta, options.force ?? false);
   }
 
-  cancelFill(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
-    return this.cancel('FILL', nodeId, meta);
+  cancelFill(nodeId: string, meta: RequestMeta, options: { force?: boolean } = {}): Promise<OperationSnapshot> {
+    return this.cancel('FILL', nodeId, meta, options.force ?? false);
   }
 
   /** Sets a node's policy by hand; refused while an operation runs on it (neon #8727). */
@@ -309,22 +312,33 @@ export class StorageEngine implements OperationKindEngine {
     return snapshot;
   }
 
-  private cancel(kind: StorageKind, nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
-    return this.core.exclusive(async () => {
+  private async cancel(kind: StorageKind, nodeId: string, meta: RequestMeta, force: boolean): Promise<OperationSnapshot> {
+    const { run, forced } = await this.core.exclusive(async () => {
       await this.requireNode(nodeId);
       const run = this.runOn(nodeId);
-      if (!run || run.snapshot.kind !== kind) {
+      if (!(run instanceof StorageRun) || run.snapshot.kind !== kind) {
         const what = kind === 'DRAIN' ? 'drain' : 'fill';
         throw new PreconditionFailedError(`NO_${kind}_IN_PROGRESS`, `no ${what} in progress on node ${nodeId}`);
       }
-      if (run.snapshot.state === 'CANCELLING') return run.snapshot;
-      await this.core.changeState(run, 'CANCELLING', { type: 'OPERATION_CANCELLING', payload: { actor: meta.actor, reason: meta.reason } });
-      this.deps.log.info(
-        { operation: run.snapshot.id, node: nodeId },
-        `${kind.toLowerCase()} of node ${nodeId} cancelling: moves in flight finish, nothing new starts`,
+      if (run.snapshot.state !== 'CANCELLING')
+        await this.core.changeState(run, 'CANCELLING', { type: 'OPERATION_CANCELLING', payload: { actor: meta.actor, reason: meta.reason, force } });
+      if (!force) {
+        this.deps.log.info(
+          { operation: run.snapshot.id, node: nodeId },
+          `${kind.toLowerCase()} of node ${nodeId} cancelling: moves in flight finish, nothing new starts`,
+        );
+        return { run, forced: false };
+      }
+      const abandoned = run.forceCancel();
+      this.deps.log.warn(
+        { operation: run.snapshot.id, node: nodeId, abandoned: abandoned.map((s) => s.workloadId) },
+        `${kind.toLowerCase()} of node ${nodeId} cancelled with force: ${abandoned.length} cut-over(s) in flight abandoned (the backend may still finish them; each step's recheck says where its shard is)`,
       );
-      return run.snapshot;
+      return { run, forced: true };
     });
+    // The run stopped at once; it ends here rather than from its loop (which the halt left).
+    if (forced) await this.finishRun(run, 'CANCELLED', 'FORCED');
+    return run.snapshot;
   }
 
   /** storage:D7 / storage:X2: the policy transition that ends a run, unless the node's state changed under it. */

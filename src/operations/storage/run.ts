@@ -55,6 +55,23 @@ export class StorageRun extends StepRun<StorageRun> {
     return [...this.inFlight].map((id) => this.steps.get(id)!);
   }
 
+  /**
+   * `force: true` (issue 17): the cut-overs in flight are abandoned with their last known
+   * state, what was not attempted is skipped as CANCELLED, and the run stops now. The
+   * engine ends the operation. Returns the abandoned steps.
+   */
+  forceCancel(): StepRecord[] {
+    const unattempted = this.queue;
+    this.queue = [];
+    return this.abandonInFlight(this.inFlightSteps(), (s) => this.lastKnown(s), unattempted, NOT_ATTEMPTED.CANCELLED);
+  }
+
+  /** What an abandoned cut-over was last known to be doing. */
+  lastKnown(step: StepRecord): string {
+    const since = step.startedAt === null ? '' : ` since ${new Date(step.startedAt).toISOString()}`;
+    return `cut-over of shard ${step.workloadId} from node ${step.fromNodeId ?? '?'} to node ${step.toNodeId ?? '?'} in flight${since}, no answer from the backend`;
+  }
+
   /** Why its skipped and failed steps left their shards (domain/remaining.ts). */
   leftBecause(): Map<string, string> {
     return reasonsLeftBy(this.steps.values());
