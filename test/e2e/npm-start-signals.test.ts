@@ -27,7 +27,12 @@ afterEach(() => {
 
 it('SIGTERM to `npm start` shuts the gateway down gracefully and nothing keeps listening', async () => {
   dir = mkdtempSync(join(tmpdir(), 'lockkeeper-npm-start-'));
-  const env: Record<string, string | undefined> = { ...process.env, LOCKKEEPER_PORT: '0', LOCKKEEPER_LOG_LEVEL: 'info', LOCKKEEPER_DATABASE_URL: `file:${join(dir, 'lockkeeper.db')}` };
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    LOCKKEEPER_PORT: '0',
+    LOCKKEEPER_LOG_LEVEL: 'info',
+    LOCKKEEPER_DATABASE_URL: `file:${join(dir, 'lockkeeper.db')}`,
+  };
   delete env.LOCKKEEPER_CONFIG;
   const npm = spawn('npm', ['start', '--silent'], { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   group = npm.pid;
