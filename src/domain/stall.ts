@@ -7,7 +7,7 @@
  */
 
 /** A step running longer than this many times its expected duration is stalled. */
-export const STALL_FACTOR = 2;
+const STALL_FACTOR = 2;
 
 export interface StalledStep {
   workloadKind: string;
