@@ -60,7 +60,8 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       prisma: db.prisma,
       hotPath: db.hotPath,
       clock: options.clock ?? systemClock,
-      config,
+      // On PostgreSQL the gateway keeps nothing on its node: its own node may go into maintenance (GATEWAY_ON_NODE).
+      config: db.dialect === 'postgresql' ? { ...config, operations: { ...config.operations, gatewayVolumeMovable: true } } : config,
       bootstrapToken: env.LOCKKEEPER_ADMIN_TOKEN || undefined,
       onClose: async () => {
         await webhook?.close();

@@ -39,8 +39,10 @@ export async function createPageserverBackend(
   });
   const upcalls = new UpcallServer(backend, { token: options.upcall.token });
   try {
-    await upcalls.listen(options.upcall.port, options.upcall.host);
+    const url = await upcalls.listen(options.upcall.port, options.upcall.host);
     backend.attachUpcalls(upcalls);
+    // The pageservers' control_plane_api must point here: say where (the port may have been picked at random).
+    context.log.info({ upcallUrl: `${url}/upcall/v1/` }, `pageserver upcalls listening at ${url}/upcall/v1/ (the pageservers' control_plane_api)`);
     await backend.start();
     return backend;
   } catch (e) {

@@ -6,7 +6,7 @@
 import { evictionMethod } from './eviction.ts';
 import { describeReason, nonMigratableReasons } from './migratability.ts';
 import { byNamespaceName } from './order.ts';
-import { precheckMaintenance } from './prechecks.ts';
+import { gatewayNodeRefusal, precheckMaintenance, type GatewayPlacement } from './prechecks.ts';
 import { pickTargetNode, vmLoadByNode } from './scheduling.ts';
 import { effectiveStrategy, type EffectiveStrategy } from './strategy.ts';
 import type { MaintenancePlan, MaintNode, MaintVm, NonMigratableReason, PrecheckRefusal, VmAction, VmPlanEntry } from './types.ts';
@@ -17,6 +17,8 @@ export interface PlanInput {
   nodes: readonly MaintNode[];
   /** Every VM of the cluster: the node's own, and the others for load and tracking. */
   vms: readonly MaintVm[];
+  /** Where Lockkeeper itself runs (GATEWAY_ON_NODE); absent: not known. */
+  gateway?: GatewayPlacement | null;
 }
 
 const stopForever = (forced: boolean): VmAction => ({ kind: 'STOP', restart: 'NEVER', track: false, restartNodeId: null, forced });
@@ -126,6 +128,8 @@ export function planMaintenance(input: PlanInput): MaintenancePlan {
   const refusals = precheckMaintenance(nodeId, input.nodes);
   const node = input.nodes.find((n) => n.id === nodeId);
   if (!node) return { nodeId, force, refusals, vms: [], warnings: [] };
+  const gateway = gatewayNodeRefusal(node, input.gateway);
+  if (gateway) refusals.push(gateway);
   const covered = input.vms.filter((vm) => vm.nodeId === nodeId || (vm.nodeId === null && vm.tracking?.nodeName === node.name)).sort(byNamespaceName);
   const warnings: string[] = [];
   const drafts = covered.map((vm) => draftEntry(vm, input, warnings));

@@ -94,6 +94,11 @@ export class MaintenanceEngine implements OperationKindEngine {
     return this.deps.operations;
   }
 
+  /** Where Lockkeeper itself runs (GATEWAY_ON_NODE refusal). */
+  private get gateway() {
+    return { nodeName: this.deps.settings.gatewayNodeName, volumeMovable: this.deps.settings.gatewayVolumeMovable };
+  }
+
   private get states() {
     return this.deps.store.maintenanceStates;
   }
@@ -150,7 +155,7 @@ export class MaintenanceEngine implements OperationKindEngine {
   /** What enable would do now, changing nothing (the `maintenancePlan` query): VMs and, on a hyperconverged node, shards. */
   async plan(nodeId: string, force: boolean, podDrain?: Partial<PodDrainOptions>): Promise<MaintenancePlanView> {
     const { nodes, vms } = await this.view();
-    const plan = planMaintenance({ nodeId, force, nodes, vms });
+    const plan = planMaintenance({ nodeId, force, nodes, vms, gateway: this.gateway });
     if (this.deps.backend.capabilities.replicaHealth === false) {
       plan.warnings.push('LastHealthyReplica (vm:N1) not checked: the backend cannot see volume replicas (e.g. Longhorn is not installed)');
     }
@@ -175,7 +180,7 @@ export class MaintenanceEngine implements OperationKindEngine {
   ): Promise<OperationSnapshot> {
     return this.core.exclusive(async () => {
       const { nodes, vms } = await this.view();
-      const plan = planMaintenance({ nodeId, force: options.force, nodes, vms });
+      const plan = planMaintenance({ nodeId, force: options.force, nodes, vms, gateway: this.gateway });
       const [refusal] = plan.refusals;
       if (refusal) throw this.refusal(nodeId, refusal, plan);
       // k8s:K3: pods the options forbid to evict refuse the request before anything is written.
