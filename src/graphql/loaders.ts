@@ -16,7 +16,7 @@ export function createLoaders({ backend, remaining }: { backend: ClusterBackend;
     /** Every node, read once per request (for fields that judge a VM against the whole cluster). */
     allNodes: () => (allNodes ??= backend.listNodes()),
     node: new DataLoader<string, ClusterNode | null>((ids) => backend.getNodes(ids)),
-    vm: new DataLoader<string, ClusterVm | null>((ids) => backend.getVms(ids)),
+    vm: new DataLoader<string, ClusterVm | null>((ids) => (backend.capabilities.vms ? backend.getVms(ids) : Promise.resolve(ids.map(() => null)))),
     shard: new DataLoader<string, ClusterShard | null>((ids) => backend.getShards(ids)),
   };
 }

@@ -87,6 +87,7 @@ export function refusalError(nodeId: string, refusal: PrecheckRefusal): Lockkeep
     case 'LAST_AVAILABLE_NODE':
     case 'CONTROL_PLANE_QUORUM':
     case 'GATEWAY_ON_NODE':
+    case 'NO_VMS':
     case 'NON_MIGRATABLE_VMS':
       return new PreconditionFailedError(refusal.code, refusal.message);
   }

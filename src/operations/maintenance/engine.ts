@@ -155,7 +155,7 @@ export class MaintenanceEngine implements OperationKindEngine {
   /** What enable would do now, changing nothing (the `maintenancePlan` query): VMs and, on a hyperconverged node, shards. */
   async plan(nodeId: string, force: boolean, podDrain?: Partial<PodDrainOptions>): Promise<MaintenancePlanView> {
     const { nodes, vms } = await this.view();
-    const plan = planMaintenance({ nodeId, force, nodes, vms, gateway: this.gateway });
+    const plan = planMaintenance({ nodeId, force, nodes, vms, gateway: this.gateway, servesVms: this.deps.backend.capabilities.vms });
     if (this.deps.backend.capabilities.replicaHealth === false) {
       plan.warnings.push('LastHealthyReplica (vm:N1) not checked: the backend cannot see volume replicas (e.g. Longhorn is not installed)');
     }
@@ -180,7 +180,7 @@ export class MaintenanceEngine implements OperationKindEngine {
   ): Promise<OperationSnapshot> {
     return this.core.exclusive(async () => {
       const { nodes, vms } = await this.view();
-      const plan = planMaintenance({ nodeId, force: options.force, nodes, vms, gateway: this.gateway });
+      const plan = planMaintenance({ nodeId, force: options.force, nodes, vms, gateway: this.gateway, servesVms: this.deps.backend.capabilities.vms });
       const [refusal] = plan.refusals;
       if (refusal) throw this.refusal(nodeId, refusal, plan);
       // k8s:K3: pods the options forbid to evict refuse the request before anything is written.
@@ -352,7 +352,8 @@ export class MaintenanceEngine implements OperationKindEngine {
   }
 
   private async view(): Promise<{ nodes: MaintNode[]; vms: ClusterVm[] }> {
-    const [clusterNodes, vms] = await Promise.all([this.deps.backend.listNodes(), this.deps.backend.listVms()]);
+    const { backend } = this.deps;
+    const [clusterNodes, vms] = await Promise.all([backend.listNodes(), backend.capabilities.vms ? backend.listVms() : []]);
     for (const n of clusterNodes) this.nodeNames.set(n.id, n.name);
     const nodes = this.maintNodes(clusterNodes);
     return { nodes, vms };
@@ -489,7 +490,7 @@ export class MaintenanceEngine implements OperationKindEngine {
   /** vm:R1: tracking that points at a removed node is cleared (no restart, run strategy unchanged). */
   private async forgetNode(nodeId: string): Promise<void> {
     const name = this.nodeNames.get(nodeId) ?? nodeId;
-    const vms = await this.deps.backend.listVms();
+    const vms = this.deps.backend.capabilities.vms ? await this.deps.backend.listVms() : [];
     for (const vm of trackingToClear(vms, name)) {
       await this.tracking.clear(vm.id);
       this.deps.log.info({ vm: vm.id, node: nodeId }, `tracking of VM ${vm.id} cleared: node ${name} was removed`);
