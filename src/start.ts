@@ -4,6 +4,7 @@ import { createBackendFromConfig } from './config/plugin-registry.ts';
 import type { Logger } from './logger.ts';
 import { buildApp, type App } from './server.ts';
 import { openDatabase } from './store/database.ts';
+import { PrismaPluginStore } from './store/plugin-store.ts';
 
 export interface StartOptions {
   env?: NodeJS.ProcessEnv;
@@ -39,6 +40,7 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       clock: options.clock ?? systemClock,
       configDir: dir,
       log: options.log,
+      storeFor: (plugin) => new PrismaPluginStore(db.prisma, plugin),
     });
     app = buildApp({
       backend,

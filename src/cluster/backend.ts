@@ -1,3 +1,4 @@
+import type { CutOverOptions, CutOverResult, FailoverControl, NodeRegistry, PlacementControl } from './shard-control.ts';
 import type { ClusterEventListener, ClusterNode, ClusterShard, ClusterVm, RunStrategy, SecondaryStatus, VmMaintenanceTracking } from './types.ts';
 
 /** Which workload kinds a backend serves. Optional behaviour is found here, never by plugin name. */
@@ -84,8 +85,10 @@ export interface ClusterBackend {
    * Swaps roles: the secondary on `toNodeId` becomes attached, `fromNodeId` keeps a
    * secondary. Resolves at once when `toNodeId` is already attached. Rejects with
    * Conflict when `toNodeId` holds no secondary or `fromNodeId` is not attached.
+   * Backends that cut over in phases report them through `onProgress` and honour `signal`
+   * (src/cluster/shard-control.ts); others may ignore both.
    */
-  cutOverShard(id: string, options: { fromNodeId: string; toNodeId: string }): Promise<CutOverResult | void>;
+  cutOverShard(id: string, options: { fromNodeId: string; toNodeId: string } & CutOverOptions): Promise<CutOverResult | void>;
 
   // --- changes
   /** Subscribes to backend events; returns the unsubscribe function. */
@@ -94,14 +97,17 @@ export interface ClusterBackend {
   /** Optional controls of a simulated backend; real backends leave this undefined. */
   readonly simulation?: SimulationControls;
 
+  /** Present when the backend fails shards over from a lost node (neon:H5) and takes commanded availability (neon:E6). */
+  readonly failover?: FailoverControl;
+  /** Present when the backend takes per-shard placements and policies (neon:W1–W9). */
+  readonly placement?: PlacementControl;
+  /** Present when nodes register and are deleted at run time (neon:L1–L7). */
+  readonly registry?: NodeRegistry;
+
   close(): Promise<void>;
 }
 
-/** What a backend may say about a cut-over that succeeded, e.g. that requests had to be retried. */
-export interface CutOverResult {
-  /** Shown on the step, e.g. "location_config on node 2 answered 503 twice; retried". */
-  note?: string;
-}
+export type { CutOverResult } from './shard-control.ts';
 
 export const ACTION_KINDS = ['cordon', 'migrate', 'stop', 'start', 'cutOver'] as const;
 export type ActionKind = (typeof ACTION_KINDS)[number];

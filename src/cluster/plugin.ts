@@ -1,12 +1,19 @@
 import type { z } from 'zod';
 import type { ClusterBackend } from './backend.ts';
 import type { Clock } from './clock.ts';
+import type { PluginStore } from './plugin-store.ts';
 
 export interface PluginContext {
   clock: Clock;
   /** Directory that relative paths in the plugin's options are resolved against. */
   configDir: string;
   log: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
+  /**
+   * The gateway's database for this plugin (its own namespace): controller plugins keep
+   * registered nodes, intent and generations there, never in memory or files alone.
+   * Absent where no database is open (some tests); a plugin that needs it says so.
+   */
+  store?: PluginStore;
 }
 
 /** What a plugin module exports as default. */

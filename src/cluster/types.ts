@@ -86,6 +86,8 @@ export interface ClusterShard {
   secondaryNodeIds: string[];
   preferredZone: string | null;
   policy: ShardPolicy;
+  /** neon:C14: the last compute notification for the shard's new location has not succeeded yet. Absent: the backend sends none. */
+  pendingComputeNotification?: boolean;
 }
 
 /** A secondary location's download progress. `heatmapMtime` null means the lag is unknown. */

@@ -1,6 +1,6 @@
 import { afterEach } from 'vitest';
 import { shardIdOf, type SimShardSpec } from '../../simulators/pageserver/index.ts';
-import { startSimCluster, waitFor, type SimCluster } from '../support/pageserver-cluster.ts';
+import { startSimCluster, type SimCluster } from '../support/pageserver-cluster.ts';
 import { describeClusterBackendContract } from './cluster-backend-contract.ts';
 
 let cluster: SimCluster | undefined;
@@ -16,7 +16,7 @@ describeClusterBackendContract('pageserver (three simulated pageservers over HTT
   const backend = await c.startController();
   return {
     backend,
-    advance: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    advance: (ms) => c.advance(ms, Math.min(ms, 100)),
     fixtures: {
       nodes: { source: '1', target: '2' },
       shards: { withSecondary: shardIdOf(withSecondary) },
@@ -24,9 +24,9 @@ describeClusterBackendContract('pageserver (three simulated pageservers over HTT
     },
     async takeNodeOffline(nodeId) {
       c.sim(nodeId).stopAnswering();
-      await waitFor(async () => (await backend.getNode(nodeId))?.availability === 'OFFLINE', { what: `node ${nodeId} OFFLINE` });
+      await c.until(async () => (await backend.getNode(nodeId))?.availability === 'OFFLINE', { what: `node ${nodeId} OFFLINE` });
     },
-    actionTimeoutMs: 10_000,
+    actionTimeoutMs: 120_000,
     cleanup: () => c.close(),
   };
 });
