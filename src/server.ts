@@ -17,6 +17,9 @@ import { serveGraphQLOverWebSocket } from './http/websocket.ts';
 import type { Logger } from './logger.ts';
 import { OperationCoordinator } from './operations/core/coordinator.ts';
 import { createOperationMetrics } from './operations/core/metrics.ts';
+import { DeleteEngine } from './operations/delete/engine.ts';
+import { FailoverEngine } from './operations/failover/engine.ts';
+import { ShardControls } from './operations/shard-controls/service.ts';
 import { MaintenanceEngine } from './operations/maintenance/engine.ts';
 import { RolloutEngine } from './operations/rollouts/engine.ts';
 import { StorageEngine } from './operations/storage/engine.ts';
@@ -55,6 +58,9 @@ export interface App {
   storage: StorageEngine;
   maintenance: MaintenanceEngine;
   rollouts: RolloutEngine;
+  failover: FailoverEngine;
+  deletes: DeleteEngine;
+  shardControls: ShardControls;
   auth: AuthService;
   server: Server;
   /** Resumes interrupted operations, then listens; port 0 picks a free port. Resolves with the bound address. */
@@ -83,6 +89,9 @@ export function buildApp(deps: AppDeps): App {
   const storage = new StorageEngine(engineDeps);
   const maintenance = new MaintenanceEngine(engineDeps);
   const rollouts = new RolloutEngine({ ...engineDeps, storage, maintenance, audit });
+  const failover = new FailoverEngine({ ...engineDeps, storage, audit });
+  const deletes = new DeleteEngine({ ...engineDeps, storage });
+  const shardControls = new ShardControls({ ...engineDeps, storage });
   const auth = new AuthService(new ApiTokenStore(deps.prisma), log, {
     bootstrapToken: deps.bootstrapToken,
     recheckIntervalMs: config.auth.recheckIntervalMs,
@@ -92,7 +101,18 @@ export function buildApp(deps: AppDeps): App {
   const { allowedOrigins, insecure } = config.server;
   const { maxBodyBytes } = config.limits;
 
-  const neonFacade = createNeonFacade({ storage, backend: deps.backend, audit, clock, log, maxBodyBytes, authorize: restAuthorizer(auth) });
+  const neonFacade = createNeonFacade({
+    storage,
+    failover,
+    deletes,
+    shardControls,
+    backend: deps.backend,
+    audit,
+    clock,
+    log,
+    maxBodyBytes,
+    authorize: restAuthorizer(auth),
+  });
   const yoga = createGraphQLHandler(
     { backend: deps.backend, bus, operations, storage, maintenance, rollouts, audit, events: new EventLog(deps.prisma), clock, auth },
     log,
@@ -137,6 +157,9 @@ export function buildApp(deps: AppDeps): App {
     storage,
     maintenance,
     rollouts,
+    failover,
+    deletes,
+    shardControls,
     auth,
     server,
     ready() {

@@ -8,6 +8,7 @@ import type {
   VmFilter,
 } from '../../src/cluster/backend.ts';
 import type { Clock } from '../../src/cluster/clock.ts';
+import type { FailoverControl } from '../../src/cluster/shard-control.ts';
 import { BackendError } from '../../src/cluster/errors.ts';
 import type {
   ClusterEventListener,
@@ -23,6 +24,7 @@ import { ClusterState } from './cluster-state.ts';
 import { snapshotState, StateSaver } from './durable-state.ts';
 import { copyNode, copyShard, copyVm } from './copy.ts';
 import { EventHub } from './event-hub.ts';
+import { createFailoverControl } from './failover.ts';
 import { FaultInjector } from './faults.ts';
 import { MoveTracker } from './moves.ts';
 import { NodeLifecycle } from './node-lifecycle.ts';
@@ -72,6 +74,7 @@ export class SimulatedCluster implements ClusterBackend {
   /** Calls per method name, so tests can prove that reads are batched (DataLoader). */
   readonly callCounts = new Map<string, number>();
   readonly simulation: SimulationControls;
+  readonly failover: FailoverControl;
 
   private readonly rt: Runtime;
   private readonly lifecycle: NodeLifecycle;
@@ -108,6 +111,7 @@ export class SimulatedCluster implements ClusterBackend {
       this.saver.writeNow();
     }
     this.simulation = this.createSimulationControls();
+    this.failover = createFailoverControl(this.rt, this.lifecycle);
   }
 
   // --- nodes

@@ -32,6 +32,7 @@ export class StorageRun extends StepRun<StorageRun> {
   private readonly inFlight = new Set<string>();
   private readonly cutOvers = new CutOversInFlight();
   private blockedSince: number | null = null;
+  private nodeLost = false;
 
   constructor(
     protected override readonly host: StorageRunHost,
@@ -51,6 +52,13 @@ export class StorageRun extends StepRun<StorageRun> {
     return this.snapshot.kind as StorageKind;
   }
 
+  /** neon:H5: the node was lost and a FAILOVER takes its shards: this run ends FAILED (`NODE_OFFLINE`). */
+  loseNode(): void {
+    this.nodeLost = true;
+    this.cutOvers.cancelAll(`node ${this.nodeId} went OFFLINE`);
+    this.nudge();
+  }
+
   private get expectedPolicy() {
     return this.kind === 'DRAIN' ? 'DRAINING' : 'FILLING';
   }
@@ -64,6 +72,10 @@ export class StorageRun extends StepRun<StorageRun> {
       if (this.snapshot.state === 'CANCELLING') {
         // neon:C11: cut-overs waiting for catch-up or compute stop; the backend completes what it issued.
         this.cutOvers.cancelAll(`the ${this.kind.toLowerCase()} was cancelled`);
+        break;
+      }
+      if (this.nodeLost) {
+        failure = 'NODE_OFFLINE';
         break;
       }
       if (policies.get(this.nodeId) !== this.expectedPolicy) {
