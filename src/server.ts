@@ -114,7 +114,21 @@ export function buildApp(deps: AppDeps): App {
     authorize: restAuthorizer(auth),
   });
   const yoga = createGraphQLHandler(
-    { backend: deps.backend, bus, operations, storage, maintenance, rollouts, audit, events: new EventLog(deps.prisma), clock, auth },
+    {
+      backend: deps.backend,
+      bus,
+      operations,
+      storage,
+      maintenance,
+      rollouts,
+      failover,
+      deletes,
+      shardControls,
+      audit,
+      events: new EventLog(deps.prisma),
+      clock,
+      auth,
+    },
     log,
     {
       limits: config.limits,

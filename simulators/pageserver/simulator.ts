@@ -277,11 +277,13 @@ export class PageserverSim {
   /** Requests are accepted but never answered (until `resume`, which drops them unanswered). */
   stopAnswering(): void {
     this.answering = false;
+    this.options.safety.setReachable(String(this.nodeId), false);
   }
 
   resume(): void {
     this.dropHeld();
     this.answering = true;
+    this.options.safety.setReachable(String(this.nodeId), true);
   }
 
   /**
@@ -291,6 +293,7 @@ export class PageserverSim {
   async restart({ downMs = 0 }: { downMs?: number } = {}): Promise<void> {
     this.epoch++;
     this.answering = false;
+    this.options.safety.setReachable(String(this.nodeId), false);
     this.dropHeld();
     if (downMs) await this.waits.sleep(this.clock, downMs);
     await this.boot();
@@ -304,6 +307,7 @@ export class PageserverSim {
    */
   async boot({ retryEveryMs }: { retryEveryMs?: number } = {}): Promise<void> {
     this.answering = false;
+    this.options.safety.setReachable(String(this.nodeId), false);
     for (;;) {
       try {
         await this.reAttach();
@@ -314,6 +318,7 @@ export class PageserverSim {
       }
     }
     this.answering = true;
+    this.options.safety.setReachable(String(this.nodeId), true);
   }
 
   // ------------------------------------------------------------ internals

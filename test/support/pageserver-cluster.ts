@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { PluginStore } from '../../src/cluster/plugin-store.ts';
 import { createLogger } from '../../src/logger.ts';
 import { openDatabase, type Database } from '../../src/store/index.ts';
 import { PrismaPluginStore } from '../../src/store/plugin-store.ts';
@@ -27,7 +28,10 @@ export interface SimCluster extends PageserverFleet {
   /** Host names that do not resolve (registration's 503). */
   unresolvable: Set<string>;
   /** Starts (or restarts on the same database) the plugin against the simulators. */
-  startController(extra?: Partial<PageserverOptionsInput>, options?: { hook?: boolean }): Promise<PageserverController>;
+  startController(
+    extra?: Partial<PageserverOptionsInput>,
+    options?: { hook?: boolean; wrapStore?: (store: PluginStore) => PluginStore },
+  ): Promise<PageserverController>;
   controller: PageserverController | undefined;
   /** Waits until nothing is in flight except what waits on the clock. */
   idle(): Promise<void>;
@@ -77,7 +81,7 @@ export async function startSimCluster(spec: SimClusterSpec & { hookToken?: strin
     dir,
     unresolvable,
     controller: undefined,
-    async startController(extra = {}, { hook: withHook = true } = {}) {
+    async startController(extra = {}, { hook: withHook = true, wrapStore = (s: PluginStore) => s } = {}) {
       const options = pageserverOptionsSchema.parse({
         pageservers: spec.nodes.map((n) => ({ id: n.id, url: sims.get(n.id)!.url, availabilityZone: n.zone ?? 'az-a' })),
         upcall: { host: '127.0.0.1', port: 0 },
@@ -88,7 +92,7 @@ export async function startSimCluster(spec: SimClusterSpec & { hookToken?: strin
         configDir: dir,
         log: createLogger('silent'),
         clock,
-        store: new PrismaPluginStore(db.prisma, 'pageserver'),
+        store: wrapStore(new PrismaPluginStore(db.prisma, 'pageserver')),
         resolveHost: async (host) => !unresolvable.has(host),
       });
       const controller = await drive(starting);
@@ -144,6 +148,19 @@ export async function startSimCluster(spec: SimClusterSpec & { hookToken?: strin
   }
 
   return cluster;
+}
+
+/** The requests in the shared log since `from`, as `source METHOD path {query} mode@gen`, without heartbeats and listings. */
+export function calls(c: SimCluster, from = 0): string[] {
+  return c.log.entries
+    .slice(from)
+    .filter((e) => e.path !== '/v1/utilization' && e.path !== '/v1/location_config')
+    .map((e) => {
+      const q = Object.keys(e.query).length ? ` ${new URLSearchParams(e.query)}` : '';
+      const b = e.body as { mode?: string; generation?: number | null; shards?: { node_id: number }[] } | null;
+      const what = b?.mode ? ` ${b.mode}@${b.generation ?? '-'}` : b?.shards ? ` nodes=${b.shards.map((s) => s.node_id).join(',')}` : '';
+      return `${e.source} ${e.method} ${e.path.replace(/\/v1\/tenant\/[^/]+/, '/v1/tenant/:id').replace(/\/v1\/location_config\/[^/]+/, '/v1/location_config/:id')}${q}${what}`;
+    });
 }
 
 /**

@@ -200,7 +200,20 @@ describe("the simulators' safety checker", () => {
       'shard s: no attached location left ({"1":{"mode":"Secondary","generation":null},"2":{"mode":"Secondary","generation":null}})',
       'shard s: node 1 is AttachedSingle with generation 1 but 2 was issued',
       'shard s: AttachedSingle on nodes 1 and 2 at once',
-      'shard s: node 1 is AttachedSingle with generation 1 but 2 was issued',
     ]);
+  });
+
+  it('neon:H5: a stale AttachedSingle on a node that cannot be reached does not count against its failed-over successor', () => {
+    const safety = new SafetyChecker();
+    safety.issue('s', 1);
+    safety.record('1', 's', { mode: 'AttachedSingle', generation: 1 });
+    safety.setReachable('1', false);
+    safety.issue('s', 2);
+    safety.record('2', 's', { mode: 'AttachedSingle', generation: 2 });
+    expect(safety.violations).toEqual([]);
+    // Reachable, the same would be two attachments at once.
+    safety.setReachable('1', true);
+    safety.record('2', 's', { mode: 'AttachedSingle', generation: 2 });
+    expect(safety.violations).toEqual(['shard s: AttachedSingle on nodes 1 and 2 at once']);
   });
 });
