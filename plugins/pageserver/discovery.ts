@@ -31,7 +31,7 @@ type Log = { info(obj: object, msg?: string): void; warn(obj: object, msg?: stri
 
 const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-export function recordOfConfig(p: PageserverOptions['pageservers'][number]): NodeRecord {
+function recordOfConfig(p: PageserverOptions['pageservers'][number]): NodeRecord {
   const url = new URL(p.url);
   const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
   return {

@@ -49,7 +49,7 @@ export class PageserverRequestError extends BackendError {
  * and body errors, per-attempt timeouts and 408 / 503 / 504 are retried; any other status
  * ends the call at once, and so does a cancel.
  */
-export function neonRetryable(e: unknown): boolean {
+function neonRetryable(e: unknown): boolean {
   if (e instanceof PageserverResponseError) return true;
   if (!(e instanceof PageserverRequestError) || e.cancelled) return false;
   return e.status === null || e.status === 408 || e.status === 503 || e.status === 504;

@@ -2,7 +2,7 @@ import type { PluginStore } from '../../src/cluster/plugin-store.ts';
 import { describeSchemaIssues } from '../../src/cluster/state-file.ts';
 import { intentJson, nodeJson, storedIntentSchema, storedNodeSchema, type NodeRecord, type ShardIntent } from './intent.ts';
 
-export class PageserverStoreError extends Error {
+class PageserverStoreError extends Error {
   override readonly name = 'PageserverStoreError';
 }
 

@@ -8,7 +8,7 @@ import { CALLS, CATCH_UP_POLL_MS, notifyRoundBackoffMs, WAIT_LSN_TIMEOUT_MS } fr
 import type { LocationConfig, SecondaryProgress, TimelineInfo } from './wire.ts';
 
 /** Neon's LSN text `hi/lo` (hex) as a number, exact up to 2^53. */
-export function parseLsn(text: string): number | null {
+function parseLsn(text: string): number | null {
   const m = /^([0-9A-Fa-f]{1,8})\/([0-9A-Fa-f]{1,8})$/.exec(text);
   return m ? parseInt(m[1]!, 16) * 2 ** 32 + parseInt(m[2]!, 16) : null;
 }
@@ -250,7 +250,7 @@ function anySignal(...signals: (AbortSignal | undefined)[]): AbortSignal {
   return AbortSignal.any(signals.filter((s): s is AbortSignal => s !== undefined));
 }
 
-export function formatLsn(lsn: number): string {
+function formatLsn(lsn: number): string {
   const hi = Math.floor(lsn / 2 ** 32);
   const lo = lsn % 2 ** 32;
   return `${hi.toString(16).toUpperCase()}/${lo.toString(16).toUpperCase()}`;

@@ -66,7 +66,7 @@ export class ReconcileRun {
   }
 }
 
-export function locationBody(shard: ShardIntent, mode: LocationConfigMode, generation: number | null): LocationConfig {
+function locationBody(shard: ShardIntent, mode: LocationConfigMode, generation: number | null): LocationConfig {
   return {
     mode,
     generation,

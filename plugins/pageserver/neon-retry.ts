@@ -49,5 +49,3 @@ export const DRAIN_FILL_WARMUP = { timeoutMs: 30_000, requestTimeoutMs: 5_000 };
 export const HOOK = { requestTimeoutMs: 10_000, retries: 10, slowdownMs: 5_000, concurrency: 32 } as const;
 /** neon:H5: reconciles in flight (`RECONCILER_CONCURRENCY_DEFAULT`, `PRIORITY_RECONCILER_CONCURRENCY_DEFAULT`). */
 export const RECONCILER_CONCURRENCY = { normal: 128, high: 256 } as const;
-/** neon:W6: how long a cancel waits for the reconcile to stop (`SHORT_RECONCILE_TIMEOUT`). */
-export const SHORT_RECONCILE_TIMEOUT_MS = 5_000;

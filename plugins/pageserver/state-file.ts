@@ -7,8 +7,8 @@ import { SHARD_POLICIES } from '../../src/cluster/types.ts';
  * generations, cordons) beside the gateway. Only read now: imported once into the
  * gateway's database at start (discovery.ts), never written.
  */
-export const STATE_FORMAT = 'lockkeeper-pageserver-controller';
-export const STATE_VERSION = 1;
+const STATE_FORMAT = 'lockkeeper-pageserver-controller';
+const STATE_VERSION = 1;
 
 const shardSchema = z
   .object({
@@ -37,7 +37,6 @@ const stateSchema = z
   .strict();
 
 export type ControllerState = z.output<typeof stateSchema>;
-export type ShardIntent = ControllerState['shards'][number];
 
 export class PageserverStateFileError extends Error {
   constructor(

@@ -14,7 +14,7 @@ function statusOf(e: unknown): number {
   return { Conflict: 409, Unavailable: 503, Rejected: 400, NotFound: 404, Transient: 500 }[e.code];
 }
 
-export function registrationFrom(nodeId: string, r: NodeRegisterRequest): NodeRegistration {
+function registrationFrom(nodeId: string, r: NodeRegisterRequest): NodeRegistration {
   return {
     nodeId,
     listenHttpAddr: r.listen_http_addr,
@@ -37,7 +37,7 @@ const REGISTER_FIELDS: [keyof NodeRegisterRequest, 'string' | 'port'][] = [
 ];
 
 /** What is wrong with a `register` object, or null. */
-export function invalidRegister(r: Record<string, unknown>): string | null {
+function invalidRegister(r: Record<string, unknown>): string | null {
   for (const [key, kind] of REGISTER_FIELDS) {
     const v = r[key];
     if (kind === 'string' ? typeof v !== 'string' || v === '' : !Number.isInteger(v) || (v as number) < 1 || (v as number) > 65535)

@@ -59,6 +59,8 @@ export interface PageserverFleet {
   wal: WalStreams;
   /** Requests the simulators hold or wait on the clock for. */
   waiting(): number;
+  /** Upcalls the simulators have in flight. */
+  upcallsInFlight(): number;
   sims: Map<number, PageserverSim>;
   sim(id: number | string): PageserverSim;
   /** Per shard, what the simulators hold: `{ nodeId: "Mode@generation" }`. */
@@ -101,6 +103,7 @@ export async function startPageserverFleet(spec: SimClusterSpec): Promise<Pagese
     log,
     wal,
     waiting: () => [...sims.values()].reduce((n, s) => n + s.waiting, 0),
+    upcallsInFlight: () => [...sims.values()].reduce((n, s) => n + s.upcallsInFlight, 0),
     sims,
     sim(id) {
       const sim = sims.get(Number(id));

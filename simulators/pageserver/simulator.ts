@@ -173,6 +173,13 @@ export class PageserverSim {
     return this.waits.pending;
   }
 
+  /** Re-attach upcalls this pageserver has sent and not yet had answered. */
+  get upcallsInFlight(): number {
+    return this.upcalls;
+  }
+
+  private upcalls = 0;
+
   // ------------------------------------------------------------ test controls
 
   seed(shardId: string, seed: SeedLocation): void {
@@ -335,12 +342,19 @@ export class PageserverSim {
       listen_grpc_port: m.grpc_port ?? null,
       availability_zone_id: m.availability_zone_id,
     };
-    const res = await fetch(`${this.controllerUrl}/upcall/v1/re-attach`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(this.controllerToken ? { authorization: `Bearer ${this.controllerToken}` } : {}) },
-      body: JSON.stringify({ node_id: this.nodeId, ...(register && { register }) }),
-    });
-    const body = (await res.json()) as { tenants?: { id: string; gen: number | null; mode: Mode }[]; msg?: string };
+    this.upcalls++;
+    let res: Response;
+    let body: { tenants?: { id: string; gen: number | null; mode: Mode }[]; msg?: string };
+    try {
+      res = await fetch(`${this.controllerUrl}/upcall/v1/re-attach`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(this.controllerToken ? { authorization: `Bearer ${this.controllerToken}` } : {}) },
+        body: JSON.stringify({ node_id: this.nodeId, ...(register && { register }) }),
+      });
+      body = (await res.json()) as typeof body;
+    } finally {
+      this.upcalls--;
+    }
     if (res.status !== 200 || !body.tenants) throw new Error(`re-attach of node ${this.nodeId} answered ${res.status}: ${JSON.stringify(body)}`);
     const named = new Set(body.tenants.map((t) => t.id));
     for (const id of [...this.locations.keys()]) if (!named.has(id)) this.set(id, null);

@@ -14,7 +14,7 @@ export interface CutOverResult {
 }
 
 /** The phases of a cut-over as Neon's live migration (neon:C1–C9), and the roll-forward after a failure past C4 (neon:C10). */
-export const CUT_OVER_PHASES = [
+const CUT_OVER_PHASES = [
   'ORIGIN_STALE',
   'BASELINE',
   'WARM_UP',

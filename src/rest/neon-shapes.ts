@@ -127,7 +127,6 @@ export const nodeConfigureRequestSchema = z
   })
   .strict();
 
-export type NodeConfigureRequest = z.output<typeof nodeConfigureRequestSchema>;
 
 /** Neon's `NodeShard` in a `NodeShardResponse`. */
 export interface NeonNodeShard {
@@ -157,7 +156,6 @@ export const nodeRegisterRequestSchema = z
   })
   .strict();
 
-export type NodeRegisterBody = z.output<typeof nodeRegisterRequestSchema>;
 
 const UNIT_MS: Record<string, number> = {
   ms: 1,
@@ -210,7 +208,6 @@ export const migrateRequestSchema = z
   })
   .strict();
 
-export type MigrateBody = z.output<typeof migrateRequestSchema>;
 
 /** Neon's shard scheduling policies as its API spells them. */
 export const NEON_SHARD_POLICY = { Active: 'ACTIVE', Essential: 'ESSENTIAL', Pause: 'PAUSE', Stop: 'STOP' } as const;

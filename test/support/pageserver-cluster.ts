@@ -64,8 +64,9 @@ export async function startSimCluster(spec: SimClusterSpec & { hookToken?: strin
       await flushMicrotasks();
       const out = cluster.controller?.outstandingRequests() ?? 0;
       const held = fleet.waiting() + hook.waiting;
-      const print = `${out}/${held}/${log.entries.length}/${hook.notifications.length}`;
-      if (out <= held && print === last) stable++;
+      const upcalls = fleet.upcallsInFlight();
+      const print = `${out}/${held}/${upcalls}/${log.entries.length}/${hook.notifications.length}`;
+      if (out <= held && upcalls === 0 && print === last) stable++;
       else stable = 0;
       last = print;
       if (Date.now() > deadline) throw new Error(`the pageserver world did not settle (requests in flight ${out}, waiting on the clock ${held})`);

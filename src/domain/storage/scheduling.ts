@@ -27,7 +27,7 @@ export function betterScoringNode(shard: PlanShard, targetId: string, nodes: Rea
  * the attached node's first (a secondary is there for when that zone is lost), then the
  * fewest locations, then the lowest id.
  */
-export function pickSecondaryNode(
+function pickSecondaryNode(
   placement: Placement,
   nodes: ReadonlyMap<string, PlanNode>,
   load: ReadonlyMap<string, number>,

@@ -14,7 +14,7 @@ import { FailoverRun, type FailoverRunHost } from './run.ts';
 
 const KINDS = ['FAILOVER'] as const;
 /** Failovers start by themselves: the audit log and the operation name this actor. */
-export const SYSTEM_ACTOR = 'system';
+const SYSTEM_ACTOR = 'system';
 
 /**
  * Failover of a lost node (neon:H5) as operations of kind FAILOVER, for every backend that

@@ -25,7 +25,7 @@ import { MigrateRun, type MigrateParams, type MigrateRunHost } from './migrate-r
 
 const KINDS = ['MIGRATE'] as const;
 /** neon:W4: how long a per-shard call waits for its reconcile (`RECONCILE_TIMEOUT`). */
-export const RECONCILE_TIMEOUT_MS = 30_000;
+const RECONCILE_TIMEOUT_MS = 30_000;
 /** neon:W6: how long a cancel waits for the reconcile to stop (`SHORT_RECONCILE_TIMEOUT`). */
 const SHORT_RECONCILE_TIMEOUT_MS = 5_000;
 /** How often a prewarming migration asks whether the target's secondary is warm. */
