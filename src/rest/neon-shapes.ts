@@ -127,7 +127,6 @@ export const nodeConfigureRequestSchema = z
   })
   .strict();
 
-
 /** Neon's `NodeShard` in a `NodeShardResponse`. */
 export interface NeonNodeShard {
   tenant_shard_id: string;
@@ -155,7 +154,6 @@ export const nodeRegisterRequestSchema = z
     node_ip_addr: z.string().nullish(),
   })
   .strict();
-
 
 const UNIT_MS: Record<string, number> = {
   ms: 1,
@@ -207,7 +205,6 @@ export const migrateRequestSchema = z
       .nullish(),
   })
   .strict();
-
 
 /** Neon's shard scheduling policies as its API spells them. */
 export const NEON_SHARD_POLICY = { Active: 'ACTIVE', Essential: 'ESSENTIAL', Pause: 'PAUSE', Stop: 'STOP' } as const;

@@ -133,7 +133,8 @@ export class FailoverEngine implements OperationKindEngine {
     if (!node || node.availability !== 'OFFLINE') return;
     const nodes = [...this.planNodes().values()];
     const refusal = failoverRefusal(nodeId, nodes);
-    const shards = await backend.listShards({ attachedNodeId: nodeId });
+    const all = await backend.listShards();
+    const shards = all.filter((s) => s.attachedNodeId === nodeId);
     const now = clock.now();
     if (refusal || shards.length === 0) {
       const why =
@@ -147,7 +148,7 @@ export class FailoverEngine implements OperationKindEngine {
     }
     // The drain or fill of the lost node ends: its shards are the failover's now.
     this.deps.storage.loseNode(nodeId);
-    const steps: StepRecord[] = planFailover(nodeId, shards, nodes).map((d, seq) => ({
+    const steps: StepRecord[] = planFailover(nodeId, all, nodes).map((d, seq) => ({
       workloadKind: 'shard',
       workloadId: d.shard.id,
       action: 'FAILOVER',
