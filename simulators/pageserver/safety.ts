@@ -34,7 +34,12 @@ export class SafetyChecker {
     return this.issued.get(shardId) ?? 0;
   }
 
-  /** Whether the pageserver answers (a simulator that stops answering or restarts is not reachable meanwhile). */
+  /**
+   * Whether the pageserver answers (a simulator that stops answering or restarts is not
+   * reachable meanwhile). A test also says so for a node the controller was told is
+   * offline while it still answers (neon:H8): it keeps its stale attachments until the
+   * controller reaches it again, as after a partition.
+   */
   setReachable(nodeId: string, reachable: boolean): void {
     if (reachable) this.unreachable.delete(nodeId);
     else this.unreachable.add(nodeId);
