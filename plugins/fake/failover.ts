@@ -5,9 +5,11 @@ import type { NodeLifecycle } from './node-lifecycle.ts';
 import { moveKey, nodeChanged, shardChanged, type Runtime } from './runtime.ts';
 
 /**
- * What the gateway's FAILOVER needs of the simulated cluster (neon:H5, neon:E6): the
- * simulated cluster declares a node OFFLINE at once (it has no heartbeat grace), and a
- * failover attaches a shard to another node at once — the lost node stays a secondary.
+ * What the gateway's FAILOVER needs of the simulated cluster (neon:H5, neon:E6): an
+ * outage (`setNodeOnline(false)`) or an operator's OFFLINE declares the node lost at once
+ * (`nodeLost`; the simulation has no heartbeat grace), while a `restartNode` — back within
+ * `restartDelayMs`, like a pageserver restarting within Neon's offline interval — does not;
+ * a failover attaches a shard to another node at once, the lost node staying a secondary.
  */
 export function createFailoverControl(rt: Runtime, lifecycle: NodeLifecycle): FailoverControl {
   const heartbeats = new Map<string, () => void>();
@@ -37,6 +39,7 @@ export function createFailoverControl(rt: Runtime, lifecycle: NodeLifecycle): Fa
       if (node.availability !== availability) {
         node.availability = availability;
         nodeChanged(rt, node);
+        if (availability === 'OFFLINE') rt.hub.emit({ type: 'nodeLost', nodeId });
       }
       // neon:H8: the node still answers, so its next heartbeat brings it back.
       heartbeats.set(
@@ -50,4 +53,12 @@ export function createFailoverControl(rt: Runtime, lifecycle: NodeLifecycle): Fa
       );
     },
   };
+}
+
+/** `simulation.setNodeOnline`: an outage of a node that is not restarting declares it lost. */
+export async function setNodeOnlineDeclaringLoss(rt: Runtime, lifecycle: NodeLifecycle, nodeId: string, online: boolean): Promise<void> {
+  const before = rt.state.nodes.get(nodeId)?.availability;
+  const restarting = lifecycle.save().restarts.some((r) => r.nodeId === nodeId);
+  await lifecycle.setNodeOnline(nodeId, online);
+  if (!online && before !== undefined && before !== 'OFFLINE' && !restarting) rt.hub.emit({ type: 'nodeLost', nodeId });
 }

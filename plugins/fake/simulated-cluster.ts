@@ -24,7 +24,7 @@ import { ClusterState } from './cluster-state.ts';
 import { snapshotState, StateSaver } from './durable-state.ts';
 import { copyNode, copyShard, copyVm } from './copy.ts';
 import { EventHub } from './event-hub.ts';
-import { createFailoverControl } from './failover.ts';
+import { createFailoverControl, setNodeOnlineDeclaringLoss } from './failover.ts';
 import { FaultInjector } from './faults.ts';
 import { MoveTracker } from './moves.ts';
 import { NodeLifecycle } from './node-lifecycle.ts';
@@ -241,7 +241,7 @@ export class SimulatedCluster implements ClusterBackend {
     const sim = (name: string) => `simulation.${name}`;
     return {
       restartNode: (nodeId) => this.call(sim('restartNode'), () => lifecycle.restartNode(nodeId)),
-      setNodeOnline: (nodeId, online) => this.call(sim('setNodeOnline'), () => lifecycle.setNodeOnline(nodeId, online)),
+      setNodeOnline: (nodeId, online) => this.call(sim('setNodeOnline'), () => setNodeOnlineDeclaringLoss(rt, lifecycle, nodeId, online)),
       removeNode: (nodeId) => this.call(sim('removeNode'), () => lifecycle.removeNode(nodeId)),
       setSecondaryLag: (shardId, nodeId, lagBytes, bytesPerSecond) =>
         this.call(sim('setSecondaryLag'), () => shards.setSecondaryLag(rt, shardId, nodeId, lagBytes, bytesPerSecond)),

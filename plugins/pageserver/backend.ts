@@ -127,6 +127,7 @@ export class PageserverBackend implements ClusterBackend {
         this.emit({ type: 'nodeChanged', node: toClusterNode(node) });
         this.moves.recheck();
       },
+      lost: (node) => this.emit({ type: 'nodeLost', nodeId: node.nodeId }),
     });
     this.registration = new Registration({
       intents: this.intents,
@@ -335,7 +336,7 @@ export class PageserverBackend implements ClusterBackend {
   /**
    * A drain's or fill's cut-over: the roles swap in the intent and the reconcile runs
    * Neon's live migration (neon:C1–C9) with the drain/fill warm-up bounds (neon:C3). See
-   * ShardMoves for what a failure does (back to the origin before C4, forward after).
+   * ShardMoves for what a failure does (back to the origin before neon:C4, forward after).
    */
   async cutOverShard(id: string, options: { fromNodeId: string; toNodeId: string } & CutOverOptions): Promise<CutOverResult | void> {
     this.assertOpen();

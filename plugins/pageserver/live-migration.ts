@@ -177,7 +177,7 @@ async function awaitLsn(deps: ReconcileDeps, run: ReconcileRun, shard: ShardInte
  * neon:C7 (`compute_notify_blocking`): notify until it succeeds, with rounds 0, 2, 4, 8,
  * then 10 s apart; a fatal answer fails the reconcile; it carries on un-notified (the
  * pending flag stays set, neon:C14) once the origin is unavailable or no longer attached.
- * Without a hook it is skipped, and the skip is logged and noted (the Decision under C7).
+ * Without a hook it is skipped, and the skip is logged and noted (the Decision under neon:C7).
  */
 async function notifyBlocking(deps: ReconcileDeps, run: ReconcileRun, shard: ShardIntent, origin: string, dest: string): Promise<void> {
   if (!deps.hook.configured) {
@@ -236,7 +236,7 @@ function checkSoft(run: ReconcileRun): void {
   if (run.soft?.aborted) throw new OperationCancelled('the operation was cancelled');
 }
 
-/** A sleep of C6 or C7, which either cancel ends. */
+/** A sleep of neon:C6 or neon:C7, which either cancel ends. */
 async function pause(deps: ReconcileDeps, run: ReconcileRun, ms: number): Promise<void> {
   try {
     await sleepUnless(deps.clock, ms, run.cancel, run.soft);

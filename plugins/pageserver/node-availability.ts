@@ -13,6 +13,8 @@ export interface AvailabilityDeps extends ReconcileDeps {
   limits: { maxOfflineIntervalMs: number; maxWarmingUpIntervalMs: number };
   /** The node's availability changed (a `nodeChanged` event). */
   changed(node: NodeRuntime): void;
+  /** The node was declared lost (a `nodeLost` event: the gateway fails its shards over, neon:H5). */
+  lost(node: NodeRuntime): void;
 }
 
 /**
@@ -130,6 +132,7 @@ export class NodeAvailabilityKeeper {
     this.deps.http.abortNode(node.nodeId, `pageserver ${node.nodeId} went OFFLINE`);
     this.deps.observed.unknownOn(node.nodeId);
     this.set(node, 'OFFLINE');
+    this.deps.lost(node);
   }
 
   /** A re-attach (neon:H6): WARMING_UP from now; calls in flight to the old process end; nothing is rescheduled. */

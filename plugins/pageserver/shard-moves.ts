@@ -15,8 +15,8 @@ interface Waiter {
 
 /**
  * Intent changes that move a shard, and waiting until they hold. The intent is persisted
- * first, then reconciled. A failure before a generation was issued to the new node (C1–C3)
- * puts the intent back: the shard stays where it was. A failure after it (C4 on) rolls
+ * first, then reconciled. A failure before a generation was issued to the new node (neon:C1–C3)
+ * puts the intent back: the shard stays where it was. A failure after it (neon:C4 on) rolls
  * forward: the intent stays, the background pass (or at once, after an operation's cancel)
  * completes it by a direct attach, and the promise resolves once the new node holds the
  * shard `AttachedSingle` (neon:C10, issue 11 point 1).

@@ -1,6 +1,6 @@
 import type { Clock } from '../../src/cluster/clock.ts';
 
-/** Stopped by a cancel: a newer reconcile, `cancel_reconcile` (neon:W6), the backend closing, or an operation's cancel in C6/C7. */
+/** Stopped by a cancel: a newer reconcile, `cancel_reconcile` (neon:W6), the backend closing, or an operation's cancel in neon:C6/C7. */
 export class Cancelled extends Error {
   override readonly name = 'Cancelled';
 }

@@ -13,7 +13,7 @@ export interface CutOverResult {
   note?: string;
 }
 
-/** The phases of a cut-over as Neon's live migration (neon:C1–C9), and the roll-forward after a failure past C4 (neon:C10). */
+/** The phases of a cut-over as Neon's live migration (neon:C1–C9), and the roll-forward after a failure past neon:C4 (neon:C10). */
 const CUT_OVER_PHASES = [
   'ORIGIN_STALE',
   'BASELINE',
@@ -60,7 +60,7 @@ export interface FailoverControl {
    * the shard; a failed notification does not fail it (neon:C14), the result's note says so.
    */
   failOverShard(id: string, options: { fromNodeId: string; toNodeId: string }): Promise<CutOverResult | void>;
-  /** The operator's say on a node's availability: `OFFLINE` at once (H5 follows), `ACTIVE` after the node's activation (H4), `WARMING_UP` from now. */
+  /** The operator's say on a node's availability: `OFFLINE` at once (neon:H5 follows), `ACTIVE` after the node's activation (neon:H4), `WARMING_UP` from now. */
   setNodeAvailability(nodeId: string, availability: NodeAvailability): Promise<void>;
 }
 

@@ -72,7 +72,7 @@ const PAST = { drain: 'drained', fill: 'filled', delete: 'deleted' } as const;
 export const describeOperation = (op: { kind: string; nodeId: string }) => `${op.kind.toLowerCase()} ${op.nodeId}`;
 
 /**
- * neon:E1, E2, L4: a start refused. An operation already running — on this node or
+ * neon:E1, neon:E2, neon:L4: a start refused. An operation already running — on this node or
  * anywhere, one slot for the controller — is 412 (neon:E3: not 409); 409 only when the
  * policy says the operation runs but none does.
  */
@@ -100,7 +100,7 @@ export function startRefusal(
   return error;
 }
 
-/** neon:E4, L5: a cancel refused. */
+/** neon:E4, neon:L5: a cancel refused. */
 export function cancelRefusal(action: NodeAction, nodeId: string, error: unknown): unknown {
   if (error instanceof NotFoundError) return new NeonRefusal(404, `Node ${nodeId} not registered`, error);
   if (error instanceof PreconditionFailedError && error.reason.startsWith('NO_'))

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PageserverSim, shardIdOf, type SimShardSpec } from '../../simulators/pageserver/index.ts';
-import { pageserverWorlds, settled, start, THREE_NODES, type World } from '../support/pageserver-e2e.ts';
+import { pageserverWorlds, settled, start, THREE_NODES, type World, restClient } from '../support/pageserver-e2e.ts';
 
 /**
  * neon:scenario-6–12 through GraphQL and the Neon-compatible REST facade, with the
@@ -17,21 +17,6 @@ const ON_ONE: SimShardSpec[] = [
   { tenant: 2, attached: 1, secondaries: [3] },
   { tenant: 3, attached: 2, secondaries: [3] },
 ];
-
-async function rest(w: World) {
-  const { port } = await w.app.start(0, '127.0.0.1');
-  return async (method: string, path: string, body?: unknown) => {
-    const res = await w.cluster.drive(
-      fetch(`http://127.0.0.1:${port}${path}`, {
-        method,
-        headers: { 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      }),
-    );
-    const text = await res.text();
-    return { status: res.status, json: text ? JSON.parse(text) : undefined };
-  };
-}
 
 const availability = async (w: World, id: string) => (await w.gql(`{ node(id: "${id}") { ... on ClusterNode { availability } } }`)).node.availability;
 const failovers = async (w: World, nodeId: string) =>
@@ -115,7 +100,7 @@ describe('neon:scenario-7 and scenario-8', { timeout: 240_000 }, () => {
 describe('neon:scenario-9 — a commanded Offline', { timeout: 240_000 }, () => {
   it('PUT config Offline on a healthy node fails it over at once and it is Active after the next round; during a drain config is 412', async () => {
     const w = await setUp({ nodes: THREE_NODES(['az-a']), shards: ON_ONE });
-    const call = await rest(w);
+    const call = await restClient(w);
     // Node 1 still answers and keeps its (now stale) attachments until it is Active again (neon:H8):
     // the safety checker is told it was declared lost, as for a partition.
     w.cluster.safety.setReachable('1', false);
@@ -134,10 +119,10 @@ describe('neon:scenario-9 — a commanded Offline', { timeout: 240_000 }, () => 
   });
 });
 
-describe('neon:scenario-10 — registration (neon:L1, L2)', { timeout: 240_000 }, () => {
+describe('neon:scenario-10 — registration (neon:L1, neon:L2)', { timeout: 240_000 }, () => {
   it('a new node 200, Offline then Active; the same body 200 and no change; another port 409; an unresolvable host 503; a tombstoned id 409', async () => {
     const w = await setUp({ nodes: THREE_NODES(['az-a']), shards: ON_ONE });
-    const call = await rest(w);
+    const call = await restClient(w);
     const extra = await new PageserverSim({ nodeId: 4, safety: w.cluster.safety, clock: w.cluster.clock, log: w.cluster.log, wal: w.cluster.wal }).start();
     try {
       const port = Number(new URL(extra.url).port);
@@ -188,7 +173,7 @@ describe('neon:scenario-10 — registration (neon:L1, L2)', { timeout: 240_000 }
 
   it('neon:L2–L3: a pageserver registers itself in its re-attach; a tombstoned one is refused 409 with register, 500 without', async () => {
     const w = await setUp({ nodes: THREE_NODES(['az-a']), shards: ON_ONE });
-    const call = await rest(w);
+    const call = await restClient(w);
     const extra = await new PageserverSim({ nodeId: 7, safety: w.cluster.safety, clock: w.cluster.clock, log: w.cluster.log, wal: w.cluster.wal }).start();
     try {
       extra.controllerUrl = w.backend.upcallUrl;
@@ -221,7 +206,7 @@ describe('neon:scenario-11 — graceful delete (neon:L4–L5)', { timeout: 240_0
       { tenant: 4, attached: 1, secondaries: [2] },
     ];
     const w = await setUp({ nodes: [1, 2, 3, 4].map((id) => ({ id, zone: 'az-a' })), shards });
-    const call = await rest(w);
+    const call = await restClient(w);
     const [t1, t2, t3, t4] = shards.map(shardIdOf);
     await w.gql(`mutation { setShardPolicy(tenantId: "${t3!.slice(0, 32)}", policy: ESSENTIAL) { __typename } }`);
     await w.gql(`mutation { setShardPolicy(tenantId: "${t4!.slice(0, 32)}", policy: PAUSE) { __typename } }`);
@@ -259,7 +244,7 @@ describe('neon:scenario-11 — graceful delete (neon:L4–L5)', { timeout: 240_0
 
   it('cancel: 202 and the starting policy back (Pause); no delete running → 412; unknown node 404', async () => {
     const w = await setUp({ nodes: THREE_NODES(['az-a']), shards: ON_ONE });
-    const call = await rest(w);
+    const call = await restClient(w);
     await w.gql('mutation { configureNode(nodeId: "1", policy: PAUSE) { __typename } }');
     for (const sim of w.cluster.sims.values()) sim.setLatency(60_000);
     expect((await call('PUT', '/control/v1/node/1/delete')).status).toBe(200);
@@ -276,7 +261,7 @@ describe('neon:scenario-11 — graceful delete (neon:L4–L5)', { timeout: 240_0
 describe('neon:scenario-12 — status codes', { timeout: 240_000 }, () => {
   it('drain and fill refusals as Neon answers them (neon:E1–E5)', async () => {
     const w = await setUp({ nodes: THREE_NODES(['az-a']), shards: ON_ONE });
-    const call = await rest(w);
+    const call = await restClient(w);
     for (const sim of w.cluster.sims.values()) sim.setLatency(5000);
     expect((await call('PUT', '/control/v1/node/2/drain')).status).toBe(202);
     expect(await call('PUT', '/control/v1/node/1/drain')).toEqual({
@@ -320,10 +305,10 @@ describe('neon:scenario-12 — status codes', { timeout: 240_000 }, () => {
     await settled(w, '1');
   });
 
-  it('migrate refusals (neon:W1, W4): unknown node 400, unknown shard 404, offline node 412 (200 with override_scheduler), worse-scoring 412, wrong origin 412, a reconcile over 30 s 408', async () => {
+  it('migrate refusals (neon:W1, neon:W4): unknown node 400, unknown shard 404, offline node 412 (200 with override_scheduler), worse-scoring 412, wrong origin 412, a reconcile over 30 s 408', async () => {
     const shards: SimShardSpec[] = [{ tenant: 1, attached: 1, secondaries: [2] }];
     const w = await setUp({ nodes: THREE_NODES(['az-a']), shards });
-    const call = await rest(w);
+    const call = await restClient(w);
     const id = shardIdOf(shards[0]!);
     const migrate = (body: unknown, shard = id) => call('PUT', `/control/v1/tenant/${shard}/migrate`, body);
     expect(await migrate({ node_id: 9 })).toEqual({ status: 400, json: { msg: 'node 9 is not registered' } });

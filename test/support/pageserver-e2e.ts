@@ -157,3 +157,19 @@ export async function stepsOf(w: World, operationId: string): Promise<StepView[]
   );
   return data.operation.steps.edges.map((e: { node: StepView }) => e.node);
 }
+
+/** The app listening on a free port, and a REST caller that moves the world's clock while a request runs. */
+export async function restClient(w: World) {
+  const { port } = await w.app.start(0, '127.0.0.1');
+  return async (method: string, path: string, body?: unknown) => {
+    const res = await w.cluster.drive(
+      fetch(`http://127.0.0.1:${port}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+    );
+    const text = await res.text();
+    return { status: res.status, json: text ? JSON.parse(text) : undefined };
+  };
+}

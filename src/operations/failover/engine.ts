@@ -18,8 +18,8 @@ const SYSTEM_ACTOR = 'system';
 
 /**
  * Failover of a lost node (neon:H5) as operations of kind FAILOVER, for every backend that
- * serves shards and can fail them over (`backend.failover`). When the backend reports a
- * node OFFLINE — by its own heartbeats (neon:H3) or an operator's config (neon:H8) — its
+ * serves shards and can fail them over (`backend.failover`). When the backend declares a
+ * node lost (`nodeLost`) — by its own heartbeats (neon:H3) or an operator's config (neon:H8) — its
  * attached shards get a new attached node each, unless it is the only node (H5b) or no
  * node may schedule (H5c). Never refused or queued by `maxConcurrentOperations`: the drain
  * or fill running on the lost node ends FAILED (`NODE_OFFLINE`) and its shards are the
@@ -107,16 +107,16 @@ export class FailoverEngine implements OperationKindEngine {
       this.nodes.delete(event.nodeId);
       return;
     }
-    if (event.type !== 'nodeChanged') return;
-    const before = this.nodes.get(event.node.id)?.availability;
-    this.nodes.set(event.node.id, event.node);
-    for (const run of this.core.live.all(KINDS)) run.nudge();
-    if (event.node.availability === 'OFFLINE' && before !== undefined && before !== 'OFFLINE') {
-      const nodeId = event.node.id;
-      this.admitting = this.admitting
-        .then(() => this.core.exclusive(() => this.nodeLost(nodeId)))
-        .catch((e: unknown) => this.deps.log.error({ err: e, node: nodeId }, `failover of node ${nodeId} could not start`));
+    if (event.type === 'nodeChanged') {
+      this.nodes.set(event.node.id, event.node);
+      for (const run of this.core.live.all(KINDS)) run.nudge();
+      return;
     }
+    if (event.type !== 'nodeLost') return;
+    const { nodeId } = event;
+    this.admitting = this.admitting
+      .then(() => this.core.exclusive(() => this.nodeLost(nodeId)))
+      .catch((e: unknown) => this.deps.log.error({ err: e, node: nodeId }, `failover of node ${nodeId} could not start`));
   }
 
   private planNodes(): Map<string, PlanNode> {

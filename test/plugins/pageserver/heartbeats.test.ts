@@ -5,7 +5,7 @@ import { neonBackoffMs, notifyRoundBackoffMs } from '../../../plugins/pageserver
 import { shardIdOf, type SimShardSpec } from '../../../simulators/pageserver/index.ts';
 import { closeAfterEach, startSimCluster, type SimCluster } from '../../support/pageserver-cluster.ts';
 
-/** neon:H1–H4, H6–H8 at the plugin: heartbeat rounds, offline by elapsed time, activation. */
+/** neon:H1–H4, neon:H6–H8 at the plugin: heartbeat rounds, offline by elapsed time, activation. */
 
 const clusters = closeAfterEach(afterEach);
 const LIMITS = { maxOfflineIntervalMs: 30_000, maxWarmingUpIntervalMs: 300_000 };
@@ -37,7 +37,7 @@ describe('neon:H2–H3 — the verdict of a round, by elapsed time only', () => 
     expect(heartbeatVerdict({ availability: 'OFFLINE', lastOkAt: 0, warmingSince: null }, false, 1e9, LIMITS)).toBe('unchanged');
   });
 
-  it("Neon's backoffs: the retry wrapper sleeps 0, then min(1.1^(k-1), 3) s; the notify rounds of C7 0, 2, 4, 8, then 10 s", () => {
+  it("Neon's backoffs: the retry wrapper sleeps 0, then min(1.1^(k-1), 3) s; the notify rounds of neon:C7 0, 2, 4, 8, then 10 s", () => {
     expect([1, 2, 3, 4, 10, 20].map(neonBackoffMs)).toEqual([0, 1100, 1210, 1331, 2358, 3000]);
     expect([0, 1, 2, 3, 4, 5, 9].map(notifyRoundBackoffMs)).toEqual([0, 2000, 4000, 8000, 10_000, 10_000, 10_000]);
   });

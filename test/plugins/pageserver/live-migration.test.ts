@@ -33,7 +33,7 @@ function generationReader(c: SimCluster) {
 }
 
 describe('neon:scenario-1 — the order of a cut-over (neon:C1–C9)', () => {
-  it('logs exactly C1, C2 on the origin, C3 on the destination, the generation persisted, C5, C6 with the baseline, the hook naming node 2, C8, C9', async () => {
+  it('logs exactly neon:C1, neon:C2 on the origin, neon:C3 on the destination, the generation persisted, neon:C5, neon:C6 with the baseline, the hook naming node 2, neon:C8, neon:C9', async () => {
     const { c, backend, mark } = await setUp();
     const db = generationReader(c);
     const persistedAtAttachedMulti: number[] = [];
@@ -97,7 +97,7 @@ describe('neon:scenario-1 — the order of a cut-over (neon:C1–C9)', () => {
 });
 
 describe('neon:scenario-2 — WAL catch-up (neon:C6)', () => {
-  it('wait_lsn answers 200 once the destination caught up: no hook call and no C8 before', async () => {
+  it('wait_lsn answers 200 once the destination caught up: no hook call and no neon:C8 before', async () => {
     const { c, backend } = await setUp();
     c.sim(2).holdCatchUp(ID, 3000);
     const started = c.clock.now();
@@ -134,7 +134,7 @@ describe('neon:scenario-2 — WAL catch-up (neon:C6)', () => {
 });
 
 describe('neon:scenario-3 — the compute notification blocks the cut-over (neon:C7)', () => {
-  it('423 for 20 s: it waits between C6 and C8 with rounds 0, 2, 4, 8, 10 s apart, checking the origin, and completes after the first 200', async () => {
+  it('423 for 20 s: it waits between neon:C6 and neon:C8 with rounds 0, 2, 4, 8, 10 s apart, checking the origin, and completes after the first 200', async () => {
     const { c, backend } = await setUp();
     const started = c.clock.now();
     c.hook.answerWith(() => ({ status: c.clock.now() - started < 20_000 ? 423 : 200 }));
@@ -177,8 +177,8 @@ describe('neon:scenario-3 — the compute notification blocks the cut-over (neon
   });
 });
 
-describe('neon:scenario-4 — the origin lost during C7', () => {
-  it('423, then node 1 marked offline: C7 stops waiting; the shard ends attached to 2 with the notification pending; a background pass clears it once the hook recovers', async () => {
+describe('neon:scenario-4 — the origin lost during neon:C7', () => {
+  it('423, then node 1 marked offline: neon:C7 stops waiting; the shard ends attached to 2 with the notification pending; a background pass clears it once the hook recovers', async () => {
     const { c, backend } = await setUp();
     c.hook.answerWith(() => ({ status: 423 }));
     const moving = backend.cutOverShard(ID, { fromNodeId: '1', toNodeId: '2' });
@@ -197,14 +197,14 @@ describe('neon:scenario-4 — the origin lost during C7', () => {
 });
 
 describe('neon:scenario-5 and neon:C10 — failures roll forward, never back', () => {
-  it('node 2 answers 500 to C5: no rollback; the retry sends AttachedSingle (new generation) to 2 and Secondary to 1, and no further AttachedStale', async () => {
+  it('node 2 answers 500 to neon:C5: no rollback; the retry sends AttachedSingle (new generation) to 2 and Secondary to 1, and no further AttachedStale', async () => {
     const { c, backend, mark } = await setUp();
     c.sim(2).inject({ method: 'PUT', path: LOCATION, kind: { status: 500 }, times: 1 });
     const result = await c.drive(backend.cutOverShard(ID, { fromNodeId: '1', toNodeId: '2' }));
     expect(result?.note).toMatch(/^rolled forward: reconcile of shard \S+ failed in DESTINATION_MULTI/);
     const log = calls(c, mark);
     expect(log.filter((l) => l.includes('AttachedStale'))).toEqual(['node 1 PUT /v1/tenant/:id/location_config flush_ms=10000 AttachedStale@4']);
-    // Never back to node 1: after the failed C5 (generation 5), a direct attach (6) on node 2 and node 1 Secondary.
+    // Never back to node 1: after the failed neon:C5 (generation 5), a direct attach (6) on node 2 and node 1 Secondary.
     expect(log.filter((l) => l.includes('PUT') && !l.includes('AttachedStale'))).toEqual([
       'node 2 PUT /v1/tenant/:id/location_config AttachedMulti@5',
       'node 2 PUT /v1/tenant/:id/location_config lazy=true AttachedSingle@6',
@@ -214,7 +214,7 @@ describe('neon:scenario-5 and neon:C10 — failures roll forward, never back', (
     expect(c.view()[ID]).toEqual({ '1': 'Secondary@-', '2': 'AttachedSingle@6' });
   });
 
-  it('a failure before the generation puts the intent back on the origin: C1 uses no generation, C2 leaves the origin AttachedStale until it is re-attached', async () => {
+  it('a failure before the generation puts the intent back on the origin: neon:C1 uses no generation, neon:C2 leaves the origin AttachedStale until it is re-attached', async () => {
     const { c, backend } = await setUp();
     c.sim(1).inject({ method: 'PUT', path: LOCATION, kind: { status: 409 }, times: 1 });
     await expect(c.drive(backend.cutOverShard(ID, { fromNodeId: '1', toNodeId: '2' }))).rejects.toThrow(/failed in ORIGIN_STALE/);
