@@ -5,6 +5,8 @@ import type { Logger } from './logger.ts';
 import { buildApp, type App } from './server.ts';
 import { openDatabase } from './store/database.ts';
 import { PrismaPluginStore } from './store/plugin-store.ts';
+import { acquireServeLock } from './store/serve-lock.ts';
+import { replicaLeadership } from './leadership/replica.ts';
 
 export interface StartOptions {
   env?: NodeJS.ProcessEnv;
@@ -35,7 +37,11 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
 
   const db = await openDatabase({ url: config.database.url, cwd });
   let app: App | undefined;
+  let releaseServeLock = () => {};
   try {
+    if (db.dialect === 'sqlite') releaseServeLock = acquireServeLock(db.file);
+    let advertised = config.ha.advertiseUrl ?? '';
+    const leadership = db.dialect === 'postgresql' ? await replicaLeadership(db, config, { address: () => advertised, log: options.log }) : undefined;
     const backend = await createBackendFromConfig(config.plugins, {
       clock: options.clock ?? systemClock,
       configDir: dir,
@@ -46,18 +52,23 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       backend,
       log: options.log,
       prisma: db.prisma,
+      hotPath: db.hotPath,
       clock: options.clock ?? systemClock,
       config,
       bootstrapToken: env.LOCKKEEPER_ADMIN_TOKEN || undefined,
-      onClose: () => db.close(),
+      onClose: () => db.close().finally(releaseServeLock),
+      ...(leadership && { leadership }),
+      ...(db.postgres && { postgresUrl: db.postgres.url }),
       health: () => ({ database: db.file }),
     });
     const bound = await app.start(options.port ?? config.server.port, config.server.host);
+    advertised ||= new URL(bound.url).origin;
     options.log.info({ url: bound.url, backend: backend.name, database: db.file }, `Lockkeeper listening: GraphiQL at ${bound.url}`);
     return { app, url: bound.url, port: bound.port, databaseFile: db.file };
   } catch (e) {
     if (app) await app.stop();
     else await db.close();
+    releaseServeLock();
     throw e;
   }
 }

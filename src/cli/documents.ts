@@ -72,4 +72,7 @@ export const DOCUMENTS = {
   progress: `subscription Progress($id: ID!) { operationProgress(id: $id) {
     operation { ${OPERATION} rollout { currentWave nodesDone nodesTotal } }
     steps { workloadKind workloadId state reason error } } }`,
+  leadership: `query Leadership { leadership { role replica epoch leaseExpiresAt takeovers leader { address epoch leaseExpiresAt } } }`,
+  stepDown: `mutation StepDown($reason: String) { result: stepDown(reason: $reason) {
+    __typename ... on Leadership { role replica epoch leader { address epoch } } ${ERROR} } }`,
 } as const;

@@ -93,6 +93,19 @@ const limitSettingsSchema = z
   })
   .strict();
 
+/** Several replicas on PostgreSQL (ha:L1); unused on SQLite. */
+const haSettingsSchema = z
+  .object({
+    /** How long the leader's lease lasts without a renewal, by the database's clock. */
+    leaseTtlMs: z.number().int().min(200).max(600_000).default(10_000),
+    /** How often the leader renews it and stand-bys try to take it. */
+    leaseRenewMs: z.number().int().min(50).max(300_000).default(2000),
+    /** The URL other replicas and clients reach this one at (GET /control/v1/leader); default the address it listens on. */
+    advertiseUrl: z.string().url().optional(),
+  })
+  .strict()
+  .refine((ha) => ha.leaseRenewMs * 2 <= ha.leaseTtlMs, { message: 'leaseRenewMs must be at most half of leaseTtlMs', path: ['leaseRenewMs'] });
+
 // `prefault({})`: an absent section is parsed as an empty one, so its defaults are the ones above.
 export const configSchema = z
   .object({
@@ -109,6 +122,7 @@ export const configSchema = z
     operations: operationSettingsSchema.prefault({}),
     auth: authSettingsSchema.prefault({}),
     limits: limitSettingsSchema.prefault({}),
+    ha: haSettingsSchema.prefault({}),
   })
   .strict();
 

@@ -14,6 +14,7 @@ import './types/rollout.ts';
 import './types/event-log.ts';
 import './types/tokens.ts';
 import './types/audit.ts';
+import './types/leadership.ts';
 import { SIMULATION_TYPE_PREFIX } from './types/simulation.ts';
 
 export interface SchemaOptions {

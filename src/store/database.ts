@@ -1,5 +1,9 @@
 /**
- * Opening the embedded SQLite store (docs/architecture.md §3): resolve the file, refuse anything
+ * Opening the store. `file:` URLs (the default) open the embedded SQLite store
+ * (docs/architecture.md §3); `postgres://` / `postgresql://` URLs open PostgreSQL
+ * (postgresql-database.ts, ha:DB1).
+ *
+ * SQLite: resolve the file, refuse anything
  * that is not a SQLite database, set pragmas, apply migrations, then hand out a Prisma
  * client on the better-sqlite3 driver adapter.
  *
@@ -13,7 +17,11 @@ import { fileURLToPath } from 'node:url';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import BetterSqlite3 from 'better-sqlite3';
 import { PrismaClient } from './generated/client.ts';
+import type { Database } from './database-handle.ts';
 import { migrate, type MigrateResult } from './migrate.ts';
+
+export type { Database, DatabaseDialect } from './database-handle.ts';
+import { sqliteHotPath } from './sqlite-hot-path.ts';
 
 export const DATABASE_URL_ENV = 'LOCKKEEPER_DATABASE_URL';
 export const DEFAULT_DATABASE_URL = 'file:./data/lockkeeper.db';
@@ -30,25 +38,15 @@ export interface OpenDatabaseOptions {
   cwd?: string;
   /** SQLite busy_timeout for our connections; default {@link DEFAULT_BUSY_TIMEOUT_MS}. */
   busyTimeoutMs?: number;
-  /** Where the migrations live; default `prisma/migrations/` of this checkout. */
+  /** Where the migrations live; default `prisma/migrations/` (SQLite) or `prisma/migrations-postgresql/` of this checkout. */
   migrationsDir?: string;
-}
-
-export interface Database {
-  prisma: PrismaClient;
-  /** Absolute path of the SQLite file. */
-  file: string;
-  /** What the migrator did while opening. */
-  migrations: MigrateResult;
-  /** Disconnects Prisma. Idempotent: later calls return the same promise. */
-  close(): Promise<void>;
 }
 
 /** The database could not be opened: not a SQLite file, locked, unreadable, bad migrations... */
 export class DatabaseOpenError extends Error {
   override readonly name = 'DatabaseOpenError';
   constructor(
-    /** Absolute path of the database file (or the URL when it could not be resolved). */
+    /** Absolute path of the database file (or the URL when it could not be resolved); for PostgreSQL the URL without its password. */
     readonly file: string,
     cause: unknown,
   ) {
@@ -76,7 +74,7 @@ export function resolveDatabaseFile(url: string, cwd: string = process.cwd()): s
   } else if (url.startsWith('file:')) {
     path = url.slice('file:'.length).replace(/\?.*$/, '');
   } else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
-    throw new Error(`unsupported database URL ${JSON.stringify(url)}: only SQLite file: URLs are supported`);
+    throw new Error(`unsupported database URL ${JSON.stringify(url)}: use file:<path> (SQLite) or postgresql://… (PostgreSQL)`);
   } else {
     path = url;
   }
@@ -112,9 +110,25 @@ function assertSqliteFile(file: string): void {
   }
 }
 
-/** Opens (creating when missing) and migrates the SQLite database, then returns a Prisma client on it. */
+/** Whether the URL selects PostgreSQL (ha:DB1). */
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(url);
+}
+
+/**
+ * Opens and migrates the database the URL names (SQLite: creating the file when missing),
+ * then returns a Prisma client on it.
+ */
 export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<Database> {
   const url = options.url ?? process.env[DATABASE_URL_ENV] ?? DEFAULT_DATABASE_URL;
+  if (isPostgresUrl(url)) {
+    const { openPostgresDatabase } = await import('./postgresql-database.ts');
+    return openPostgresDatabase(
+      url,
+      options.migrationsDir ? { migrationsDir: options.migrationsDir } : {},
+      (where, cause) => new DatabaseOpenError(where, cause),
+    );
+  }
   let file: string;
   try {
     file = resolveDatabaseFile(url, options.cwd ?? process.cwd());
@@ -166,7 +180,9 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<D
   let closing: Promise<void> | undefined;
   return {
     prisma,
+    dialect: 'sqlite',
     file,
+    hotPath: sqliteHotPath,
     migrations,
     close: () => (closing ??= prisma.$disconnect()),
   };

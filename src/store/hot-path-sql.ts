@@ -1,4 +1,4 @@
-import type { Prisma } from './generated/client.ts';
+import { Prisma } from './generated/client.ts';
 
 /**
  * The statements of an operation's hot path, written by hand because Prisma's query
@@ -25,4 +25,14 @@ export interface HotPathSql {
   insertEvents(rows: { at: string; type: string; nodeId: string | null; operationId: string | null; payload: string }[]): Prisma.Sql;
   /** Rows per multi-row statement: under the dialect's bound-parameter limit. */
   readonly maxRowsPerStatement: number;
+  /** Ends every transaction of the repositories where other replicas must hear of new events (ha:E1); none on SQLite (one process). */
+  readonly notifyEvents?: Prisma.Sql;
 }
+
+/** What an upserted step row changes when it exists (its identity and plan stay): the same in both dialects. */
+export const STEP_UPSERT_CHANGES = Prisma.raw(
+  `ON CONFLICT ("operationId", "workloadKind", "workloadId") DO UPDATE SET
+        "state" = excluded."state", "reason" = excluded."reason", "error" = excluded."error",
+        "fromNodeId" = excluded."fromNodeId", "toNodeId" = excluded."toNodeId",
+        "startedAt" = excluded."startedAt", "finishedAt" = excluded."finishedAt", "detail" = excluded."detail"`,
+);

@@ -19,16 +19,44 @@ export interface Repositories {
   commit(writes: PendingWrite[]): Promise<void>;
 }
 
-export function createRepositories(prisma: PrismaClient, sql: HotPathSql = sqliteHotPath): Repositories {
+/**
+ * What opens every transaction of the leader's operations (ha:L3, ha:L7): on PostgreSQL with
+ * several replicas, the fence statement that fails the transaction unless this replica's
+ * epoch still leads; nothing on SQLite, where one process owns the file.
+ */
+export interface Fence {
+  /** The statements to run first; throws when this replica may not write at all (a stand-by). */
+  statements(): PendingWrite[];
+  /** A fenced transaction failed (perhaps refused by the fence). */
+  failed(error: unknown): void;
+}
+
+const NO_FENCE: Fence = { statements: () => [], failed: () => {} };
+
+export function createRepositories(
+  prisma: PrismaClient,
+  sql: HotPathSql = sqliteHotPath,
+  fence: Fence = NO_FENCE,
+  /** Called after every commit: the readers of the event log on this replica look again (ha:E1). */
+  committed: () => void = () => {},
+): Repositories {
   const events = new EventLog(prisma, sql);
+  const commit = async (writes: PendingWrite[]) => {
+    const notify = sql.notifyEvents ? [prisma.$executeRaw(sql.notifyEvents)] : [];
+    try {
+      await prisma.$transaction([...fence.statements(), ...writes, ...notify]);
+    } catch (e) {
+      fence.failed(e);
+      throw e;
+    }
+    committed();
+  };
   return {
     operations: new OperationRepository(prisma, sql),
     events,
-    policies: new PolicyStore(prisma, events),
+    policies: new PolicyStore(prisma, events, commit),
     maintenanceStates: new MaintenanceStateStore(prisma, events),
-    vmTracking: new VmTrackingRepository(prisma),
-    commit: async (writes) => {
-      await prisma.$transaction(writes);
-    },
+    vmTracking: new VmTrackingRepository(prisma, commit),
+    commit,
   };
 }

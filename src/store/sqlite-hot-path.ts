@@ -1,5 +1,5 @@
 import { Prisma } from './generated/client.ts';
-import type { HotPathSql } from './hot-path-sql.ts';
+import { STEP_UPSERT_CHANGES, type HotPathSql } from './hot-path-sql.ts';
 
 /** The hot-path statements in SQLite's dialect. */
 export const sqliteHotPath: HotPathSql = {
@@ -12,10 +12,7 @@ export const sqliteHotPath: HotPathSql = {
       SELECT r.value->>'id', r.value->>'operationId', r.value->>'workloadKind', r.value->>'workloadId', r.value->>'action', r.value->>'state',
              r.value->>'reason', r.value->>'error', r.value->>'fromNodeId', r.value->>'toNodeId', r.value->>'seq', r.value->>'startedAt', r.value->>'finishedAt', r.value->>'detail'
       FROM json_each(${rowsJson}) AS r WHERE true
-      ON CONFLICT ("operationId", "workloadKind", "workloadId") DO UPDATE SET
-        "state" = excluded."state", "reason" = excluded."reason", "error" = excluded."error",
-        "fromNodeId" = excluded."fromNodeId", "toNodeId" = excluded."toNodeId",
-        "startedAt" = excluded."startedAt", "finishedAt" = excluded."finishedAt", "detail" = excluded."detail"`,
+      ${STEP_UPSERT_CHANGES}`,
 
   updateProgress: (p) =>
     Prisma.sql`UPDATE "Operation" SET "state" = ${p.state}, "error" = ${p.error}, "counts" = ${p.counts},

@@ -43,6 +43,8 @@ export const MUTATIONS: Record<string, Entry> = {
   cancelShardReconcile: { scope: 'admin', query: 'mutation { cancelShardReconcile(shardId: "404") { __typename } }' },
   setShardPolicy: { scope: 'admin', query: 'mutation { setShardPolicy(tenantId: "404", policy: PAUSE) { __typename } }' },
   setPreferredZone: { scope: 'admin', query: 'mutation { setPreferredZone(shardIds: ["404"], zone: "z") { __typename } }' },
+  // On SQLite there is no stand-by: an allowed call answers a typed PreconditionFailedError.
+  stepDown: { scope: 'admin', query: 'mutation { stepDown(reason: "scope test") { __typename } }' },
 };
 
 export const SUBSCRIPTIONS: Record<string, Entry> = {

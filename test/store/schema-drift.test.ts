@@ -80,6 +80,7 @@ describe('schema drift', () => {
       'ApiToken',
       'AuditEntry',
       'Event',
+      'LeaderLease',
       'NodeState',
       'Operation',
       'OperationStep',

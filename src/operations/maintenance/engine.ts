@@ -363,13 +363,9 @@ export class MaintenanceEngine implements OperationKindEngine {
         const message = e instanceof Error ? e.message : String(e);
         failures.push({ vmId: vm.id, message });
         log.warn({ vm: vm.id, node: node.id, err: e }, `restart of VM ${vm.id} after maintenance failed: ${message}`);
-        await this.deps.store.events.append({
-          at: clock.now(),
-          type: 'VM_RESTART_FAILED',
-          nodeId: node.id,
-          operationId: null,
-          payload: { vm: vm.id, message },
-        });
+        await this.deps.store.commit([
+          this.deps.store.events.append({ at: clock.now(), type: 'VM_RESTART_FAILED', nodeId: node.id, operationId: null, payload: { vm: vm.id, message } }),
+        ]);
       }
     }
     return { restarted, trackingCleared, failures, warnings };
