@@ -86,7 +86,8 @@ export class ShardMoves {
       const failure = e instanceof ReconcileFailure ? e : null;
       if (!failure?.issued) {
         // Nothing was issued to the new node: the shard stays on the old one.
-        if (shard.attachedNodeId === dest && before.attachedNodeId !== dest) {
+        // (Not to a node that is gone meanwhile: a deleted one keeps nothing.)
+        if (shard.attachedNodeId === dest && before.attachedNodeId !== dest && this.deps.nodes.get(before.attachedNodeId)) {
           await this.setPlacement(shard, before);
           this.reconciler
             .run(shard.id)

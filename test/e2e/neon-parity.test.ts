@@ -258,6 +258,38 @@ describe('neon:scenario-11 — graceful delete (neon:L4–L5)', { timeout: 240_0
   });
 });
 
+describe('neon:L6 — the deprecated synchronous delete', { timeout: 240_000 }, () => {
+  it('an unknown node is 200 (a retry); every shard naming the node is placed without it, whatever its policy, without waiting; then the node is tombstoned', async () => {
+    const shards: SimShardSpec[] = [
+      { tenant: 1, attached: 1, secondaries: [2] },
+      { tenant: 2, attached: 2, secondaries: [1] },
+    ];
+    const w = await setUp({ nodes: THREE_NODES(['az-a']), shards });
+    const call = await restClient(w);
+    const [t1, t2] = shards.map(shardIdOf);
+    await w.gql(`mutation { setShardPolicy(tenantId: "${t1!.slice(0, 32)}", policy: PAUSE) { __typename } }`);
+    expect(await call('DELETE', '/control/v1/node/9')).toEqual({ status: 200, json: null });
+    // Neon cleans nothing off a node deleted this way: once tombstoned the controller no longer
+    // talks to it, so node 1 may keep its stale (older-generation) attachment, like a lost node.
+    w.cluster.safety.setReachable('1', false);
+    expect(await call('DELETE', '/control/v1/node/1')).toEqual({ status: 200, json: null });
+    expect((await call('GET', '/control/v1/node/1')).status).toBe(404);
+    expect((await call('GET', '/debug/v1/tombstone')).json.map((n: { id: number }) => n.id)).toEqual([1]);
+    // Even the paused shard moved (neon:L6 ignores policies); each has a replacement secondary.
+    expect(await w.backend.getShard(t1!)).toMatchObject({ attachedNodeId: '2', secondaryNodeIds: ['3'] });
+    expect(await w.backend.getShard(t2!)).toMatchObject({ attachedNodeId: '2', secondaryNodeIds: ['3'] });
+    await w.cluster.until(() => w.cluster.view()[t1!]?.['2'] === 'AttachedSingle@2' && w.cluster.view()[t2!]?.['3'] === 'Secondary@-', { what: 'reconciled' });
+  });
+
+  it('a shard that cannot be placed is 409 "Scheduling error", earlier ones stay moved', async () => {
+    const w = await setUp({ nodes: [{ id: 1 }, { id: 2 }], shards: [{ tenant: 1, attached: 1, secondaries: [2] }] });
+    const call = await restClient(w);
+    await call('PUT', '/control/v1/node/2/config', { node_id: 2, scheduling: 'Pause' });
+    expect(await call('DELETE', '/control/v1/node/1')).toMatchObject({ status: 409, json: { msg: expect.stringMatching(/^Conflict: Scheduling error: /) } });
+    expect((await call('GET', '/control/v1/node/1')).status).toBe(200);
+  });
+});
+
 describe('neon:scenario-12 — status codes', { timeout: 240_000 }, () => {
   it('drain and fill refusals as Neon answers them (neon:E1–E5)', async () => {
     const w = await setUp({ nodes: THREE_NODES(['az-a']), shards: ON_ONE });
