@@ -178,7 +178,13 @@ export function buildApp(deps: AppDeps): App {
     auth,
     refusesHost,
     allowedOrigins,
-    health: () => ({ status: 'ok', backend: deps.backend.name, ...leadershipHealth(leadership.status()), ...deps.health?.() }),
+    health: () => ({
+      status: 'ok',
+      backend: deps.backend.name,
+      ...leadershipHealth(leadership.status()),
+      ...maintenanceModeOf(deps.backend),
+      ...deps.health?.(),
+    }),
     metrics: metrics.registry,
     metricsScope: config.auth.metrics,
     neonFacade,
@@ -282,4 +288,12 @@ function announceAccessMode(log: Logger, mode: ReturnType<typeof checkBindAddres
         'create a token with `lockkeeper token create --scope admin --name <name>` or set LOCKKEEPER_ADMIN_TOKEN to serve other addresses',
     );
   } else log.warn(`INSECURE: authentication off and listening on ${host}: anyone who reaches this port is admin (server.insecure / LOCKKEEPER_INSECURE)`);
+}
+
+/** k8s:H9: on backends with Harvester's node state, who does the maintenance work (shown in /healthz). */
+function maintenanceModeOf(backend: ClusterBackend): { maintenance?: { mode: 'delegate' | 'act'; controller?: string; reason?: string } } {
+  const marks = backend.nodeMaintenance;
+  if (!marks) return {};
+  const d = marks.delegate;
+  return { maintenance: d ? { mode: 'delegate', controller: d.controller, reason: d.reason } : { mode: 'act' } };
 }

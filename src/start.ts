@@ -1,5 +1,6 @@
 import { systemClock, type Clock } from './cluster/clock.ts';
 import { loadConfig } from './config/load.ts';
+import { AdmissionWebhook } from './http/admission-webhook.ts';
 import { createBackendFromConfig } from './config/plugin-registry.ts';
 import type { Logger } from './logger.ts';
 import { buildApp, type App } from './server.ts';
@@ -35,6 +36,8 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
   const { config, file, dir } = loadConfig(env, cwd);
   options.log.info({ config: file ?? '(defaults: simulated demo cluster)' }, 'configuration loaded');
 
+  // k8s:A3: the TLS files are read before anything is opened: a missing one fails start-up naming its path.
+  const webhook = config.admissionWebhook ? new AdmissionWebhook(config.admissionWebhook, dir, options.log) : null;
   const db = await openDatabase({ url: config.database.url, cwd });
   let app: App | undefined;
   let releaseServeLock = () => {};
@@ -56,18 +59,25 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       clock: options.clock ?? systemClock,
       config,
       bootstrapToken: env.LOCKKEEPER_ADMIN_TOKEN || undefined,
-      onClose: () => db.close().finally(releaseServeLock),
+      onClose: async () => {
+        await webhook?.close();
+        await db.close().finally(releaseServeLock);
+      },
       ...(leadership && { leadership }),
       ...(db.postgres && { postgresUrl: db.postgres.url }),
       health: () => ({ database: db.file }),
     });
     const bound = await app.start(options.port ?? config.server.port, config.server.host);
     advertised ||= new URL(bound.url).origin;
+    if (webhook && config.admissionWebhook) await webhook.listen(config.admissionWebhook.port, config.admissionWebhook.host);
     options.log.info({ url: bound.url, backend: backend.name, database: db.file }, `Lockkeeper listening: GraphiQL at ${bound.url}`);
     return { app, url: bound.url, port: bound.port, databaseFile: db.file };
   } catch (e) {
     if (app) await app.stop();
-    else await db.close();
+    else {
+      await webhook?.close();
+      await db.close();
+    }
     releaseServeLock();
     throw e;
   }

@@ -38,6 +38,8 @@ export const DOCUMENTS = {
     __typename ... on DisableMaintenanceResult { restartedVmIds failures { vmId message } warnings fillOperation { id } } ${BLOCKED} } }`,
   clearMaintenanceError: `mutation ClearError($nodeId: ID!, $reason: String) { result: clearMaintenanceError(nodeId: $nodeId, reason: $reason) {
     __typename ... on ClusterNode { id maintenancePhase cordoned } ${BLOCKED} } }`,
+  confirmNodeDown: `mutation ConfirmNodeDown($nodeId: ID!, $reason: String) { result: confirmNodeDown(nodeId: $nodeId, reason: $reason) {
+    __typename ... on ClusterNode { id availability } ${BLOCKED} } }`,
   configureNode: `mutation Configure($nodeId: ID!, $policy: SchedulingPolicy!, $reason: String) { result: configureNode(nodeId: $nodeId, policy: $policy, reason: $reason) {
     __typename ... on ClusterNode { id schedulingPolicy } ${BLOCKED} } }`,
   setNodeAvailability: `mutation Availability($nodeId: ID!, $availability: NodeAvailability!, $reason: String) {

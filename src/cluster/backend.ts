@@ -1,4 +1,6 @@
 import type { CutOverOptions, CutOverResult, FailoverControl, NodeRegistry, PlacementControl } from './shard-control.ts';
+import type { NodeMaintenanceBackend } from './node-maintenance.ts';
+import type { PodDrainBackend } from './pod-drain.ts';
 import type { ClusterEventListener, ClusterNode, ClusterShard, ClusterVm, RunStrategy, SecondaryStatus, VmMaintenanceTracking } from './types.ts';
 
 /** Which workload kinds a backend serves. Optional behaviour is found here, never by plugin name. */
@@ -103,6 +105,13 @@ export interface ClusterBackend {
   readonly placement?: PlacementControl;
   /** Present when nodes register and are deleted at run time (neon:L1–L7). */
   readonly registry?: NodeRegistry;
+  // --- optional, by what the backend can do (Kubernetes: k8s: rules in docs/rules.md)
+  /** Draining a node of its other pods (k8s:K1–K10); absent when the backend runs no pods. */
+  readonly podDrain?: PodDrainBackend;
+  /** Harvester's node maintenance state, migration cancel and delegation (k8s:H1–H9, k8s:C9). */
+  readonly nodeMaintenance?: NodeMaintenanceBackend;
+  /** k8s:U7: confirms that a node which stopped reporting is really down (stage 2 of node-down handling). */
+  confirmNodeDown?(nodeId: string): Promise<void>;
 
   close(): Promise<void>;
 }

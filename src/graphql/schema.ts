@@ -10,6 +10,7 @@ import './types/operation.ts';
 import './types/storage-mutations.ts';
 import './types/neon-controls.ts';
 import './types/maintenance.ts';
+import './types/node-down.ts';
 import './types/rollout.ts';
 import './types/event-log.ts';
 import './types/tokens.ts';

@@ -2,25 +2,17 @@ import type { ClusterBackend } from '../cluster/backend.ts';
 import { BackendError } from '../cluster/errors.ts';
 
 /** What a stand-by may call: reads, the change stream, and closing. Everything else is an action. */
-const READS = /^(name|capabilities|simulation|watch|close|then|list[A-Z]\w*|get[A-Z]\w*)$/;
-/** The optional contract parts (src/cluster/shard-control.ts): gated the same way, their reads excepted. */
-const PARTS = new Set(['failover', 'placement', 'registry']);
+const READS = /^(name|capabilities|simulation|watch|close|then|list[A-Z]\w*|get[A-Z]\w*|podGone|delegate)$/;
+/** The shard-control parts (src/cluster/shard-control.ts) have reads of their own. */
 const PART_READS = /^(describe[A-Z]\w*|registration|tombstones|then)$/;
-
-function gate<T extends object>(target: T, reads: RegExp, canAct: () => boolean): T {
-  return new Proxy(target, {
-    get(t, property, receiver) {
-      const value: unknown = Reflect.get(t, property, receiver);
-      if (typeof value !== 'function') return value;
-      // Called on the target itself, not the proxy: a plugin's private fields (#x) are not on the proxy.
-      if (typeof property !== 'string' || reads.test(property)) return (value as (...a: unknown[]) => unknown).bind(t);
-      return (...args: unknown[]) => {
-        if (!canAct()) return Promise.reject(new BackendError('Unavailable', `${property} refused: this replica is not the leader (ha:L2)`));
-        return (value as (...a: unknown[]) => unknown).apply(t, args);
-      };
-    },
-  });
-}
+/** Optional parts of a backend whose actions are gated the same way, with what each may call freely. */
+const PARTS = new Map<string, RegExp>([
+  ['failover', PART_READS],
+  ['placement', PART_READS],
+  ['registry', PART_READS],
+  ['podDrain', READS],
+  ['nodeMaintenance', READS],
+]);
 
 /**
  * The backend as the operations engines see it (ha:L2): every action — whatever its name,
@@ -28,17 +20,26 @@ function gate<T extends object>(target: T, reads: RegExp, canAct: () => boolean)
  * replica leads with a good lease, checked at the instant of the call.
  */
 export function leaderOnlyBackend(backend: ClusterBackend, canAct: () => boolean): ClusterBackend {
+  return gate(backend, READS, canAct, PARTS);
+}
+
+function gate<T extends object>(target: T, reads: RegExp, canAct: () => boolean, nested: ReadonlyMap<string, RegExp> = new Map()): T {
   const parts = new Map<string, object>();
-  const gated = gate(backend, READS, canAct);
-  return new Proxy(gated, {
-    get(target, property, receiver) {
-      if (typeof property === 'string' && PARTS.has(property)) {
-        const part: unknown = Reflect.get(backend, property);
-        if (typeof part !== 'object' || part === null) return part;
-        if (!parts.has(property)) parts.set(property, gate(part, PART_READS, canAct));
+  return new Proxy(target, {
+    get(t, property, receiver) {
+      const value: unknown = Reflect.get(t, property, receiver);
+      const partReads = typeof property === 'string' ? nested.get(property) : undefined;
+      if (partReads && typeof property === 'string' && value && typeof value === 'object') {
+        if (!parts.has(property)) parts.set(property, gate(value, partReads, canAct));
         return parts.get(property);
       }
-      return Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      // Called on the target itself, not the proxy: a plugin's private fields (#x) are not on the proxy.
+      if (typeof property !== 'string' || reads.test(property)) return (value as (...a: unknown[]) => unknown).bind(t);
+      return (...args: unknown[]) => {
+        if (!canAct()) return Promise.reject(new BackendError('Unavailable', `${property} refused: this replica is not the leader (ha:L2)`));
+        return (value as (...a: unknown[]) => unknown).apply(t, args);
+      };
     },
   });
 }

@@ -27,6 +27,7 @@ export const MUTATIONS: Record<string, Entry> = {
   clearMaintenanceError: { scope: 'operator', query: 'mutation { clearMaintenanceError(nodeId: "404") { __typename } }' },
   setVmMaintenanceStrategy: { scope: 'operator', query: 'mutation { setVmMaintenanceStrategy(vmId: "404", strategy: "Migrate") { __typename } }' },
   configureNode: { scope: 'admin', query: 'mutation { configureNode(nodeId: "404", policy: PAUSE) { __typename } }' },
+  confirmNodeDown: { scope: 'operator', query: 'mutation { confirmNodeDown(nodeId: "404", reason: "scope test") { __typename } }' },
   createToken: { scope: 'admin', query: () => `mutation { createToken(name: "${unique()}", scope: VIEWER) { __typename } }` },
   revokeToken: { scope: 'admin', query: 'mutation { revokeToken(token: "no-such-token") { __typename } }' },
   startRollout: { scope: 'operator', query: 'mutation { startRollout(input: { nodes: ["404"], action: MAINTENANCE, reason: "scope test" }) { __typename } }' },

@@ -98,13 +98,20 @@ export const clusterVerbs: Verb[] = [
     usage: `node policy <node> <POLICY>              set a storage node’s scheduling policy by hand (admin)
   node availability <node> <AVAILABILITY>  ACTIVE, WARMING_UP or OFFLINE (fails its shards over; admin)
   node delete <node> [--force]             delete the node gracefully: its shards move, then it is tombstoned (admin)
-  node cancel-delete <node>                stop a delete; the node gets its policy back (admin)`,
+  node cancel-delete <node>                stop a delete; the node gets its policy back (admin)
+  node confirm-down <node>                 the node is really down: node-down handling may take it out of service (k8s:U7)`,
     options: { force: { type: 'boolean' } },
-    mutations: ['configureNode', 'setNodeAvailability', 'startNodeDelete', 'cancelNodeDelete'],
+    mutations: ['configureNode', 'setNodeAvailability', 'startNodeDelete', 'cancelNodeDelete', 'confirmNodeDown'],
     async run(ctx) {
-      const sub = arg(ctx, 0, 'sub-command (policy, availability, delete, cancel-delete)');
+      const sub = arg(ctx, 0, 'sub-command (policy, availability, delete, cancel-delete, confirm-down)');
       const nodeId = arg(ctx, 1, 'node id');
       const reason = stringOption(ctx, 'reason') ?? null;
+      if (sub === 'confirm-down') {
+        const { result } = await ctx.client.request(DOCUMENTS.confirmNodeDown, { nodeId, reason });
+        if (result.__typename !== 'ClusterNode') throw refused(result);
+        ctx.io.out(ctx.json ? json(result) : `node ${nodeId}: confirmed down; it is taken out of service once vmMigrationTimeout has passed\n`);
+        return EXIT.DONE;
+      }
       if (sub === 'policy') {
         const result = (await ctx.client.request(DOCUMENTS.configureNode, { nodeId, policy: arg(ctx, 2, 'policy').toUpperCase(), reason })).result;
         if (result.__typename !== 'ClusterNode') throw refused(result);
