@@ -95,4 +95,21 @@ describe('pageserver faults during a drain (GraphQL)', () => {
     expect(w.cluster.view()[shardIdOf(VIA_2)]).toEqual({ '1': 'AttachedSingle@1', '2': 'Secondary@-' });
     await expectConsistent(w);
   });
+
+  it('issue 11 point 1: a cut-over waiting in neon:C6 shows "waiting for WAL catch-up on node 2" on its step and in waitingOn; a cancel then stops the wait, the issued move completes by a direct attach and counts MOVED, and CANCELLING ends', async () => {
+    const w = await setUp({ nodes: THREE_NODES(['az-a']), shards: [VIA_2] });
+    w.cluster.sim(2).holdCatchUp(shardIdOf(VIA_2), 600_000);
+    const op = await start(w, 'startNodeDrain', '1');
+    await w.cluster.until(async () => (await stepOf(w, op.id, shardIdOf(VIA_2))).step?.phase === 'WAL_CATCH_UP', { what: 'waiting for catch-up' });
+    const { step, waitingOn } = await stepOf(w, op.id, shardIdOf(VIA_2));
+    expect(step).toMatchObject({ state: 'MOVING', phaseDescription: 'waiting for WAL catch-up on node 2' });
+    expect(waitingOn.description).toContain(`shard ${shardIdOf(VIA_2)}: waiting for WAL catch-up on node 2`);
+    expect((await start(w, 'cancelNodeDrain', '1')).state).toBe('CANCELLING');
+    const done = await settled(w, '1', 10_000);
+    expect(done).toMatchObject({ state: 'CANCELLED', counts: { moved: 1, failed: 0 } });
+    const final = (await stepOf(w, op.id, shardIdOf(VIA_2))).step;
+    expect(final.state).toBe('MOVED');
+    expect(final.error).toMatch(/^rolled forward: reconcile of shard \S+ cancelled in WAL_CATCH_UP/);
+    await expectConsistent(w);
+  });
 });

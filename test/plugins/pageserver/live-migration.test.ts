@@ -295,3 +295,41 @@ describe('neon:C11 — cancellation', () => {
     expect(c.view()[ID]).toEqual({ '1': 'Secondary@-', '2': 'AttachedSingle@6' });
   });
 });
+
+/**
+ * The controller dies mid-cut-over (issue 11 point 7: a generation is never issued twice,
+ * not after power loss). `close()` drops the connections first, so the old controller sends
+ * nothing more — as after kill -9. The crash campaign (issue 16) covers every instant; this
+ * checks the two windows where a cut-over waits: after neon:C4/C5 in neon:C6, and in neon:C7.
+ */
+describe('neon:C4 and neon:C10 — a controller that dies mid-cut-over', () => {
+  for (const window of ['WAL_CATCH_UP', 'COMPUTE_NOTIFY'] as const) {
+    it(`killed in ${window}: the next controller finds generation 5 persisted, rolls forward with generation 6, never 5 again, and the shard stays attached throughout`, async () => {
+      const { c } = await setUp();
+      if (window === 'WAL_CATCH_UP') c.sim(2).holdCatchUp(ID, 600_000);
+      else c.hook.answerWith(() => ({ status: 423 }));
+      const moving = c.controller!.cutOverShard(ID, { fromNodeId: '1', toNodeId: '2' });
+      moving.catch(() => {});
+      await c.until(() => (window === 'WAL_CATCH_UP' ? c.log.find({ path: /wait_lsn$/ }).length === 1 : c.hook.notifications.length >= 2), {
+        what: window,
+      });
+      expect(c.view()[ID]).toEqual({ '1': 'AttachedStale@4', '2': 'AttachedMulti@5' });
+      await c.controller!.close();
+      const sentAfterDeath = c.log.entries.length;
+      await c.advance(1000);
+      expect(c.log.entries.slice(sentAfterDeath).filter((e) => e.source !== 'hook')).toEqual([]);
+      c.hook.answerWith(() => ({ status: 200 }));
+      const again = await c.startController();
+      // The intent (node 2) and generation 5 came from the database; the direct attach takes 6.
+      await c.until(() => c.view()[ID]?.['2'] === 'AttachedSingle@6' && c.view()[ID]?.['1'] === 'Secondary@-', { what: 'rolled forward', maxMs: 120_000 });
+      expect(await again.getShard(ID)).toMatchObject({ attachedNodeId: '2', secondaryNodeIds: ['1'], pendingComputeNotification: false });
+      const attachGenerations = c.log
+        .find({ method: 'PUT', path: LOCATION })
+        .map((e) => e.body as { mode: string; generation: number | null })
+        .filter((b) => b.mode === 'AttachedMulti' || b.mode === 'AttachedSingle')
+        .map((b) => b.generation);
+      expect(attachGenerations).toEqual([5, 6]);
+      expect(c.hook.bodiesFor(ID.slice(0, 32)).at(-1)).toMatchObject({ shards: [{ node_id: 2, shard_number: 0 }] });
+    });
+  }
+});
