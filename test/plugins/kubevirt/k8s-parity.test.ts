@@ -4,7 +4,7 @@ import { DEFAULT_CONFIG } from '../../../src/config/defaults.ts';
 import { K8sSim } from '../../../simulators/kubernetes/index.ts';
 import { eventually } from '../../support/kubevirt-app.ts';
 
-/** The plugin and the simulator on the rules the scenarios do not reach (k8s:K5, K6, E2, E3, C4, C5, C10, U7). */
+/** The plugin and the simulator on the rules the scenarios do not reach (k8s:K5, k8s:K6, k8s:E2, k8s:E3, k8s:C4, k8s:C5, k8s:C10, k8s:U7). */
 let sim: K8sSim;
 let backend: KubevirtBackend | null = null;
 afterEach(async () => {
