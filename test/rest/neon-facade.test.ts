@@ -414,7 +414,7 @@ describe('Neon REST facade: drain and fill', () => {
   });
 });
 
-describe('Neon REST facade: fill and cancel refusals in Neon\'s order (neon:E1, neon:E2, neon:E4)', () => {
+describe("Neon REST facade: fill and cancel refusals in Neon's order (neon:E1, neon:E2, neon:E4)", () => {
   it('neon:E2: fill of an unknown node 404, of an offline node 503, while any operation runs 412, policy Filling 409, another policy 412; fewer than 2 nodes 412', async () => {
     const h = await setup();
     expect(await h.call('PUT', '/control/v1/node/99/fill')).toMatchObject({ status: 404, json: { msg: 'NotFound: Node 99 not registered' } });
@@ -440,13 +440,20 @@ describe('Neon REST facade: fill and cancel refusals in Neon\'s order (neon:E1, 
     await h.runOperation('1', 10_000);
 
     const single = await setup({ topology: { nodes: [{ id: '1', zone: 'az-a' }], shards: [{ tenantId: 't9', attachedNodeId: '1' }] } });
-    expect(await single.call('PUT', '/control/v1/node/1/fill')).toMatchObject({ status: 412, json: { msg: 'Precondition failed: No other nodes to fill from' } });
+    expect(await single.call('PUT', '/control/v1/node/1/fill')).toMatchObject({
+      status: 412,
+      json: { msg: 'Precondition failed: No other nodes to fill from' },
+    });
   });
 
   it('neon:E1: a drain when no node may schedule (the node itself counts) is 412; neon:E4: a cancel of an unknown node 404, of a running drain 202', async () => {
     const h = await setup();
-    for (const id of ['2', '3', '10']) expect((await h.call('PUT', `/control/v1/node/${id}/config`, { body: { node_id: Number(id), scheduling: 'Pause' } })).status).toBe(200);
-    expect(await h.call('PUT', '/control/v1/node/1/drain')).toMatchObject({ status: 412, json: { msg: expect.stringMatching(/^Precondition failed: No other schedulable nodes/) } });
+    for (const id of ['2', '3', '10'])
+      expect((await h.call('PUT', `/control/v1/node/${id}/config`, { body: { node_id: Number(id), scheduling: 'Pause' } })).status).toBe(200);
+    expect(await h.call('PUT', '/control/v1/node/1/drain')).toMatchObject({
+      status: 412,
+      json: { msg: expect.stringMatching(/^Precondition failed: No other schedulable nodes/) },
+    });
     expect(await h.attached('1')).toEqual(T1_SHARDS);
     expect(await h.call('DELETE', '/control/v1/node/99/drain')).toMatchObject({ status: 404, json: { msg: 'NotFound: Node 99 not registered' } });
     expect((await h.call('PUT', '/control/v1/node/2/config', { body: { node_id: 2, scheduling: 'Active' } })).status).toBe(200);

@@ -34,7 +34,7 @@ describe('db copy', () => {
     expect([...COPY_ORDER, ...NOT_COPIED].sort()).toEqual(Object.values(Prisma.ModelName).sort());
   });
 
-  it('carries the plugins\' intent and generations over, so the copy continues them and never issues one twice (neon:C4)', async () => {
+  it("carries the plugins' intent and generations over, so the copy continues them and never issues one twice (neon:C4)", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'lk-copy-'));
     const source = await openDatabase({ url: `file:${join(dir, 'from.db')}` });
     const store = new PrismaPluginStore(source.prisma, 'pageserver');
