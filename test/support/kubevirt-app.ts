@@ -9,6 +9,7 @@ import { buildApp, type App } from '../../src/server.ts';
 import { openDatabase, type Database } from '../../src/store/index.ts';
 import { createKubevirtBackend, type KubevirtBackend, type KubevirtOptionsInput } from '../../plugins/kubevirt/index.ts';
 import { K8sSim, type K8sSimOptions } from '../../simulators/kubernetes/index.ts';
+import { clusterRoleRules } from './deploy-rbac.ts';
 import { yogaClient } from './yoga-client.ts';
 
 export interface KubevirtTestApp {
@@ -21,13 +22,26 @@ export interface KubevirtTestApp {
 }
 
 /** Polls (real time) until `until()` holds; fails loudly instead of hanging. */
-export async function eventually(until: () => boolean | Promise<boolean>, { timeoutMs = 15_000, stepMs = 20 } = {}): Promise<void> {
+export async function eventually(until: () => boolean | Promise<boolean>, { timeoutMs = 120_000, stepMs = 20 } = {}): Promise<void> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     if (await until()) return;
     if (Date.now() > end) throw new Error(`condition not reached within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, stepMs));
   }
+}
+
+/**
+ * Resolves once the plugin has applied and reported every change the simulated API server
+ * made so far (its watches reached the server's current resourceVersion, by events or
+ * bookmarks), plus the microtask that delivers events: the definite signal after which an
+ * event that has not arrived will not arrive. Negative checks ("emits nothing", "stays
+ * off") wait for this instead of sleeping.
+ */
+export async function caughtUp(sim: K8sSim, backend: KubevirtBackend): Promise<void> {
+  const target = sim.store.currentRv;
+  await eventually(() => backend.watchStats.seenResourceVersion >= target);
+  await new Promise((resolve) => setImmediate(resolve));
 }
 
 /**
@@ -40,10 +54,13 @@ export async function kubevirtApp(
   settings: Partial<OperationSettings> = {},
   simOptions: K8sSimOptions = {},
   /** One clock for the simulator, the plugin and the engine (a VirtualClock in tests of timing); plugin options on top. */
-  more: { clock?: Clock; plugin?: KubevirtOptionsInput } = {},
+  more: { clock?: Clock; plugin?: KubevirtOptionsInput; rbac?: 'shipped' | 'none' } = {},
 ): Promise<KubevirtTestApp> {
   const clock = more.clock ?? systemClock;
   const sim = await K8sSim.start({ clock, ...simOptions });
+  // The API server enforces deploy/rbac.yaml's ClusterRole, so every scenario also shows the
+  // shipped role covers each call the plugin makes on that path (a refusal fails the scenario).
+  if ((more.rbac ?? 'shipped') === 'shipped') sim.setRules(clusterRoleRules());
   seed(sim);
   const backend = await createKubevirtBackend({
     kubeconfigPath: sim.kubeconfigFile(),

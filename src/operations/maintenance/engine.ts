@@ -24,6 +24,7 @@ import { podDrainOptionsOf, podDrainPlanOf, podDrainRefusal } from './pod-drain-
 import { MaintenanceRun, type MaintenanceHost, type MaintenanceRunOptions } from './run.ts';
 import { stepsOf } from './steps.ts';
 import { TrackingStore } from './tracking-store.ts';
+import { invalidLabelEvents, restartedElsewhereEvent } from './warning-events.ts';
 
 const MAINTENANCE: readonly ['MAINTENANCE'] = ['MAINTENANCE'];
 
@@ -208,6 +209,7 @@ export class MaintenanceEngine implements OperationKindEngine {
           payload: { cause: 'validated', actor: meta.actor, reason: meta.reason, force: options.force },
         }),
         ...(claim?.writes ?? []),
+        ...invalidLabelEvents(plan, vms, { at: now, nodeId, operationId: id }).map((e) => store.events.append(e)),
       ]);
       this.states.applied(nodeId, state);
       claim?.applied();
@@ -418,6 +420,10 @@ export class MaintenanceEngine implements OperationKindEngine {
           await backend.startVm(vm.id, { runStrategy, nodeId: placement.nodeId });
           load.set(placement.nodeId, (load.get(placement.nodeId) ?? 0) + 1);
           restarted.push(vm.id);
+          if (placement.warning) {
+            const where = { at: clock.now(), nodeId: node.id, operationId: null };
+            await this.deps.store.events.append(restartedElsewhereEvent(vm.id, vm.tracking.nodeName, placement.nodeId, placement.warning, where));
+          }
         }
         await this.tracking.clear(vm.id);
         trackingCleared.push(vm.id);
