@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { ClusterBackend } from './backend.ts';
 import type { Clock } from './clock.ts';
+import type { PluginStore } from './plugin-store.ts';
 
 export interface PluginContext {
   clock: Clock;
@@ -14,6 +15,12 @@ export interface PluginContext {
    * deposed leader) writes nothing more. Absent: always true.
    */
   mayAct?: () => boolean;
+  /**
+   * The gateway's database for this plugin (its own namespace): controller plugins keep
+   * registered nodes, intent and generations there, never in memory or files alone.
+   * Absent where no database is open (some tests); a plugin that needs it says so.
+   */
+  store?: PluginStore;
 }
 
 /** What a plugin module exports as default. */
