@@ -16,11 +16,11 @@ import { buildApp } from '../src/server.ts';
 import { openDatabase } from '../src/store/database.ts';
 import type { Benchmark, BenchReport } from './benchmark.ts';
 
-const SHARDS = 10_000;
+export const SHARDS = 10_000;
 const NODES = 10;
-const WIDTH = 64;
-const LATENCY_MS = 20;
-const GOAL = 1.15;
+export const WIDTH = 64;
+export const LATENCY_MS = 20;
+export const GOAL = 1.15;
 
 /** A small node drained first, so one-time costs (JIT, query compilation) are not counted. */
 const WARMUP_NODE = String(NODES + 1);
@@ -47,14 +47,16 @@ function topology(): TopologySpec {
   return { nodes, shards: [...warmup, ...shards] };
 }
 
-async function once(): Promise<{ wallMs: number; moved: number; peakRss: number }> {
+/** One measured drain; on a fresh SQLite file, or on the empty database `databaseUrl` names (PostgreSQL: bench/drain-10k-postgresql.ts). */
+export async function drainOnce(databaseUrl?: string): Promise<{ wallMs: number; moved: number; peakRss: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'lockkeeper-drain-bench-'));
-  const db = await openDatabase({ url: `file:${join(dir, 'bench.db')}` });
+  const db = await openDatabase({ url: databaseUrl ?? `file:${join(dir, 'bench.db')}` });
   const cluster = createSimulatedCluster({ topology: topology(), latenciesMs: { cutOver: LATENCY_MS } });
   const app = buildApp({
     backend: cluster,
     log: createLogger('warn'),
     prisma: db.prisma,
+    hotPath: db.hotPath,
     config: { ...DEFAULT_CONFIG, operations: { ...DEFAULT_CONFIG.operations, maxConcurrentMoves: WIDTH } },
     onClose: () => db.close(),
   });
@@ -87,7 +89,7 @@ export const drain10k: Benchmark = {
     const ideal = Math.ceil(SHARDS / WIDTH) * LATENCY_MS;
     const runs = [];
     for (let i = 0; i < options.rounds; i++) {
-      const r = await once();
+      const r = await drainOnce();
       progress(`  run ${i + 1}: ${r.wallMs.toFixed(0)} ms (${(r.wallMs / ideal).toFixed(3)} × ideal), peak RSS ${(r.peakRss / 1024 ** 2).toFixed(0)} MiB`);
       runs.push(r);
     }

@@ -6,6 +6,7 @@ import type { Logger } from './logger.ts';
 import { buildApp, type App } from './server.ts';
 import { dataDirOf, resetDemo } from './demo-data.ts';
 import { DEFAULT_DATABASE_URL, openDatabase } from './store/database.ts';
+import { PrismaPluginStore } from './store/plugin-store.ts';
 import { acquireServeLock } from './store/serve-lock.ts';
 import { replicaLeadership } from './leadership/replica.ts';
 
@@ -53,7 +54,13 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
     if (db.dialect === 'sqlite') releaseServeLock = acquireServeLock(db.file);
     let advertised = config.ha.advertiseUrl ?? '';
     const leadership = db.dialect === 'postgresql' ? await replicaLeadership(db, config, { address: () => advertised, log: options.log }) : undefined;
-    const backend = await createBackendFromConfig(config.plugins, { ...context, ...(db.dialect === 'sqlite' && { dataDir: dataDirOf(db.file) }) });
+    const backend = await createBackendFromConfig(config.plugins, {
+      ...context,
+      ...(db.dialect === 'sqlite' && { dataDir: dataDirOf(db.file) }),
+      // ha:L8: the plugins' own requests that change the cluster are gated by the lease too.
+      ...(leadership && { mayAct: () => leadership.canAct() }),
+      storeFor: (plugin) => new PrismaPluginStore(db.prisma, plugin),
+    });
     app = buildApp({
       backend,
       log: options.log,

@@ -5,6 +5,7 @@ import {
   countsOf,
   newOperation,
   nodeOf,
+  type OperationKind,
   type OperationOutcome,
   type OperationSnapshot,
   type RequestMeta,
@@ -27,6 +28,8 @@ import { StorageRun, type StorageRunHost } from './run.ts';
 import { stallBasisOf } from '../core/stall-basis.ts';
 
 const STORAGE_KINDS: readonly StorageKind[] = ['DRAIN', 'FILL'];
+/** The node operations that hold a node and count toward `maxConcurrentOperations` with a drain or fill (neon:L4: a delete too). */
+const NODE_OPERATION_KINDS: readonly OperationKind[] = ['DRAIN', 'FILL', 'DELETE'];
 const POLICY_OF_KIND = { DRAIN: 'DRAINING', FILL: 'FILLING' } as const;
 const END_EVENT: Record<StorageKind, Record<OperationOutcome, PolicyEvent['type']>> = {
   DRAIN: { SUCCEEDED: 'drainFinished', CANCELLED: 'drainCancelled', FAILED: 'drainFailed' },
@@ -42,11 +45,11 @@ export class StorageEngine implements OperationKindEngine {
   readonly kinds = STORAGE_KINDS;
   readonly parts: PartEngine;
   private nodes = new Map<string, ClusterNode>();
+  /** Drains running as a part of another operation, by node. */
+  private readonly partRuns = new Map<string, StorageRun>();
   private unwatch: (() => void) | null = null;
   private readonly host: StorageRunHost;
   private readonly remaining: RemainingReader;
-  /** The shard drains running as parts of other operations, by node. */
-  private readonly partRuns = new Map<string, StorageRun>();
 
   constructor(private readonly deps: EngineDeps) {
     this.remaining = new RemainingReader(deps.backend, deps.store.operations);
@@ -120,9 +123,22 @@ export class StorageEngine implements OperationKindEngine {
     return this.policies.get(nodeId);
   }
 
-  /** The drain or fill on the node, or the operation whose part drains it. */
+  /** The drain, fill or delete on the node, or the operation whose part drains it. */
   activeOperation(nodeId: string): OperationSnapshot | null {
-    return this.core.live.holder(nodeId, STORAGE_KINDS) ?? null;
+    return this.core.live.holder(nodeId, NODE_OPERATION_KINDS) ?? null;
+  }
+
+  /** The node operations running (drains, fills, deletes, drain parts), one entry each: what `maxConcurrentOperations` counts. */
+  runningNodeOperations(): { kind: OperationKind; nodeId: string; operationId: string }[] {
+    return this.busyNodeIds().map((nodeId) => {
+      const op = this.core.live.holder(nodeId, NODE_OPERATION_KINDS)!;
+      return { kind: op.kind, nodeId, operationId: op.id };
+    });
+  }
+
+  /** Another engine changed a node's policy: metrics, subscribers and the node's run hear of it. */
+  policyChanged(nodeId: string): void {
+    this.afterPolicyChange(nodeId);
   }
 
   startDrain(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
@@ -167,6 +183,16 @@ export class StorageEngine implements OperationKindEngine {
       if (transition.from !== transition.to) this.afterPolicyChange(nodeId);
       return policy;
     });
+  }
+
+  /**
+   * neon:H5: the node is lost and a FAILOVER takes its shards: its drain or fill (or the
+   * drain part of its maintenance) ends FAILED with `NODE_OFFLINE` once its moves in flight stop
+   * (not awaited: the caller holds the admission lock the run needs to end).
+   */
+  loseNode(nodeId: string): void {
+    const run = (this.runOn(nodeId) as StorageRun | undefined) ?? this.partRuns.get(nodeId);
+    run?.loseNode();
   }
 
   /** Resolves when the node's current drain or fill has ended (tests and scripts). */
@@ -276,7 +302,7 @@ export class StorageEngine implements OperationKindEngine {
   }
 
   private busyNodeIds(): string[] {
-    return this.core.live.heldNodes(STORAGE_KINDS);
+    return this.core.live.heldNodes(NODE_OPERATION_KINDS);
   }
 
   /**
@@ -467,7 +493,7 @@ export class StorageEngine implements OperationKindEngine {
         break;
       case 'nodeReattached':
         void this.core
-          .exclusive(() => this.changePolicy(event.nodeId, { type: 'reattached' }, this.runOn(event.nodeId)?.snapshot.id ?? null))
+          .exclusive(() => this.changePolicy(event.nodeId, { type: 'reattached' }, this.activeOperation(event.nodeId)?.id ?? null))
           .catch((e: unknown) => this.deps.log.error({ err: e, node: event.nodeId }, 're-attach handling failed'));
         break;
       default:
@@ -486,7 +512,7 @@ export class StorageEngine implements OperationKindEngine {
     this.deps.observer.policyChanged(nodeId, this.policies.get(nodeId));
     const node = this.nodes.get(nodeId);
     if (node) this.deps.bus.publish('nodeChanged', node);
-    this.runOn(nodeId)?.nudge();
+    this.core.live.on(nodeId, NODE_OPERATION_KINDS)?.nudge();
   }
 
   private nudgeAll(): void {
