@@ -5,8 +5,10 @@
  *
  *   npx tsx examples/rolling-restart-script.ts [http://127.0.0.1:4000/graphql]
  *
- * It stops, without restarting, at a drain that did not end SUCCEEDED or whose cut-overs
- * partly failed (those shards are still served by the node).
+ * It stops, without restarting, at a drain that did not end SUCCEEDED or that left anything
+ * on its node — shards it skipped or failed to cut over, VMs still running there (the drain's
+ * `remaining`, the same list as the node's `remainingWorkloads`): SUCCEEDED means every
+ * shard has an outcome, not that the node may be restarted. It then exits 5 and names them.
  *
  * The restart uses the simulated cluster's `simulation.restartNode`; against real nodes,
  * replace `restartNode` below with your own reboot step.
@@ -54,10 +56,27 @@ function waitForNode(client: Client, nodeId: string, done: (n: NodeState) => boo
 }
 
 const PROGRESS = `subscription($id: ID!) { operationProgress(id: $id) { operation {
-  state error counts { moved skipped failed total } etaSeconds waitingOn { description } } } }`;
+  state error counts { moved skipped failed total } etaSeconds waitingOn { description } remaining { kind id reason message } } } }`;
 
-/** Follows an operation until it ends; returns its final state. */
-function follow(client: Client, id: string, label: string, log: Log): Promise<string> {
+interface Remaining {
+  kind: string;
+  id: string;
+  reason: string;
+  message: string;
+}
+
+/** The node still serves workloads: restarting it would interrupt them. */
+export class NotSafeToRestart extends Error {
+  constructor(
+    readonly nodeId: string,
+    readonly remaining: Remaining[],
+  ) {
+    super(`node ${nodeId} is not safe to restart: ${remaining.map((w) => `${w.kind.toLowerCase()} ${w.id} (${w.reason})`).join(', ')}`);
+  }
+}
+
+/** Follows an operation until it ends; returns its final state and what it left on its node. */
+function follow(client: Client, id: string, label: string, log: Log): Promise<{ state: string; remaining: Remaining[] }> {
   return new Promise((resolve, reject) => {
     let last = '';
     client.subscribe<{
@@ -68,6 +87,7 @@ function follow(client: Client, id: string, label: string, log: Log): Promise<st
           counts: Record<string, number>;
           etaSeconds: number | null;
           waitingOn: { description: string } | null;
+          remaining: Remaining[] | null;
         };
       };
     }>(
@@ -80,11 +100,8 @@ function follow(client: Client, id: string, label: string, log: Log): Promise<st
           const line = `  ${label}: ${op.state} ${c.moved}/${c.total} moved, ${c.skipped} skipped, ${c.failed} failed${eta}`;
           if (line !== last) log(line);
           last = line;
-          if (['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(op.state)) {
-            // A drain may succeed with cut-overs that failed: those shards are still on the node.
-            const failedMoves = op.state === 'SUCCEEDED' && c.failed ? ` with ${c.failed} failed cut-over(s)` : '';
-            resolve(op.error ? `${op.state} (${op.error})` : `${op.state}${failedMoves}`);
-          }
+          if (['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(op.state))
+            resolve({ state: op.error ? `${op.state} (${op.error})` : op.state, remaining: op.remaining ?? [] });
         },
         error: reject,
         complete: () => {},
@@ -121,7 +138,12 @@ export async function rollingRestart(url: string, log: Log = console.log): Promi
       await paused.ready;
       const drain = await start(url, 'startNodeDrain', node.id);
       const drained = await follow(client, drain, 'drain', log);
-      if (drained !== 'SUCCEEDED') throw new Error(`drain of node ${node.id} ended ${drained}`);
+      if (drained.state !== 'SUCCEEDED') throw new Error(`drain of node ${node.id} ended ${drained.state}`);
+      // SUCCEEDED is not "safe": skipped or failed shards, and VMs, are still served by the node.
+      if (drained.remaining.length) {
+        for (const w of drained.remaining) log(`  still on node ${node.id}: ${w.kind.toLowerCase()} ${w.id}: ${w.reason}: ${w.message}`);
+        throw new NotSafeToRestart(node.id, drained.remaining);
+      }
       await paused.reached;
       log(`node ${node.name}: PAUSE_FOR_RESTART, restarting`);
       const back = waitForNode(client, node.id, (n) => n.availability === 'ACTIVE' && n.schedulingPolicy === 'ACTIVE');
@@ -131,7 +153,7 @@ export async function rollingRestart(url: string, log: Log = console.log): Promi
       log(`node ${node.name}: back and ACTIVE, fill`);
       const fill = await start(url, 'startNodeFill', node.id);
       const filled = await follow(client, fill, 'fill', log);
-      if (filled !== 'SUCCEEDED') throw new Error(`fill of node ${node.id} ended ${filled}`);
+      if (filled.state !== 'SUCCEEDED') throw new Error(`fill of node ${node.id} ended ${filled.state}`);
     }
     log('rolling restart done');
   } finally {
@@ -141,7 +163,7 @@ export async function rollingRestart(url: string, log: Log = console.log): Promi
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   rollingRestart(process.argv[2] ?? 'http://127.0.0.1:4000/graphql').catch((e: unknown) => {
-    console.error(`rolling restart failed: ${e instanceof Error ? e.message : String(e)}`);
-    process.exit(1);
+    console.error(`rolling restart stopped: ${e instanceof Error ? e.message : String(e)}`);
+    process.exit(e instanceof NotSafeToRestart ? 5 : 1);
   });
 }

@@ -10,8 +10,9 @@
  *
  *   npx tsx examples/rolling-restart.ts [http://127.0.0.1:4000/graphql]
  *
- * Exits 0 when the rollout SUCCEEDED, 4 when it PAUSED and needs a person (it says why),
- * 1 otherwise. `examples/rolling-restart-script.ts` is the same loop written by hand.
+ * Exits 0 when the rollout SUCCEEDED, 4 when it PAUSED and needs a person (it says why:
+ * a failed node step, or a node that still serves workloads — the rollout never hands such a
+ * node over for its restart, rollout:O6), 1 otherwise. `examples/rolling-restart-script.ts` is the same loop written by hand.
  */
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
@@ -30,7 +31,7 @@ const START = `mutation { r: startRollout(input: { selector: { roles: ["storage"
 
 const PROGRESS = `subscription($id: ID!) { operationProgress(id: $id) { operation {
   state error counts { moved total } etaSeconds waitingOn { description }
-  rollout { currentWave nodes { nodeId phase } } } } }`;
+  rollout { currentWave nodes { nodeId phase blockers { id reasons } } } } } }`;
 
 interface Progress {
   state: string;
@@ -38,7 +39,7 @@ interface Progress {
   counts: { moved: number; total: number };
   etaSeconds: number | null;
   waitingOn: { description: string } | null;
-  rollout: { currentWave: number | null; nodes: { nodeId: string; phase: string }[] };
+  rollout: { currentWave: number | null; nodes: { nodeId: string; phase: string; blockers: { id: string; reasons: string[] }[] }[] };
 }
 
 async function restartNode(url: string, nodeId: string): Promise<void> {
@@ -69,6 +70,10 @@ export async function rollingRestart(url: string, log: Log = console.log): Promi
               restarted.add(n.nodeId);
               log(`node ${n.nodeId} drained: restarting it`);
               restartNode(url, n.nodeId).catch(reject);
+            }
+            if (op.state === 'PAUSED') {
+              // rollout:O6: a node that would leave workloads without service is not handed over for its restart.
+              for (const n of op.rollout.nodes) for (const b of n.blockers) log(`  node ${n.nodeId} not restarted: ${b.id}: ${b.reasons.join('; ')}`);
             }
             if (op.state === 'PAUSED' || ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(op.state)) resolve(op.state);
           },

@@ -13,6 +13,8 @@ const usage = (CLIENT_USAGE: string) => `usage: lockkeeper <command>
 
 commands:
   serve     run the gateway (GraphQL, GraphiQL, WebSocket subscriptions) on LOCKKEEPER_PORT (default ${DEFAULT_PORT})
+            --reset-demo   the demo starts over: deletes the demo's database and cluster state first
+                           (refused unless every configured plugin is a demo)
   simulator [--config-out FILE] [--nodes N] [--vms-per-node N] [--tenants N]
             run the simulated cluster (Kubernetes + KubeVirt API, pageservers) as its own process
             and write a gateway config for the real plugins: LOCKKEEPER_CONFIG=FILE lockkeeper serve
@@ -33,11 +35,11 @@ environment:
   LOCKKEEPER_ADMIN_TOKEN   a bootstrap admin token (24+ characters); turns authentication on
   LOCKKEEPER_INSECURE      1: allow a non-loopback address without authentication`;
 
-async function serve(): Promise<void> {
+async function serve(resetDemo: boolean): Promise<void> {
   const log = createLogger();
   let started;
   try {
-    started = await startLockkeeper({ log });
+    started = await startLockkeeper({ log, resetDemo });
   } catch (e) {
     // Start-up problems are the operator's to fix: say what and where, no stack trace.
     const message = e instanceof Error ? e.message : String(e);
@@ -131,11 +133,16 @@ async function client(command: string, args: string[]): Promise<void> {
 }
 
 async function main(argv: string[]): Promise<void> {
-  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, strict: false, options: { help: { type: 'boolean', short: 'h' } } });
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: false,
+    options: { help: { type: 'boolean', short: 'h' }, 'reset-demo': { type: 'boolean' } },
+  });
   const command = positionals[0];
   switch (command) {
     case 'serve':
-      if (!values.help) return serve();
+      if (!values.help) return serve(values['reset-demo'] === true);
       break;
     case 'token':
       return token(argv.slice(argv.indexOf('token') + 1));

@@ -4,7 +4,9 @@ import { AdmissionWebhook } from './http/admission-webhook.ts';
 import { createBackendFromConfig } from './config/plugin-registry.ts';
 import type { Logger } from './logger.ts';
 import { buildApp, type App } from './server.ts';
-import { openDatabase } from './store/database.ts';
+import { dataDirOf, resetDemo } from './demo-data.ts';
+import { DEFAULT_DATABASE_URL, openDatabase } from './store/database.ts';
+import { PrismaPluginStore } from './store/plugin-store.ts';
 import { acquireServeLock } from './store/serve-lock.ts';
 import { replicaLeadership } from './leadership/replica.ts';
 
@@ -15,6 +17,8 @@ export interface StartOptions {
   clock?: Clock;
   /** Overrides the config and LOCKKEEPER_PORT (tests pass 0). */
   port?: number;
+  /** `--reset-demo`: delete the demo's database and cluster state first (src/demo-data.ts). */
+  resetDemo?: boolean;
 }
 
 export interface Started {
@@ -37,7 +41,13 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
 
   // k8s:A3: the TLS files are read before anything is opened: a missing one fails start-up naming its path.
   const webhook = config.admissionWebhook ? new AdmissionWebhook(config.admissionWebhook, dir, options.log) : null;
-  const db = await openDatabase({ url: config.database.url, cwd });
+  const context = { clock: options.clock ?? systemClock, configDir: dir, log: options.log };
+  const databaseUrl = config.database.url ?? DEFAULT_DATABASE_URL;
+  if (options.resetDemo) {
+    await resetDemo({ plugins: config.plugins, databaseUrl, cwd, context });
+    options.log.warn('--reset-demo: the demo database and cluster state were deleted; starting over');
+  }
+  const db = await openDatabase({ url: databaseUrl, cwd });
   let app: App | undefined;
   let releaseServeLock = () => {};
   try {
@@ -45,11 +55,11 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
     let advertised = config.ha.advertiseUrl ?? '';
     const leadership = db.dialect === 'postgresql' ? await replicaLeadership(db, config, { address: () => advertised, log: options.log }) : undefined;
     const backend = await createBackendFromConfig(config.plugins, {
-      clock: options.clock ?? systemClock,
-      configDir: dir,
-      log: options.log,
+      ...context,
+      ...(db.dialect === 'sqlite' && { dataDir: dataDirOf(db.file) }),
       // ha:L8: the plugins' own requests that change the cluster are gated by the lease too.
       ...(leadership && { mayAct: () => leadership.canAct() }),
+      storeFor: (plugin) => new PrismaPluginStore(db.prisma, plugin),
     });
     app = buildApp({
       backend,
@@ -57,7 +67,8 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       prisma: db.prisma,
       hotPath: db.hotPath,
       clock: options.clock ?? systemClock,
-      config,
+      // On PostgreSQL the gateway keeps nothing on its node: its own node may go into maintenance (GATEWAY_ON_NODE).
+      config: db.dialect === 'postgresql' ? { ...config, operations: { ...config.operations, gatewayVolumeMovable: true } } : config,
       bootstrapToken: env.LOCKKEEPER_ADMIN_TOKEN || undefined,
       onClose: async () => {
         await webhook?.close();

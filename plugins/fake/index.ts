@@ -1,18 +1,35 @@
-import { definePlugin } from '../../src/cluster/plugin.ts';
+import { join } from 'node:path';
+import { definePlugin, type PluginContext } from '../../src/cluster/plugin.ts';
 import { clusterFromOptions } from './create.ts';
 import { fakeOptionsSchema, type FakeOptions } from './options.ts';
+
+/** The file the demo cluster keeps its state in. */
+const DEMO_STATE_FILE = 'demo-cluster.json';
+
+/**
+ * The demo cluster (topology `demo`, no `statePath` of its own) outlives the gateway: its
+ * state is kept next to the gateway's database, so a restarted gateway resumes against the
+ * same cluster. An explicit `statePath` wins; other topologies stay in memory.
+ */
+function demoStateFile(options: FakeOptions, context: PluginContext): string | null {
+  if (options.topology !== 'demo' || options.statePath !== undefined || !context.dataDir) return null;
+  return join(context.dataDir, DEMO_STATE_FILE);
+}
 
 /** The default backend: an in-memory simulated cluster (docs/architecture.md §1). */
 const fakePlugin = definePlugin<FakeOptions>({
   name: 'fake',
   optionsSchema: fakeOptionsSchema,
   async create(options, context) {
-    return clusterFromOptions(options, {
+    const demoState = demoStateFile(options, context);
+    if (demoState) context.log.info({ statePath: demoState }, `demo cluster state: ${demoState} (lockkeeper serve --reset-demo starts over)`);
+    return clusterFromOptions(demoState ? { ...options, statePath: demoState } : options, {
       clock: context.clock,
       baseDir: context.configDir,
       onListenerError: (error) => context.log.warn({ err: error }, 'a cluster event listener threw'),
     });
   },
+  demoStateFile,
 });
 
 export default fakePlugin;

@@ -2,8 +2,8 @@
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 
-/** Exit codes of rollout:T5. */
-export const EXIT = { DONE: 0, ENDED_BADLY: 1, REFUSED: 2, UNREACHABLE: 3, PAUSED: 4 } as const;
+/** Exit codes of rollout:T5, and 5: a drain or maintenance SUCCEEDED but left workloads on its node (not safe to restart). */
+export const EXIT = { DONE: 0, ENDED_BADLY: 1, REFUSED: 2, UNREACHABLE: 3, PAUSED: 4, NOT_SAFE_TO_RESTART: 5 } as const;
 
 /** A failure the command reports in one line and exits with. */
 export class CliError extends Error {

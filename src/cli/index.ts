@@ -37,7 +37,8 @@ ${CLIENT_VERBS.map((v) => `  ${v.usage}`).join('\n')}
   common flags: --server URL (LOCKKEEPER_URL, default ${DEFAULT_SERVER})
                 --token TOKEN (LOCKKEEPER_TOKEN)   --json (machine-readable output)
   exit codes:   0 done, 1 the operation ended FAILED or CANCELLED, 2 refused or bad usage,
-                3 gateway unreachable or not allowed, 4 a watched rollout is PAUSED`;
+                3 gateway unreachable or not allowed, 4 a watched rollout is PAUSED,
+                5 a watched drain or maintenance SUCCEEDED but left workloads on its node (not safe to restart)`;
 
 export const isClientVerb = (name: string) => CLIENT_VERBS.some((v) => v.name === name);
 

@@ -11,18 +11,19 @@ interface Progress {
     state: string;
     error: string | null;
     etaSeconds: number | null;
-    counts: { moved: number; skipped: number; failed: number; total: number };
+    counts: { moved: number; stopped: number; skipped: number; failed: number; total: number };
     waitingOn: { kind: string; description: string } | null;
     rollout: { currentWave: number | null; nodesDone: number; nodesTotal: number } | null;
+    remaining: { kind: string; id: string; reason: string; message: string }[] | null;
   };
   steps: { workloadKind: string; workloadId: string; state: string; reason: string | null; error: string | null }[];
 }
 
 const ENDED = ['SUCCEEDED', 'FAILED', 'CANCELLED'];
 
-/** rollout:T5: how a watched operation ended, as an exit code. */
-function exitCodeOf(state: string): number {
-  if (state === 'SUCCEEDED') return EXIT.DONE;
+/** rollout:T5: how a watched operation ended, as an exit code; a success that left workloads on its node is not "done" for a restart. */
+function exitCodeOf(state: string, remaining: number): number {
+  if (state === 'SUCCEEDED') return remaining ? EXIT.NOT_SAFE_TO_RESTART : EXIT.DONE;
   if (state === 'PAUSED') return EXIT.PAUSED;
   return EXIT.ENDED_BADLY;
 }
@@ -44,6 +45,7 @@ const eta = (s: number | null) =>
  */
 export async function watchOperation(client: GatewayClient, id: string, io: CliIo, options: { json: boolean }): Promise<number> {
   let final = 'RUNNING';
+  let remaining = 0;
   let lastLine = '';
   const bars =
     io.isTTY && !options.json
@@ -64,7 +66,7 @@ export async function watchOperation(client: GatewayClient, id: string, io: CliI
     await client.subscribe<{ operationProgress: Progress }>(DOCUMENTS.progress, { id }, ({ operationProgress: p }) => {
       const op = p.operation;
       const rollout = op.kind === 'ROLLOUT';
-      const done = op.counts.moved + op.counts.skipped + op.counts.failed;
+      const done = op.counts.moved + op.counts.stopped + op.counts.skipped + op.counts.failed;
       const unit = rollout ? 'nodes' : op.kind === 'MAINTENANCE' ? 'workloads' : 'shards';
       const label = `${op.kind.toLowerCase()}${op.nodeId ? ` ${op.nodeId}` : ''}${rollout && op.rollout?.currentWave ? ` wave ${op.rollout.currentWave}` : ''}`;
       if (options.json) io.out(`${JSON.stringify(p)}\n`);
@@ -80,15 +82,20 @@ export async function watchOperation(client: GatewayClient, id: string, io: CliI
         bar.setTotal(op.counts.total);
         bar.update(done, { label, unit, remaining: eta(op.etaSeconds), state: op.state, waiting });
       } else if (!options.json) {
-        const line = `${label} ${op.state} ${done}/${op.counts.total} ${unit} (${op.counts.moved} done, ${op.counts.skipped} skipped, ${op.counts.failed} failed) eta ${eta(op.etaSeconds)}${waiting}`;
+        const line = `${label} ${op.state} ${done}/${op.counts.total} ${unit} (${op.counts.moved} done, ${op.counts.stopped ? `${op.counts.stopped} stopped, ` : ''}${op.counts.skipped} skipped, ${op.counts.failed} failed) eta ${eta(op.etaSeconds)}${waiting}`;
         if (line !== lastLine) io.out(`${stamp(io.now())} ${line}\n`);
         lastLine = line;
       }
       final = op.state;
       if (ENDED.includes(op.state) || (rollout && op.state === 'PAUSED')) {
-        if (op.error && !options.json) {
-          if (bars) bars.log(`error: ${op.error}\n`);
-          else io.out(`${stamp(io.now())} error: ${op.error}\n`);
+        const report = (line: string) => (bars ? bars.log(`${line}\n`) : io.out(`${stamp(io.now())} ${line}\n`));
+        remaining = op.remaining?.length ?? 0;
+        if (!options.json) {
+          if (op.error) report(`error: ${op.error}`);
+          if (op.remaining?.length) {
+            report(`node ${op.nodeId} is NOT safe to restart: ${op.remaining.length} workload(s) remain`);
+            for (const w of op.remaining) report(`  ${w.kind.toLowerCase()} ${w.id}: ${w.reason}: ${w.message}`);
+          } else if (op.remaining) report(`node ${op.nodeId} is safe to restart: nothing remains on it`);
         }
         return true;
       }
@@ -98,5 +105,5 @@ export async function watchOperation(client: GatewayClient, id: string, io: CliI
     bars?.stop();
   }
   if (final === 'PAUSED' && !options.json) io.err(`rollout ${id} is PAUSED and needs a person: resume, continue or cancel it\n`);
-  return exitCodeOf(final);
+  return exitCodeOf(final, remaining);
 }

@@ -1,11 +1,17 @@
 import type { z } from 'zod';
 import type { ClusterBackend } from './backend.ts';
 import type { Clock } from './clock.ts';
+import type { PluginStore } from './plugin-store.ts';
 
 export interface PluginContext {
   clock: Clock;
   /** Directory that relative paths in the plugin's options are resolved against. */
   configDir: string;
+  /**
+   * The gateway's own data directory (the database's folder, `./data/` by default): where a
+   * plugin keeps state of its own that has no configured place. Absent outside the gateway.
+   */
+  dataDir?: string;
   log: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
   /**
    * ha:L2, ha:L3, ha:L8: false while this replica does not lead with a good lease (always
@@ -14,6 +20,12 @@ export interface PluginContext {
    * deposed leader) writes nothing more. Absent: always true.
    */
   mayAct?: () => boolean;
+  /**
+   * The gateway's database for this plugin (its own namespace): controller plugins keep
+   * registered nodes, intent and generations there, never in memory or files alone.
+   * Absent where no database is open (some tests); a plugin that needs it says so.
+   */
+  store?: PluginStore;
 }
 
 /** What a plugin module exports as default. */
@@ -22,6 +34,12 @@ export interface ClusterPlugin<Options = unknown> {
   /** Validates the plugin's `options` from the config; unknown keys must be rejected. */
   optionsSchema: z.ZodType<Options>;
   create(options: Options, context: PluginContext): Promise<ClusterBackend>;
+  /**
+   * For a plugin that can serve a throw-away demo: the file its demo keeps its state in with
+   * these options (null when the options are not the demo). `lockkeeper serve --reset-demo`
+   * deletes it, with the database, and refuses when any configured plugin is not a demo.
+   */
+  demoStateFile?(options: Options, context: PluginContext): string | null;
 }
 
 export function definePlugin<Options>(plugin: ClusterPlugin<Options>): ClusterPlugin<Options> {

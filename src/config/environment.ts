@@ -17,6 +17,13 @@ export function applyEnvironment(config: LockkeeperConfig, env: NodeJS.ProcessEn
       insecure: isTrue(env.LOCKKEEPER_INSECURE) || config.server.insecure,
     },
     database: { ...config.database, url: env.LOCKKEEPER_DATABASE_URL ?? config.database.url },
+    // The pod's node is known only where it runs (the downward API's spec.nodeName).
+    operations: {
+      ...config.operations,
+      ...((env.LOCKKEEPER_NODE_NAME ?? config.operations.gatewayNodeName) && {
+        gatewayNodeName: env.LOCKKEEPER_NODE_NAME ?? config.operations.gatewayNodeName,
+      }),
+    },
     // A replica's own address (a pod IP) is known only where it runs (ha:L5).
     ha: {
       ...config.ha,

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import { describeIssues } from '../cluster/zod-issues.ts';
 import { applyEnvironment } from './environment.ts';
 import { ConfigError } from './errors.ts';
@@ -42,5 +42,19 @@ function readConfigFile(env: NodeJS.ProcessEnv, cwd: string): LoadedConfig {
   } catch (e) {
     throw new ConfigError(`config file ${file} is not valid JSON: ${(e as Error).message}`);
   }
-  return { config: parseConfig(raw, file), file, dir: dirname(file) };
+  const config = parseConfig(raw, file);
+  return { config: { ...config, database: { ...config.database, url: relativeTo(dirname(file), config.database.url) } }, file, dir: dirname(file) };
+}
+
+/**
+ * Every relative path written in the config file is resolved against the file's folder, as
+ * plugin options are (`kubeconfigPath`, `stateFile`, `statePath`): a relative `file:` URL in
+ * `database.url` becomes absolute here. Paths from the environment (LOCKKEEPER_DATABASE_URL)
+ * and the defaults stay relative to the working directory.
+ */
+function relativeTo(dir: string, url: string | undefined): string | undefined {
+  if (url === undefined || !url.startsWith('file:') || url.startsWith('file://')) return url;
+  const [path = '', query] = url.slice('file:'.length).split(/(?=\?)/, 2);
+  if (path === '' || path.startsWith(':memory:') || isAbsolute(path)) return url;
+  return `file:${resolve(dir, path)}${query ?? ''}`;
 }

@@ -70,6 +70,19 @@ const operationSettingsSchema = z
       .int()
       .min(1)
       .default(30 * 60_000),
+    /**
+     * What a step (a cut-over, a migration, a stop) is expected to take before any step of its
+     * operation finished and when the backend declares no latency; twice that is a stall (issue 17).
+     */
+    expectedStepMs: z
+      .number()
+      .int()
+      .min(1)
+      .default(5 * 60_000),
+    /** The node Lockkeeper itself runs on (also LOCKKEEPER_NODE_NAME, from the pod's spec.nodeName): its maintenance is refused while the gateway's volume cannot move. */
+    gatewayNodeName: z.string().min(1).optional(),
+    /** The gateway's database volume re-attaches on other nodes (network block storage), or the database is PostgreSQL: its own node may go into maintenance. */
+    gatewayVolumeMovable: z.boolean().default(false),
     /** Wait before a migration that failed for a transient reason is tried again. */
     migrationRetryDelayMs: z.number().int().min(0).default(10_000),
     /** k8s:K4: the pod drain of maintenance on backends that run pods (Kubernetes); a request may override each. */

@@ -1,10 +1,17 @@
+import type { RemainingWorkload } from './remaining.ts';
+import type { StalledStep } from './stall.ts';
+
 /**
  * Records of background node operations, as persisted and as shown to callers, and the
  * pure rules over them (counts). Here rather than in src/operations so that the event
  * bus and the store can read them without importing the operations that use both.
  */
 
-export const OPERATION_KINDS = ['DRAIN', 'FILL', 'MAINTENANCE', 'ROLLOUT'] as const;
+/**
+ * FAILOVER: a lost node's shards attached elsewhere (neon:H5); DELETE: a node's graceful
+ * delete (neon:L4); MIGRATE: one shard's prewarmed migration (neon:W2).
+ */
+export const OPERATION_KINDS = ['DRAIN', 'FILL', 'MAINTENANCE', 'ROLLOUT', 'FAILOVER', 'DELETE', 'MIGRATE'] as const;
 export type OperationKind = (typeof OPERATION_KINDS)[number];
 /** The storage operations (storage:S3–S5, storage:D1–D8, storage:F1–F5). */
 export type StorageKind = 'DRAIN' | 'FILL';
@@ -15,7 +22,12 @@ export type OperationState = (typeof OPERATION_STATES)[number];
 /** States of an operation that has not ended: what a restarted gateway takes up again. */
 export const UNENDED_OPERATION_STATES: readonly OperationState[] = ['RUNNING', 'CANCELLING', 'PAUSED'];
 
-export const STEP_STATES = ['PLANNED', 'MOVING', 'MOVED', 'SKIPPED', 'FAILED'] as const;
+/**
+ * STOPPED: a VM step that only stopped its VM (it did not move it); MOVED is a cut-over, a
+ * migration or a restart elsewhere. ABANDONED: a step in flight when its operation was ended
+ * with `force: true` (issue 17): Lockkeeper stopped waiting for it; the backend may still finish it.
+ */
+export const STEP_STATES = ['PLANNED', 'MOVING', 'MOVED', 'STOPPED', 'SKIPPED', 'FAILED', 'ABANDONED'] as const;
 export type StepState = (typeof STEP_STATES)[number];
 
 export interface StepRecord {
@@ -42,8 +54,12 @@ export interface OperationCounts {
   planned: number;
   moving: number;
   moved: number;
+  /** VMs that were stopped (and stay off, or restart on disable). */
+  stopped: number;
   skipped: number;
   failed: number;
+  /** In flight when a forced cancel ended the operation (their outcome is the backend's). */
+  abandoned: number;
   skippedByReason: Record<string, number>;
   failedByReason: Record<string, number>;
 }
@@ -55,6 +71,8 @@ export interface WaitingOn {
   nodeId: string | null;
   workloadIds: string[];
   since: number;
+  /** Steps running past twice their expected duration (domain/stall.ts); absent when none. */
+  stalled?: StalledStep[];
 }
 
 export interface OperationSnapshot {
@@ -74,6 +92,12 @@ export interface OperationSnapshot {
   finishedAt: number | null;
   /** Estimated completion instant from the observed move rate; null until a move finished. */
   etaAt: number | null;
+  /**
+   * What an ended drain or maintenance left on its node that would lose service if the node
+   * restarted (domain/remaining.ts); null while it runs, for kinds that do not empty a node,
+   * or when the backend could not be read at its end.
+   */
+  remaining: RemainingWorkload[] | null;
 }
 
 export interface RequestMeta {
@@ -92,16 +116,27 @@ export function nodeOf(op: Pick<OperationSnapshot, 'id' | 'kind' | 'nodeId'>): s
   return op.nodeId;
 }
 
+/** Steps with an outcome (the progress done out of `totalOf`). */
+export function doneOf(c: Pick<OperationCounts, 'moved' | 'stopped' | 'skipped' | 'failed' | 'abandoned'>): number {
+  return c.moved + c.stopped + c.skipped + c.failed + c.abandoned;
+}
+
+export function totalOf(c: Pick<OperationCounts, 'planned' | 'moving' | 'moved' | 'stopped' | 'skipped' | 'failed' | 'abandoned'>): number {
+  return c.planned + c.moving + doneOf(c);
+}
+
 export function emptyCounts(): OperationCounts {
-  return { planned: 0, moving: 0, moved: 0, skipped: 0, failed: 0, skippedByReason: {}, failedByReason: {} };
+  return { planned: 0, moving: 0, moved: 0, stopped: 0, skipped: 0, failed: 0, abandoned: 0, skippedByReason: {}, failedByReason: {} };
 }
 
 const FIELD: Record<StepState, keyof Omit<OperationCounts, 'skippedByReason' | 'failedByReason'>> = {
   PLANNED: 'planned',
   MOVING: 'moving',
   MOVED: 'moved',
+  STOPPED: 'stopped',
   SKIPPED: 'skipped',
   FAILED: 'failed',
+  ABANDONED: 'abandoned',
 };
 
 /** Adjusts `counts` for a step going from `before` (null: new) to `after`. */
@@ -153,5 +188,6 @@ export function newOperation(input: {
     startedAt: now,
     finishedAt: null,
     etaAt: null,
+    remaining: null,
   };
 }

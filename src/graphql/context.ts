@@ -3,7 +3,11 @@ import { ANONYMOUS_ADMIN, type AuthService, type Identity } from '../auth/servic
 import type { Clock } from '../cluster/clock.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { OperationCoordinator } from '../operations/core/coordinator.ts';
+import type { RemainingReader } from '../operations/core/remaining-reader.ts';
+import type { DeleteEngine } from '../operations/delete/engine.ts';
+import type { FailoverEngine } from '../operations/failover/engine.ts';
 import type { MaintenanceEngine } from '../operations/maintenance/engine.ts';
+import type { ShardControls } from '../operations/shard-controls/service.ts';
 import type { RolloutEngine } from '../operations/rollouts/engine.ts';
 import type { StorageEngine } from '../operations/storage/engine.ts';
 import type { AuditLog } from '../store/audit-log.ts';
@@ -21,10 +25,18 @@ export interface AppServices {
   storage: StorageEngine;
   maintenance: MaintenanceEngine;
   rollouts: RolloutEngine;
+  /** Failover and commanded availability (neon:H5, neon:E6). */
+  failover: FailoverEngine;
+  /** Node deletes (neon:L4–L7). */
+  deletes: DeleteEngine;
+  /** Per-shard controls (neon:W1–W9). */
+  shardControls: ShardControls;
   audit: AuditLog;
   events: EventLog;
   clock: Clock;
   auth: AuthService;
+  /** What would lose service if a node restarted now (domain/remaining.ts). */
+  remaining: RemainingReader;
   /** Which replica leads (ha:L1). */
   leadership: Leadership;
   /** Wakes event-log subscribers when events were committed, here or on another replica (ha:E1). */
@@ -40,10 +52,10 @@ export interface GraphQLContext extends AppServices {
 }
 
 export function createContext(services: AppServices, identity: Identity = ANONYMOUS_ADMIN): GraphQLContext {
-  return { ...services, loaders: createLoaders(services.backend), identity, actor: identity.name };
+  return { ...services, loaders: createLoaders(services), identity, actor: identity.name };
 }
 
 /** Subscriptions live long: give each event fresh loaders so no field shows a stale read. */
 export function refreshLoaders(ctx: GraphQLContext): void {
-  ctx.loaders = createLoaders(ctx.backend);
+  ctx.loaders = createLoaders(ctx);
 }

@@ -1,4 +1,3 @@
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { GraphQLError } from 'graphql';
 import { createYoga, maskError, type YogaServerInstance } from 'graphql-yoga';
 import { AuthRefusal, AuthService, type Identity } from '../auth/service.ts';
@@ -7,6 +6,7 @@ import type { LimitSettings } from '../config/schema.ts';
 import { LockkeeperError } from '../domain/errors.ts';
 import type { Logger } from '../logger.ts';
 import { createContext, type AppServices, type GraphQLContext } from './context.ts';
+import { renderLockkeeperGraphiQL } from './graphiql.ts';
 import { toTypedError } from './map-backend-error.ts';
 import { useBadRequestStatus } from './plugins/use-bad-request-status.ts';
 import { useCostLimit } from './plugins/use-cost-limit.ts';
@@ -63,14 +63,15 @@ function maskUnlessActionable(error: unknown, message: string, isDev?: boolean):
 
 /**
  * The GraphQL handler shared by HTTP and WebSocket. GraphiQL is rendered from the
- * installed package (assets inlined), so it works on air-gapped clusters.
+ * installed package (assets inlined), so it works on air-gapped clusters; its Headers tab's
+ * token also reaches graphql-ws (./graphiql.ts).
  */
 export function createGraphQLHandler(services: AppServices, log: Logger, { limits, allowedOrigins }: GraphQLHandlerOptions): LockkeeperYoga {
   return createYoga<Record<string, unknown>, GraphQLContext>({
     schema: buildSchema({ simulation: Boolean(services.backend.simulation) }),
     graphqlEndpoint: GRAPHQL_PATH,
     context: async (initial) => createContext(services, await identityOf(services.auth, initial)),
-    renderGraphiQL,
+    renderGraphiQL: renderLockkeeperGraphiQL,
     graphiql: { title: 'Lockkeeper', subscriptionsProtocol: 'WS' },
     landingPage: false,
     maskedErrors: { maskError: maskUnlessActionable },

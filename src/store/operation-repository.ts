@@ -117,8 +117,34 @@ export class OperationRepository {
         finishedAt: new Date(op.finishedAt),
         counts: JSON.stringify(op.counts),
         waitingOn: op.waitingOn ? JSON.stringify(op.waitingOn) : null,
+        result: op.remaining ? JSON.stringify({ remaining: op.remaining }) : null,
       },
     });
+  }
+
+  /**
+   * The newest operation of each node, when it is an ended one that recorded what it left
+   * (domain/remaining.ts); nodes whose newest operation is anything else are absent.
+   */
+  async latestRemaining(nodeIds: readonly string[]): Promise<Map<string, NonNullable<OperationSnapshot['remaining']>>> {
+    const rows = await this.prisma.operation.findMany({
+      where: { nodeId: { in: [...nodeIds] } },
+      orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
+      distinct: ['nodeId'],
+      select: { nodeId: true, result: true },
+    });
+    const out = new Map<string, NonNullable<OperationSnapshot['remaining']>>();
+    for (const row of rows) {
+      const remaining = row.result ? (JSON.parse(row.result) as { remaining?: OperationSnapshot['remaining'] }).remaining : null;
+      if (row.nodeId !== null && remaining) out.set(row.nodeId, remaining);
+    }
+    return out;
+  }
+
+  /** How many operations there are of each kind and state (the `lockkeeper_operations` gauge). */
+  async countByState(): Promise<{ kind: OperationKind; state: OperationState; count: number }[]> {
+    const groups = await this.prisma.operation.groupBy({ by: ['kind', 'state'], _count: { _all: true } });
+    return groups.map((g) => ({ kind: g.kind as OperationKind, state: g.state as OperationState, count: g._count._all }));
   }
 
   async find(id: string): Promise<OperationSnapshot | null> {

@@ -20,6 +20,7 @@ export function snapshotOf(row: Operation): OperationSnapshot {
     startedAt: row.startedAt.getTime(),
     finishedAt: time(row.finishedAt),
     etaAt: null,
+    remaining: row.result ? ((JSON.parse(row.result) as { remaining?: OperationSnapshot['remaining'] }).remaining ?? null) : null,
   };
 }
 

@@ -32,7 +32,7 @@ const eta = (s: number | null) => (s === null ? '' : s >= 60 ? `ETA ${Math.floor
 
 function Progress({ op }: { op: any }) {
   const c = op.counts;
-  const done = c.moved + c.skipped + c.failed;
+  const done = c.moved + c.stopped + c.skipped + c.failed;
   const pct = c.total ? Math.round((100 * done) / c.total) : ENDED.includes(op.state) ? 100 : 0;
   return html`<div class="progress" title=${`${done}/${c.total}`}>
     <div class="bar" style=${`width:${pct}%`}></div>
@@ -276,6 +276,7 @@ function App() {
                 <th>policy</th>
                 <th>maintenance</th>
                 <th>operation</th>
+                <th>safe to restart</th>
                 <th></th>
               </tr>
               ${nodes
@@ -288,6 +289,9 @@ function App() {
                       <td>${n.schedulingPolicy}</td>
                       <td>${n.maintenancePhase ?? ''}</td>
                       <td>${n.operation ? `${n.operation.kind} ${n.operation.state}` : ''}</td>
+                      <td class=${n.safeToRestart ? 'ok' : 'warn'} data-safe=${String(n.safeToRestart)} title=${remainingTitle(n.remainingWorkloads)}>
+                        ${n.safeToRestart ? 'yes' : `no: ${n.remainingWorkloads.length} remain`}
+                      </td>
                       <td class="actions">
                         <button
                           onClick=${async () => act(`Maintenance of ${n.name}`, { maintenance: (await gql(D.maintenancePlan, { nodeId: n.id })).maintenancePlan }, call(D.enableMaintenanceMode, { nodeId: n.id }))}
@@ -379,3 +383,8 @@ function App() {
 }
 
 render(h(App, {}), document.getElementById('app')!);
+
+/** The tooltip of a node's "safe to restart" cell: each workload that remains and why. */
+function remainingTitle(remaining: { kind: string; id: string; reason: string }[]): string {
+  return remaining.map((w) => `${w.kind.toLowerCase()} ${w.id}: ${w.reason}`).join('\n');
+}

@@ -5,10 +5,11 @@ const OPERATION = `__typename ... on Operation { id kind nodeId state } ${ERROR}
 
 export const WEB_DOCUMENTS = {
   dashboard: `query Dashboard { nodes(first: 1000) { edges { node {
-      id name zone roles availability cordoned schedulingPolicy maintenancePhase operation { id kind state } } } }
+      id name zone roles availability cordoned schedulingPolicy maintenancePhase operation { id kind state }
+      safeToRestart remainingWorkloads { kind id reason } } } }
     operations(first: 25) { edges { node {
       id kind nodeId state reason error createdAt etaSeconds
-      counts { planned moving moved skipped failed total } waitingOn { description }
+      counts { planned moving moved stopped skipped failed total } waitingOn { description }
       rollout { currentWave nodesDone nodesTotal settings { action restart maxUnavailable } nodes { nodeId phase wave } } } } } }`,
   events: `subscription Events($after: Int) { eventLog(after: $after) { seq type nodeId operationId } }`,
   maintenancePlan: `query MaintenancePlan($nodeId: ID!, $force: Boolean) { maintenancePlan(nodeId: $nodeId, force: $force) {

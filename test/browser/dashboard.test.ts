@@ -58,6 +58,9 @@ describe.skipIf(!haveChromium)('the dashboard in Debian’s Chromium (rollout:W1
     expect(await page.locator('section.zone h3').allTextContents()).toEqual(['zone-a', 'zone-b']);
     expect(await page.locator('tr[data-node="2"] td').nth(1).textContent()).toBe('ACTIVE');
     expect(await page.locator('tr[data-node="2"] td').nth(2).textContent()).toBe('ACTIVE');
+    // Three shards are attached to it: not safe to restart, and the cell says how many remain.
+    expect(await page.locator('tr[data-node="2"] td[data-safe]').getAttribute('data-safe')).toBe('false');
+    expect((await page.locator('tr[data-node="2"] td[data-safe]').textContent())?.trim()).toBe('no: 3 remain');
     await page.locator('.live').waitFor();
     expect(await page.locator('a[href="/graphql"]').count()).toBe(1);
   });
@@ -90,6 +93,8 @@ describe.skipIf(!haveChromium)('the dashboard in Debian’s Chromium (rollout:W1
     ).toBe(true);
     expect(seen.at(-1)).toBe('SUCCEEDED 3/3');
     expect(await row.locator('td').nth(2).textContent()).toBe('PAUSE_FOR_RESTART');
+    // Every shard moved: now it may be restarted.
+    await row.locator('td[data-safe="true"]').waitFor();
     const steps = (await (
       await fetch(started.url, {
         method: 'POST',

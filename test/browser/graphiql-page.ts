@@ -50,8 +50,10 @@ function normalize(text: string): string {
 export class GraphiQLPage {
   constructor(readonly page: Page) {}
 
-  static async open(browser: Browser, url: string): Promise<{ graphiql: GraphiQLPage; network: NetworkLog }> {
+  /** `initScript` runs in the page before its own scripts (test instrumentation). */
+  static async open(browser: Browser, url: string, initScript?: () => void): Promise<{ graphiql: GraphiQLPage; network: NetworkLog }> {
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    if (initScript) await page.addInitScript(initScript);
     page.setDefaultTimeout(UI_TIMEOUT_MS);
     const network = recordNetwork(page);
     await page.goto(url, { waitUntil: 'load' });
@@ -64,8 +66,18 @@ export class GraphiQLPage {
 
   /** Replaces the operation editor's text by typing into it. */
   async setOperation(text: string): Promise<void> {
-    const editor = this.page.locator('.graphiql-query-editor .monaco-editor');
-    await editor.click();
+    await this.replaceText('.graphiql-query-editor .monaco-editor', text);
+  }
+
+  /** Opens the editor tools' Headers tab and replaces its text, as a user types it. */
+  async setHeaders(text: string): Promise<void> {
+    await this.page.locator('.graphiql-editor-tools button[data-name="headers"]').click();
+    await this.replaceText('.monaco-editor[data-uri$="-headers.json"]', text);
+  }
+
+  /** Types `text` over the whole content of the Monaco editor at `selector` and waits until it shows it. */
+  private async replaceText(selector: string, text: string): Promise<void> {
+    await this.page.locator(selector).click();
     await this.page.keyboard.press('ControlOrMeta+A');
     await this.page.keyboard.press('Delete');
     // One input event: Monaco's auto-closing brackets and suggestions only react to
@@ -73,8 +85,8 @@ export class GraphiQLPage {
     await this.page.keyboard.insertText(text);
     const expected = normalize(text).replace(/\s+/g, '');
     await this.page.waitForFunction(
-      (want) => (document.querySelector('.graphiql-query-editor .view-lines')?.textContent ?? '').replace(/\u00a0/g, ' ').replace(/\s+/g, '') === want,
-      expected,
+      ([lines, want]) => (document.querySelector(lines!)?.textContent ?? '').replace(/\u00a0/g, ' ').replace(/\s+/g, '') === want,
+      [`${selector} .view-lines`, expected] as const,
     );
   }
 

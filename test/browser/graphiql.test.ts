@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type WebSocket as PageWebSocket } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
+import { startSecuredServer, type SecuredServer } from '../support/secured-server.ts';
 import { startLockkeeper, type Started } from '../../src/start.ts';
 import { CHROMIUM_ARGS, CHROMIUM_PATH, GraphiQLPage, isLocalUrl, UI_TIMEOUT_MS } from './graphiql-page.ts';
 import { untilSubscribed } from '../support/subscribers.ts';
@@ -129,4 +130,108 @@ describe('GraphiQL in a real browser', () => {
       }).catch(() => {});
     }
   });
+});
+
+describe('GraphiQL with authentication on', () => {
+  let secured: SecuredServer;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    if (!haveChromium) return;
+    secured = await startSecuredServer();
+    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, timeout: 60_000 });
+  }, 90_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await secured?.stop();
+  }, 60_000);
+
+  /** The graphql-ws frames of the page's sockets, both ways, parsed. */
+  function recordFrames(page: import('playwright-core').Page) {
+    const frames: { way: 'sent' | 'received'; message: { type?: string; payload?: Record<string, unknown> } }[] = [];
+    const closes: number[] = [];
+    const sockets: PageWebSocket[] = [];
+    page.on('websocket', (ws) => {
+      sockets.push(ws);
+      const parse = (way: 'sent' | 'received') => (f: { payload: string | Buffer }) => {
+        try {
+          frames.push({ way, message: JSON.parse(f.payload.toString()) });
+        } catch {
+          // not graphql-ws
+        }
+      };
+      ws.on('framesent', parse('sent'));
+      ws.on('framereceived', parse('received'));
+      ws.on('close', () => closes.push(1));
+    });
+    return { frames, closes, sockets };
+  }
+
+  it.skipIf(!haveChromium)(
+    `the Headers tab's Authorization reaches graphql-ws connection_init, and a subscription receives events (needs ${CHROMIUM_PATH})`,
+    async () => {
+      const { graphiql, network } = await GraphiQLPage.open(browser, secured.url);
+      try {
+        const { frames, sockets } = recordFrames(graphiql.page);
+        await graphiql.setHeaders(`{"Authorization": "Bearer ${secured.tokens.viewer}"}`);
+        await graphiql.setOperation('subscription { nodeChanged(nodeId: "2") { id availability } }');
+        await graphiql.run();
+        await expect.poll(() => frames.some((f) => f.way === 'received' && f.message.type === 'connection_ack'), { timeout: UI_TIMEOUT_MS }).toBe(true);
+        const init = frames.find((f) => f.way === 'sent' && f.message.type === 'connection_init');
+        expect(init?.message.payload).toEqual({ authorization: `Bearer ${secured.tokens.viewer}` });
+        await expect.poll(() => frames.some((f) => f.way === 'sent' && f.message.type === 'subscribe'), { timeout: UI_TIMEOUT_MS }).toBe(true);
+
+        // As in the test above: no signal marks the server's registration of the subscription; change the node until an event comes (bounded).
+        let online = true;
+        for (let attempt = 0; attempt < 10 && !frames.some((f) => f.message.type === 'next'); attempt++) {
+          online = !online;
+          const changed = await secured.gql(`mutation { simulation { setNodeOnline(nodeId: "2", online: ${online}) { __typename } } }`, {
+            token: secured.tokens.admin,
+          });
+          expect(changed.body.data).toEqual({ simulation: { setNodeOnline: { __typename: 'ClusterNode' } } });
+          await sockets[0]!.waitForEvent('framereceived', { predicate: (f) => messageType(f.payload) === 'next', timeout: 3_000 }).catch(() => null);
+        }
+        const result = await graphiql.waitForResult('"nodeChanged"', '"id": "2"', `"availability": "${online ? 'ACTIVE' : 'OFFLINE'}"`);
+        expect(result).not.toContain('"errors"');
+        expect(network.requests.filter((u) => !isLocalUrl(u))).toEqual([]);
+      } finally {
+        await graphiql.page.close();
+        await secured
+          .gql('mutation { simulation { setNodeOnline(nodeId: "2", online: true) { __typename } } }', { token: secured.tokens.admin })
+          .catch(() => {});
+      }
+    },
+    120_000,
+  );
+
+  it.skipIf(!haveChromium)(
+    `without a token in the Headers tab the socket is refused with 4403 (needs ${CHROMIUM_PATH})`,
+    async () => {
+      // The close codes the page's sockets see (Playwright does not report them).
+      const { graphiql } = await GraphiQLPage.open(browser, secured.url, () => {
+        const codes: number[] = [];
+        (window as unknown as { closeCodes: number[] }).closeCodes = codes;
+        const Native = window.WebSocket;
+        window.WebSocket = class extends Native {
+          constructor(url: string | URL, protocols?: string | string[]) {
+            super(url, protocols);
+            this.addEventListener('close', (e) => codes.push(e.code));
+          }
+        };
+      });
+      try {
+        const { frames } = recordFrames(graphiql.page);
+        await graphiql.setOperation('subscription { nodeChanged { id } }');
+        await graphiql.run();
+        await graphiql.page.waitForFunction(() => (window as unknown as { closeCodes: number[] }).closeCodes.length > 0);
+        expect((await graphiql.page.evaluate(() => (window as unknown as { closeCodes: number[] }).closeCodes))[0]).toBe(4403);
+        expect(frames.find((f) => f.way === 'sent' && f.message.type === 'connection_init')?.message.payload).toEqual({});
+        expect(frames.some((f) => f.message.type === 'connection_ack')).toBe(false);
+      } finally {
+        await graphiql.page.close();
+      }
+    },
+    120_000,
+  );
 });

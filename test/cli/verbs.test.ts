@@ -82,7 +82,9 @@ describe('lockkeeper client verbs against a real gateway (rollout:T1–T5)', () 
   it('rollout:T3 nodes, vms and shards: a table for people, JSON for scripts', async () => {
     const table = await cli(s.url, 'nodes');
     expect(table.code).toBe(0);
-    expect(table.out.split('\n')[0]).toMatch(/^ID\s+NAME\s+ZONE\s+AVAILABILITY\s+CORDONED\s+POLICY\s+MAINTENANCE\s+OPERATION$/);
+    expect(table.out.split('\n')[0]).toMatch(/^ID\s+NAME\s+ZONE\s+AVAILABILITY\s+CORDONED\s+POLICY\s+MAINTENANCE\s+OPERATION\s+SAFE TO RESTART$/);
+    // Node 1 runs a VM and holds shards; node 3 the same: neither is safe to restart now.
+    expect(table.out.split('\n')[1]).toMatch(/no: 1 vm\(s\), 2 shard\(s\)$/);
     expect((await cli(s.url, 'nodes', '--json')).json().map((n: any) => n.id)).toEqual(['1', '2', '3']);
     expect((await cli(s.url, 'vms', '--node', '1', '--json')).json()).toMatchObject([{ id: 'prod/pinned', migratable: false }]);
     expect((await cli(s.url, 'shards', '--node', '2', '--json')).json().map((x: any) => x.id)).toEqual(['t1', 't4']);
@@ -93,6 +95,8 @@ describe('lockkeeper client verbs against a real gateway (rollout:T1–T5)', () 
     expect(drain.code).toBe(0);
     expect(drain.out).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z drain 2 (RUNNING|SUCCEEDED) /m);
     expect(drain.out).toMatch(/drain 2 SUCCEEDED 2\/2 shards/);
+    // Node 2 runs no VM and every shard moved: safe to restart, exit 0.
+    expect(drain.out).toMatch(/Z node 2 is safe to restart: nothing remains on it$/m);
     const again = await cli(s.url, 'drain', '2');
     expect(again).toMatchObject({
       code: 2,
@@ -183,12 +187,14 @@ describe('lockkeeper client verbs against a real gateway (rollout:T1–T5)', () 
   });
 
   it(
-    'rollout:T3 rollout:T4 as a process: events --follow prints one JSON line per event; drain --watch without a TTY prints lines and exits 0; under a pseudo-terminal it draws a progress bar',
+    'rollout:T3 rollout:T4 as a process: events --follow prints one JSON line per event; drain --watch without a TTY prints lines and exits 5 when the node is not safe to restart; under a pseudo-terminal it draws a progress bar',
     { timeout: 180_000 },
     async () => {
+      // Node 3 runs prod/web: its drain SUCCEEDED, but the node is not safe to restart (exit 5, naming the VM).
       const plain = await processCli(['drain', '3', '--watch', '--server', s.url]);
-      expect(plain).toMatchObject({ code: 0, err: '' });
+      expect(plain).toMatchObject({ code: 5, err: '' });
       expect(plain.out).toMatch(/Z drain 3 SUCCEEDED 2\/2 shards/);
+      expect(plain.out).toMatch(/Z node 3 is NOT safe to restart: 1 workload\(s\) remain\n.*Z {3}vm prod\/web: VM_RUNNING: still running on node 3/);
       expect(plain.out).not.toContain('\u001b[');
 
       const follow = spawn(process.execPath, [join(PROJECT_ROOT, 'bin/lockkeeper.js'), 'events', '--follow', '--after', '0', '--json', '--server', s.url], {

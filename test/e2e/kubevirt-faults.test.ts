@@ -146,7 +146,7 @@ describe('the API server down during a maintenance', () => {
       expect(o.state).toBe('SUCCEEDED');
       expect(t.app.maintenance.stateOf('node-1')?.phase).toBe('COMPLETED');
       const steps = Object.fromEntries(o.steps.edges.map((e: any) => [e.node.workloadId, e.node.state]));
-      expect(steps).toEqual({ 'default/stopper': 'MOVED', 'default/mover': 'MOVED' });
+      expect(steps).toEqual({ 'default/stopper': 'STOPPED', 'default/mover': 'MOVED' });
       // The Kubernetes objects: stopped, migrated by exactly one migration (none re-created), node cordoned.
       expect(t.sim.vm('default', 'stopper')!.spec.runStrategy).toBe('Halted');
       expect(t.sim.vmi('default', 'stopper')).toBeNull();

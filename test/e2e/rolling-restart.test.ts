@@ -63,9 +63,43 @@ describe('examples/rolling-restart.ts: one DRAIN_FILL rollout', () => {
   });
 });
 
+/** Four storage nodes in two zones, 40 shards each with a warm secondary on the next node: nothing to skip. */
+function storageCluster() {
+  const nodes = ['1', '2', '3', '4'].map((id) => ({ id, zone: id <= '2' ? 'zone-a' : 'zone-b', roles: ['worker', 'storage'] }));
+  const shards = Array.from({ length: 40 }, (_, i) => ({
+    tenantId: `t${i}`,
+    attachedNodeId: String((i % 4) + 1),
+    secondaries: [{ nodeId: String(((i + 1) % 4) + 1) }],
+  }));
+  return { nodes, shards };
+}
+
+describe('examples stop at a node that would still serve workloads', () => {
+  it('rolling-restart-script.ts on the demo cluster: the first drain SUCCEEDED but left VMs and a shard whose secondary’s lag is unknown, so it restarts nothing and exits 5 naming them', async () => {
+    const s = await startDemo({ latenciesMs: { cutOver: 20, migrate: 20, stop: 20, start: 20, cordon: 5 }, restartDelayMs: 100, heartbeatIntervalMs: 100 });
+    const output = await runExample('examples/rolling-restart-script.ts', s.url);
+    expect(output.code).toBe(5);
+    expect(output.out).toMatch(/drain: SUCCEEDED \d+\/\d+ moved, [1-9]\d* skipped/);
+    expect(output.out).toMatch(/still on node 1: shard \S+: SECONDARY_STATUS_UNKNOWN: still attached to node 1 \(left: SECONDARY_STATUS_UNKNOWN\)/);
+    expect(output.out).toMatch(/still on node 1: vm prod\/web-1: VM_RUNNING: still running on node 1/);
+    expect(output.out).not.toContain('restarting');
+    expect(output.err).toMatch(/^rolling restart stopped: node 1 is not safe to restart: /);
+    const data = await query(s.url, '{ node(id: "1") { ... on ClusterNode { availability safeToRestart } } }');
+    expect(data.node).toMatchObject({ availability: 'ACTIVE', safeToRestart: false });
+  });
+
+  it('rolling-restart.ts on the demo cluster: the rollout pauses at the first node, names what it would interrupt and exits 4', async () => {
+    const s = await startDemo({ latenciesMs: { cutOver: 20 }, restartDelayMs: 100, heartbeatIntervalMs: 100 });
+    const output = await runExample('examples/rolling-restart.ts', s.url);
+    expect(output.code).toBe(4);
+    expect(output.out).toMatch(/node 1 not restarted: prod\/ledger: still running on node 1/);
+    expect(output.out).toContain('rolling restart PAUSED');
+  });
+});
+
 describe('examples/rolling-restart-script.ts: the same loop by hand', () => {
   it('restarts every storage node in turn and ends with every node ACTIVE and every shard attached', async () => {
-    const s = await startDemo({ latenciesMs: { cutOver: 20 }, restartDelayMs: 100, heartbeatIntervalMs: 100 });
+    const s = await startDemo({ topology: storageCluster(), latenciesMs: { cutOver: 20 }, restartDelayMs: 100, heartbeatIntervalMs: 100 });
     const output = await runExample('examples/rolling-restart-script.ts', s.url);
     expect(output.err).toBe('');
     expect(output.code).toBe(0);

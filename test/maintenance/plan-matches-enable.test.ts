@@ -183,7 +183,8 @@ async function checkOne(t: TestApp, force: boolean): Promise<void> {
 }
 
 describe('maintenancePlan predicts what enableMaintenanceMode does', () => {
-  it('on random small clusters: refused iff the plan refuses (same error); otherwise every VM ends where its entry says', async () => {
+  // Many small clusters, each a fresh app and database: generous on a loaded two-core machine.
+  it('on random small clusters: refused iff the plan refuses (same error); otherwise every VM ends where its entry says', { timeout: 120_000 }, async () => {
     const seen = { node2InMaintenance: 0, refused: 0, completed: 0, migrate: 0, stopNever: 0, afterEnable: 0, afterDisable: 0, none: 0 };
     await fc.assert(
       fc.asyncProperty(clusterArb, async (c) => {

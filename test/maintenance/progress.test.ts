@@ -40,7 +40,7 @@ describe('maintenance progress streams', () => {
     await Promise.all([watchingNodes, watchingOp]);
     expect(phases).toEqual(['DRAINING', 'EVACUATING', 'COMPLETED']);
     expect(steps).toContain('default/a:MIGRATE:MOVED');
-    expect(steps).toContain('default/b:STOP:MOVED');
+    expect(steps).toContain('default/b:STOP:STOPPED');
     expect(waits).toContain('VMS_ON_NODE');
   });
 });

@@ -67,7 +67,15 @@ function toy(stepIds: string[]) {
     operation: () => written.operations++,
     event: (e) => written.events.push(e),
   };
-  const observer: OperationObserver = { operationStarted() {}, operationFinished() {}, stepFinished() {}, movesInFlight() {}, policyChanged() {} };
+  const observer: OperationObserver = {
+    operationStarted() {},
+    operationFinished() {},
+    stepFinished() {},
+    movesInFlight() {},
+    stepStalled() {},
+    stepAbandoned() {},
+    policyChanged() {},
+  };
   const ends: { outcome: OperationOutcome; failure: string | null }[] = [];
   const steps = stepIds.map(step);
   const snapshot = newOperation({ id: 'op', kind: 'DRAIN', nodeId: '1', meta: { actor: 'test', reason: null }, steps, now: clock.now() });

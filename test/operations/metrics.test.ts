@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createOperationMetrics, MOVE_LATENCY_BUCKETS } from '../../src/operations/core/metrics.ts';
 
+const SHARD = { workloadKind: 'shard', action: 'CUT_OVER' } as const;
+
 /** The value of one sample line, e.g. `lockkeeper_shards_moved_total{kind="DRAIN"}`; undefined when absent. */
 function sample(text: string, series: string): number | undefined {
   const line = text.split('\n').find((l) => l.startsWith(`${series} `));
@@ -32,15 +34,15 @@ describe('operation metrics (storage:P2)', () => {
 
   it('counts shards moved, skipped and failed by reason, and observes move latency in seconds', async () => {
     const { registry, observer } = createOperationMetrics({ defaultMetrics: false });
-    observer.stepFinished('DRAIN', 'MOVED', null, 30);
-    observer.stepFinished('DRAIN', 'MOVED', null, 4000);
-    observer.stepFinished('DRAIN', 'MOVED', null, null); // a resumed step found already moved: no latency
-    observer.stepFinished('FILL', 'MOVED', null, 700_000);
-    observer.stepFinished('DRAIN', 'SKIPPED', 'SECONDARY_LAGGING', null);
-    observer.stepFinished('DRAIN', 'SKIPPED', 'SECONDARY_LAGGING', null);
-    observer.stepFinished('DRAIN', 'SKIPPED', 'NO_SECONDARY', null);
-    observer.stepFinished('FILL', 'FAILED', 'TRANSIENT', null);
-    observer.stepFinished('FILL', 'FAILED', null, null);
+    observer.stepFinished('DRAIN', SHARD, 'MOVED', null, 30);
+    observer.stepFinished('DRAIN', SHARD, 'MOVED', null, 4000);
+    observer.stepFinished('DRAIN', SHARD, 'MOVED', null, null); // a resumed step found already moved: no latency
+    observer.stepFinished('FILL', SHARD, 'MOVED', null, 700_000);
+    observer.stepFinished('DRAIN', SHARD, 'SKIPPED', 'SECONDARY_LAGGING', null);
+    observer.stepFinished('DRAIN', SHARD, 'SKIPPED', 'SECONDARY_LAGGING', null);
+    observer.stepFinished('DRAIN', SHARD, 'SKIPPED', 'NO_SECONDARY', null);
+    observer.stepFinished('FILL', SHARD, 'FAILED', 'TRANSIENT', null);
+    observer.stepFinished('FILL', SHARD, 'FAILED', null, null);
     const text = await registry.metrics();
 
     expect(sample(text, 'lockkeeper_shards_moved_total{kind="DRAIN"}')).toBe(3);
@@ -59,6 +61,30 @@ describe('operation metrics (storage:P2)', () => {
     // 700 s is beyond the last bucket (10 min): only +Inf holds it.
     expect(sample(text, 'lockkeeper_move_duration_seconds_bucket{le="600",kind="FILL"}')).toBe(0);
     expect(sample(text, 'lockkeeper_move_duration_seconds_bucket{le="+Inf",kind="FILL"}')).toBe(1);
+  });
+
+  it('counts VMs apart from shards, by action and outcome, and rollout nodes apart from both', async () => {
+    const { registry, observer } = createOperationMetrics({ defaultMetrics: false });
+    observer.stepFinished('MAINTENANCE', { workloadKind: 'vm', action: 'MIGRATE' }, 'MOVED', null, 800);
+    observer.stepFinished('MAINTENANCE', { workloadKind: 'vm', action: 'STOP' }, 'STOPPED', 'AFTER_DISABLE', 400);
+    observer.stepFinished('MAINTENANCE', { workloadKind: 'vm', action: 'STOP_AND_RESTART' }, 'MOVED', 'AFTER_ENABLE', 900);
+    observer.stepFinished('MAINTENANCE', { workloadKind: 'vm', action: 'MIGRATE' }, 'SKIPPED', 'VM_GONE', null);
+    observer.stepFinished('MAINTENANCE', { workloadKind: 'vm', action: 'MIGRATE' }, 'FAILED', 'REJECTED', null);
+    observer.stepFinished('MAINTENANCE', SHARD, 'MOVED', null, 30);
+    observer.stepFinished('MAINTENANCE', SHARD, 'SKIPPED', 'SECONDARY_LAGGING', null);
+    observer.stepFinished('ROLLOUT', { workloadKind: 'node', action: 'MAINTENANCE' }, 'MOVED', null, 60_000);
+    const text = await registry.metrics();
+    expect(sample(text, 'lockkeeper_vms_handled_total{kind="MAINTENANCE",action="MIGRATE",outcome="MOVED"}')).toBe(1);
+    expect(sample(text, 'lockkeeper_vms_handled_total{kind="MAINTENANCE",action="STOP",outcome="STOPPED"}')).toBe(1);
+    expect(sample(text, 'lockkeeper_vms_handled_total{kind="MAINTENANCE",action="STOP_AND_RESTART",outcome="MOVED"}')).toBe(1);
+    expect(sample(text, 'lockkeeper_vms_skipped_total{kind="MAINTENANCE",reason="VM_GONE"}')).toBe(1);
+    expect(sample(text, 'lockkeeper_vms_failed_total{kind="MAINTENANCE",reason="REJECTED"}')).toBe(1);
+    // Only the one shard counts as a shard; VMs and rollout nodes never do.
+    expect(sample(text, 'lockkeeper_shards_moved_total{kind="MAINTENANCE"}')).toBe(1);
+    expect(sample(text, 'lockkeeper_shards_moved_total{kind="ROLLOUT"}')).toBe(0);
+    expect(sample(text, 'lockkeeper_shards_skipped_total{kind="MAINTENANCE",reason="SECONDARY_LAGGING"}')).toBe(1);
+    expect(sample(text, 'lockkeeper_move_duration_seconds_count{kind="MAINTENANCE"}')).toBe(1);
+    expect(sample(text, 'lockkeeper_rollout_nodes_finished_total{outcome="MOVED"}')).toBe(1);
   });
 
   it('has latency buckets from 20 ms to 10 min', () => {
@@ -120,11 +146,11 @@ describe('operation metrics (storage:P2)', () => {
     const errors: unknown[] = [];
     const { registry, observer } = createOperationMetrics({ defaultMetrics: false, onError: (e) => errors.push(e) });
     // prom-client refuses to observe NaN; the hook must swallow that, not crash the run.
-    expect(() => observer.stepFinished('DRAIN', 'MOVED', null, Number.NaN)).not.toThrow();
+    expect(() => observer.stepFinished('DRAIN', SHARD, 'MOVED', null, Number.NaN)).not.toThrow();
     expect(errors).toHaveLength(1);
     expect(sample(await registry.metrics(), 'lockkeeper_shards_moved_total{kind="DRAIN"}')).toBe(1);
     // Without onError, still silent.
     const quiet = createOperationMetrics({ defaultMetrics: false });
-    expect(() => quiet.observer.stepFinished('FILL', 'MOVED', null, Number.NaN)).not.toThrow();
+    expect(() => quiet.observer.stepFinished('FILL', SHARD, 'MOVED', null, Number.NaN)).not.toThrow();
   });
 });

@@ -124,7 +124,7 @@ describe('running (rollout:O4–O8, rollout:O10, rollout:O11)', () => {
     await driveRollout(t, r.id, ['PAUSED', 'SUCCEEDED', 'FAILED']);
     const paused = await t.app.operations.getOperation(r.id);
     expect(paused).toMatchObject({ state: 'PAUSED', waitingOn: { kind: 'PAUSED' } });
-    expect(paused!.waitingOn!.description).toContain('t0 (shard still attached to node 1 with no secondary to take over)');
+    expect(paused!.waitingOn!.description).toContain('t0 (still attached to node 1 with no secondary to take over)');
     expect(run(t, r.id).details.get('1')).toMatchObject({ phase: 'UNSAFE_TO_RESTART', blockers: [{ id: 't0' }] });
     // Resuming without the override pauses again at the gate; with it, the node is handed over.
     await control(t, 'resumeRollout', `id: "${r.id}"`);

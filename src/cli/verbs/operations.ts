@@ -44,7 +44,8 @@ export const operationVerbs: Verb[] = [
   startVerb('fill', 'startNodeFill', 'bring shards back to the node'),
   {
     name: 'cancel',
-    usage: 'cancel <node> [--reason R] cancel the drain or fill running on the node',
+    usage: 'cancel <node> [--force] [--reason R] cancel the drain or fill running on the node (--force: abandon the cut-overs in flight, end now)',
+    options: { force: { type: 'boolean' } },
     mutations: ['cancelNodeDrain', 'cancelNodeFill'],
     async run(ctx) {
       const nodeId = arg(ctx, 0, 'node id');
@@ -55,6 +56,7 @@ export const operationVerbs: Verb[] = [
       const { result } = await ctx.client.request(DOCUMENTS[kind === 'DRAIN' ? 'cancelNodeDrain' : 'cancelNodeFill'], {
         nodeId,
         reason: stringOption(ctx, 'reason') ?? null,
+        force: ctx.values.force === true,
       });
       return started(ctx, result);
     },
@@ -121,7 +123,7 @@ export const operationVerbs: Verb[] = [
           return started(ctx, result);
         }
         case 'disable': {
-          const { result } = await ctx.client.request(DOCUMENTS.disableMaintenanceMode, { nodeId, reason });
+          const { result } = await ctx.client.request(DOCUMENTS.disableMaintenanceMode, { nodeId, reason, force });
           if (result.__typename !== 'DisableMaintenanceResult') throw refused(result);
           if (ctx.json) ctx.io.out(json(result));
           else {

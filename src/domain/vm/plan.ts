@@ -6,7 +6,7 @@
 import { evictionMethod } from './eviction.ts';
 import { describeReason, nonMigratableReasons } from './migratability.ts';
 import { byNamespaceName } from './order.ts';
-import { precheckMaintenance } from './prechecks.ts';
+import { gatewayNodeRefusal, precheckMaintenance, type GatewayPlacement } from './prechecks.ts';
 import { pickTargetNode, vmLoadByNode } from './scheduling.ts';
 import { effectiveStrategy, type EffectiveStrategy } from './strategy.ts';
 import type { MaintenancePlan, MaintNode, MaintVm, NonMigratableReason, PrecheckRefusal, VmAction, VmPlanEntry } from './types.ts';
@@ -17,6 +17,10 @@ export interface PlanInput {
   nodes: readonly MaintNode[];
   /** Every VM of the cluster: the node's own, and the others for load and tracking. */
   vms: readonly MaintVm[];
+  /** False: the backend serves no VMs (the pageserver plugin), and maintenance mode is refused as NO_VMS. */
+  servesVms?: boolean;
+  /** Where Lockkeeper itself runs (GATEWAY_ON_NODE); absent: not known. */
+  gateway?: GatewayPlacement | null;
 }
 
 const stopForever = (forced: boolean): VmAction => ({ kind: 'STOP', restart: 'NEVER', track: false, restartNodeId: null, forced });
@@ -126,6 +130,14 @@ export function planMaintenance(input: PlanInput): MaintenancePlan {
   const refusals = precheckMaintenance(nodeId, input.nodes);
   const node = input.nodes.find((n) => n.id === nodeId);
   if (!node) return { nodeId, force, refusals, vms: [], warnings: [] };
+  const gateway = gatewayNodeRefusal(node, input.gateway);
+  if (gateway) refusals.push(gateway);
+  if (input.servesVms === false) {
+    refusals.push({
+      code: 'NO_VMS',
+      message: `the backend serves no VMs, so node ${nodeId} has no maintenance mode: drain its shards with startNodeDrain (lockkeeper drain ${nodeId}) and fill them back with startNodeFill`,
+    });
+  }
   const covered = input.vms.filter((vm) => vm.nodeId === nodeId || (vm.nodeId === null && vm.tracking?.nodeName === node.name)).sort(byNamespaceName);
   const warnings: string[] = [];
   const drafts = covered.map((vm) => draftEntry(vm, input, warnings));

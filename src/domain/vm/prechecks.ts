@@ -53,6 +53,28 @@ function controlPlaneQuorumRefusal(node: MaintNode, others: readonly MaintNode[]
   };
 }
 
+/**
+ * Lockkeeper's own node (issue 17): a gateway whose database volume cannot move with it
+ * would stop, with its state, on the node it is taking down — and nobody would bring the
+ * node back. Refused, force or not, until the gateway runs elsewhere or its volume can follow it.
+ */
+export function gatewayNodeRefusal(node: MaintNode, gateway: GatewayPlacement | null | undefined): PrecheckRefusal | null {
+  if (!gateway?.nodeName || gateway.volumeMovable || (node.name !== gateway.nodeName && node.id !== gateway.nodeName)) return null;
+  return {
+    code: 'GATEWAY_ON_NODE',
+    message:
+      `Lockkeeper itself runs on node ${node.id} and its database volume cannot move to another node: ` +
+      'move the gateway first (cordon the node, delete the lockkeeper pod and wait until it runs elsewhere), ' +
+      'or set operations.gatewayVolumeMovable when its volume re-attaches on other nodes (see deploy/README.md)',
+  };
+}
+
+/** Where the gateway runs (LOCKKEEPER_NODE_NAME, from the pod's spec.nodeName) and whether its volume can follow it. */
+export interface GatewayPlacement {
+  nodeName?: string | undefined;
+  volumeMovable: boolean;
+}
+
 /** vm:P5: the typed error a refusal becomes (GraphQL result union member, REST status). */
 export function refusalError(nodeId: string, refusal: PrecheckRefusal): LockkeeperError {
   switch (refusal.code) {
@@ -64,6 +86,8 @@ export function refusalError(nodeId: string, refusal: PrecheckRefusal): Lockkeep
       return new ConflictError(refusal.message);
     case 'LAST_AVAILABLE_NODE':
     case 'CONTROL_PLANE_QUORUM':
+    case 'GATEWAY_ON_NODE':
+    case 'NO_VMS':
     case 'NON_MIGRATABLE_VMS':
       return new PreconditionFailedError(refusal.code, refusal.message);
   }

@@ -98,6 +98,8 @@ export type PrecheckRefusal =
   | { code: 'ALREADY_IN_MAINTENANCE'; message: string; phase: MaintenancePhase }
   | { code: 'LAST_AVAILABLE_NODE'; message: string }
   | { code: 'CONTROL_PLANE_QUORUM'; message: string }
+  | { code: 'GATEWAY_ON_NODE'; message: string }
+  | { code: 'NO_VMS'; message: string }
   | { code: 'NON_MIGRATABLE_VMS'; message: string; byReason: Record<string, string[]> };
 
 export interface MaintenancePlan {

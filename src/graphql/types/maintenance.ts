@@ -339,11 +339,20 @@ builder.mutationFields((t) => ({
   disableMaintenanceMode: t.field({
     type: DisableResultType,
     description: 'Uncordons the node, ends its maintenance and restarts the VMs tracked to restart (vm:D1–D3).',
-    args: { nodeId: t.arg.id({ required: true }), reason: t.arg.string({ required: false }) },
+    args: {
+      nodeId: t.arg.id({ required: true }),
+      reason: t.arg.string({ required: false }),
+      force: t.arg.boolean({
+        required: false,
+        defaultValue: false,
+        description:
+          'Record the VM actions and shard cut-overs in flight as ABANDONED with their last known state (each step’s `recheck` reads where its workload is now) instead of leaving them MOVING under the ended operation.',
+      }),
+    },
     errors: { types: [NotFoundError, PreconditionFailedError, UnavailableError], directResult: true },
     resolve: (_, args, ctx) =>
       audit(ctx, 'disableMaintenanceMode', args, String(args.nodeId), args.reason, (m) =>
-        typedBackendCall(() => ctx.maintenance.disable(String(args.nodeId), m)),
+        typedBackendCall(() => ctx.maintenance.disable(String(args.nodeId), m, { force: args.force === true })),
       ),
   }),
   clearMaintenanceError: t.field({

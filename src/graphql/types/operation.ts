@@ -5,11 +5,13 @@ import {
   OPERATION_KINDS,
   OPERATION_STATES,
   STEP_STATES,
+  totalOf,
   type OperationCounts,
   type OperationSnapshot,
   type StepRecord,
   type WaitingOn,
 } from '../../domain/operations.ts';
+import { etaAt, overBy, type StalledStep } from '../../domain/stall.ts';
 import { builder } from '../builder.ts';
 import { refreshLoaders, type GraphQLContext } from '../context.ts';
 import { ClusterNodeType } from './cluster-node.ts';
@@ -40,14 +42,46 @@ const CountsType = builder.objectRef<OperationCounts>('OperationCounts').impleme
   fields: (t) => ({
     planned: t.exposeInt('planned', { description: 'Not started yet.' }),
     moving: t.exposeInt('moving', { description: 'In flight.' }),
-    moved: t.exposeInt('moved'),
+    moved: t.exposeInt('moved', { description: 'Cut over, migrated, or restarted elsewhere.' }),
+    stopped: t.int({ description: 'VMs stopped (they stay off, or restart on disable).', resolve: (c) => c.stopped }),
     skipped: t.exposeInt('skipped'),
     failed: t.exposeInt('failed'),
-    total: t.int({ resolve: (c) => c.planned + c.moving + c.moved + c.skipped + c.failed }),
+    abandoned: t.int({
+      description: 'In flight when a forced cancel or disable ended the operation (see each step’s `recheck`).',
+      resolve: (c) => c.abandoned,
+    }),
+    total: t.int({ resolve: (c) => totalOf(c) }),
     skippedByReason: t.field({ type: [ReasonCountType], resolve: (c) => byReason(c.skippedByReason) }),
     failedByReason: t.field({ type: [ReasonCountType], resolve: (c) => byReason(c.failedByReason) }),
   }),
 });
+
+const StalledStepType = builder.objectRef<StalledStep>('StalledStep').implement({
+  description:
+    'A step running past twice its expected duration: the median of its operation’s finished steps, else the backend’s declared latency, else `operations.expectedStepMs`.',
+  fields: (t) => ({
+    workloadKind: t.exposeString('workloadKind', { description: 'vm or shard.' }),
+    workloadId: t.exposeID('workloadId'),
+    action: t.exposeString('action'),
+    since: t.field({ type: 'DateTime', description: 'When the step started.', resolve: (s) => s.since }),
+    expectedSeconds: t.float({ resolve: (s) => s.expectedMs / 1000 }),
+    overSeconds: t.float({ description: 'How far past its expected duration it is now.', resolve: (s, _, ctx) => overBy(s, ctx.clock.now()) / 1000 }),
+  }),
+});
+
+/** The ETA as of now: never in the past (domain/stall.ts); null with a reason while there is none. */
+function etaNow(o: OperationSnapshot, now: number) {
+  if (o.finishedAt !== null) return { at: null, unknownReason: null };
+  const c = o.counts;
+  return etaAt({
+    now,
+    firstStartAt: o.startedAt,
+    finished: c.moved + c.stopped + c.failed + c.abandoned,
+    planned: c.planned,
+    moving: c.moving,
+    stalled: o.waitingOn?.stalled?.length ?? 0,
+  });
+}
 
 const WaitingOnType = builder.objectRef<WaitingOn>('WaitingOn').implement({
   description: 'What the operation is waiting for right now.',
@@ -57,8 +91,60 @@ const WaitingOnType = builder.objectRef<WaitingOn>('WaitingOn').implement({
     nodeId: t.exposeID('nodeId', { nullable: true }),
     workloadIds: t.exposeStringList('workloadIds', { description: 'Up to 20 of the workloads concerned.' }),
     since: t.field({ type: 'DateTime', resolve: (w) => w.since }),
+    stalled: t.field({
+      type: [StalledStepType],
+      description: 'Steps past twice their expected duration, named first in `workloadIds`.',
+      resolve: (w) => w.stalled ?? [],
+    }),
   }),
 });
+
+interface StepRecheck {
+  settled: boolean;
+  nodeId: string | null;
+  description: string;
+}
+
+const StepRecheckType = builder.objectRef<StepRecheck>('StepRecheck').implement({
+  description: 'Where an ABANDONED step’s workload is now, read from the backend when asked.',
+  fields: (t) => ({
+    settled: t.exposeBoolean('settled', {
+      description: 'The move ended, one way or the other (the workload is where it was, or where it was sent); false: still under way.',
+    }),
+    nodeId: t.exposeID('nodeId', { nullable: true, description: 'The node the VM runs on, or the shard is attached to, now.' }),
+    description: t.exposeString('description'),
+  }),
+});
+
+/** An abandoned step, re-checked against the backend: Lockkeeper stopped waiting, the cluster may not have. */
+async function recheck(step: StepRecord, ctx: GraphQLContext): Promise<StepRecheck | null> {
+  if (step.state !== 'ABANDONED') return null;
+  const where = (nodeId: string | null) =>
+    nodeId === step.toNodeId && nodeId !== null ? 'where it was sent' : nodeId === step.fromNodeId ? 'where it was' : 'elsewhere';
+  if (step.workloadKind === 'shard') {
+    const shard = await ctx.loaders.shard.load(step.workloadId);
+    if (!shard) return { settled: true, nodeId: null, description: `shard ${step.workloadId} no longer exists` };
+    return { settled: true, nodeId: shard.attachedNodeId, description: `attached to node ${shard.attachedNodeId} (${where(shard.attachedNodeId)})` };
+  }
+  if (step.workloadKind === 'vm') {
+    const vm = await ctx.loaders.vm.load(step.workloadId);
+    if (!vm) return { settled: true, nodeId: null, description: `VM ${step.workloadId} no longer exists` };
+    const moving = vm.status === 'Migrating' || vm.status === 'Stopping' || vm.status === 'Starting';
+    return { settled: !moving, nodeId: vm.nodeId, description: `${vm.status}${vm.nodeId ? ` on node ${vm.nodeId} (${where(vm.nodeId)})` : ''}` };
+  }
+  return null;
+}
+
+/** A shard step's phase, kept in its `detail` by the storage runs. */
+function shardPhase(s: StepRecord): { phase: string; description: string } | null {
+  if (s.workloadKind !== 'shard' || !s.detail) return null;
+  try {
+    const d = JSON.parse(s.detail) as { phase?: unknown; description?: unknown };
+    return typeof d.phase === 'string' && typeof d.description === 'string' ? { phase: d.phase, description: d.description } : null;
+  } catch {
+    return null;
+  }
+}
 
 const StepType = builder.objectRef<StepRecord>('OperationStep').implement({
   description: 'One workload’s part of an operation.',
@@ -80,8 +166,26 @@ const StepType = builder.objectRef<StepRecord>('OperationStep').implement({
     fromNodeId: t.exposeID('fromNodeId', { nullable: true }),
     toNodeId: t.exposeID('toNodeId', { nullable: true }),
     seq: t.exposeInt('seq'),
+    phase: t.string({
+      nullable: true,
+      description:
+        'A shard move: the phase it is in or ended in (neon:C1–C9: ORIGIN_STALE, BASELINE, WARM_UP, GENERATION, DESTINATION_MULTI, WAL_CATCH_UP, COMPUTE_NOTIFY, ORIGIN_SECONDARY, DESTINATION_SINGLE; ROLLING_FORWARD, DIRECT_ATTACH).',
+      resolve: (s) => shardPhase(s)?.phase ?? null,
+    }),
+    phaseDescription: t.string({
+      nullable: true,
+      description: 'What that phase waits for, e.g. "waiting for WAL catch-up on node 2".',
+      resolve: (s) => shardPhase(s)?.description ?? null,
+    }),
     startedAt: t.field({ type: 'DateTime', nullable: true, resolve: (s) => s.startedAt }),
     finishedAt: t.field({ type: 'DateTime', nullable: true, resolve: (s) => s.finishedAt }),
+    recheck: t.field({
+      type: StepRecheckType,
+      nullable: true,
+      description:
+        'For an ABANDONED step: where its workload is now, read from the backend at this query (its `error` keeps the last known state). Null for other steps.',
+      resolve: (s, _, ctx) => recheck(s, ctx),
+    }),
   }),
 });
 
@@ -103,10 +207,29 @@ OperationType.implement({
     createdAt: t.field({ type: 'DateTime', resolve: (o) => o.createdAt }),
     startedAt: t.field({ type: 'DateTime', resolve: (o) => o.startedAt }),
     finishedAt: t.field({ type: 'DateTime', nullable: true, resolve: (o) => o.finishedAt }),
-    eta: t.field({ type: 'DateTime', nullable: true, description: 'Estimated completion, from the observed move rate.', resolve: (o) => o.etaAt }),
+    eta: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description:
+        'Estimated completion, from the rate at which steps finished up to now: never in the past; null with `etaUnknownReason` while there is none.',
+      resolve: (o, _, ctx) => etaNow(o, ctx.clock.now()).at,
+    }),
     etaSeconds: t.float({
       nullable: true,
-      resolve: (o, _, ctx) => (o.etaAt === null ? null : Math.max(0, (o.etaAt - ctx.clock.now()) / 1000)),
+      resolve: (o, _, ctx) => {
+        const now = ctx.clock.now();
+        const { at } = etaNow(o, now);
+        return at === null ? null : (at - now) / 1000;
+      },
+    }),
+    etaUnknownReason: t.string({
+      nullable: true,
+      description: 'Why a running operation shows no ETA: NOTHING_FINISHED (no step finished yet) or STALLED (what is left is stalled: see waitingOn.stalled).',
+      resolve: (o, _, ctx) => etaNow(o, ctx.clock.now()).unknownReason,
+    }),
+    stalled: t.boolean({
+      description: 'Some step runs past twice its expected duration (waitingOn.stalled names them).',
+      resolve: (o) => (o.waitingOn?.stalled?.length ?? 0) > 0,
     }),
     steps: t.connection(
       {

@@ -17,18 +17,22 @@ function auditedCall<T>(ctx: GraphQLContext, action: string, args: { nodeId: str
   return audited({ audit: ctx.audit, clock: ctx.clock }, { action, arguments: args, nodeId: String(args.nodeId), meta: m }, () => run(m));
 }
 
-type OperationCall = (ctx: GraphQLContext, nodeId: string, m: RequestMeta) => Promise<OperationSnapshot>;
+type OperationCall = (ctx: GraphQLContext, nodeId: string, m: RequestMeta, force: boolean) => Promise<OperationSnapshot>;
 
-const OPERATION_MUTATIONS: Record<string, { description: string; errors: (typeof START_ERRORS)[number][]; call: OperationCall }> = {
+const FORCE_DESCRIPTION =
+  'Do not wait for the cut-overs in flight (a backend that never answers): they are recorded ABANDONED with their last known state (each step’s `recheck` reads where its shard is now) and the operation ends CANCELLED at once. Also ends a cancel already waiting in CANCELLING.';
+
+const OPERATION_MUTATIONS: Record<string, { description: string; errors: (typeof START_ERRORS)[number][]; call: OperationCall; forceable?: boolean }> = {
   startNodeDrain: {
     description: 'Moves the node’s shards to their warm secondaries; the node ends in PAUSE_FOR_RESTART.',
     errors: START_ERRORS,
     call: (ctx, nodeId, m) => ctx.storage.startDrain(nodeId, m),
   },
   cancelNodeDrain: {
-    description: 'Stops the drain: moves in flight finish, moved shards stay moved, the policy returns to ACTIVE.',
+    description: 'Stops the drain: moves in flight finish (unless `force`), moved shards stay moved, the policy returns to ACTIVE.',
     errors: CANCEL_ERRORS,
-    call: (ctx, nodeId, m) => ctx.storage.cancelDrain(nodeId, m),
+    forceable: true,
+    call: (ctx, nodeId, m, force) => ctx.storage.cancelDrain(nodeId, m, { force }),
   },
   startNodeFill: {
     description: 'Promotes the node’s secondaries back to attached, up to its fair share; the node ends ACTIVE.',
@@ -36,9 +40,10 @@ const OPERATION_MUTATIONS: Record<string, { description: string; errors: (typeof
     call: (ctx, nodeId, m) => ctx.storage.startFill(nodeId, m),
   },
   cancelNodeFill: {
-    description: 'Stops the fill: moves in flight finish, the policy returns to ACTIVE.',
+    description: 'Stops the fill: moves in flight finish (unless `force`), the policy returns to ACTIVE.',
     errors: CANCEL_ERRORS,
-    call: (ctx, nodeId, m) => ctx.storage.cancelFill(nodeId, m),
+    forceable: true,
+    call: (ctx, nodeId, m, force) => ctx.storage.cancelFill(nodeId, m, { force }),
   },
 };
 
@@ -47,9 +52,14 @@ for (const [name, spec] of Object.entries(OPERATION_MUTATIONS)) {
     t.field({
       type: OperationType,
       description: spec.description,
-      args: { nodeId: t.arg.id({ required: true }), reason: t.arg.string({ required: false, description: 'Why; recorded in the audit log.' }) },
+      args: {
+        nodeId: t.arg.id({ required: true }),
+        reason: t.arg.string({ required: false, description: 'Why; recorded in the audit log.' }),
+        ...(spec.forceable && { force: t.arg.boolean({ required: false, defaultValue: false, description: FORCE_DESCRIPTION }) }),
+      },
       errors: { types: spec.errors },
-      resolve: (_, args, ctx) => auditedCall(ctx, name, args, (m) => spec.call(ctx, String(args.nodeId), m)),
+      resolve: (_, args, ctx) =>
+        auditedCall(ctx, name, args, (m) => spec.call(ctx, String(args.nodeId), m, (args as { force?: boolean | null }).force === true)),
     }),
   );
 }

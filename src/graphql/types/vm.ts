@@ -108,6 +108,8 @@ builder.queryFields((t) => ({
         strategy: t.arg({ type: MaintenanceStrategyEnum, required: false }),
       },
       resolve: async (_, args, ctx) => {
+        // A backend without VMs (the pageserver plugin) has none to list: an empty page, not an error.
+        if (!ctx.backend.capabilities.vms) return pageOf(args, []);
         let rows = await ctx.backend.listVms({
           ...(args.nodeId != null && { nodeId: String(args.nodeId) }),
           ...(args.namespace != null && { namespace: args.namespace }),

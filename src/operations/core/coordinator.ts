@@ -1,4 +1,5 @@
 import type { Clock } from '../../cluster/clock.ts';
+import type { RemainingWorkload } from '../../domain/remaining.ts';
 import { UnavailableError } from '../../domain/errors.ts';
 import type { OperationKind, OperationOutcome, OperationSnapshot, OperationState, RequestMeta, StepRecord } from '../../domain/operations.ts';
 import type { EventBus } from '../../events/bus.ts';
@@ -171,12 +172,31 @@ export class OperationCoordinator {
     run: LiveRun,
     outcome: OperationOutcome,
     error: string | null,
-    options: { at?: number; alsoWrite?: PendingWrite[]; committed?: () => void; keepWaitingOn?: boolean } = {},
+    options: {
+      at?: number;
+      alsoWrite?: PendingWrite[];
+      committed?: () => void;
+      keepWaitingOn?: boolean;
+      /** What the operation leaves on its node (drain, maintenance: domain/remaining.ts); any is also a WORKLOADS_REMAIN event. */
+      remaining?: RemainingWorkload[] | null;
+    } = {},
   ): Promise<void> {
     const { snapshot } = run;
     const now = options.at ?? this.deps.clock.now();
-    Object.assign(snapshot, { state: outcome, error, finishedAt: now, etaAt: null, waitingOn: options.keepWaitingOn ? snapshot.waitingOn : null });
+    const remaining = options.remaining ?? null;
+    Object.assign(snapshot, { state: outcome, error, finishedAt: now, etaAt: null, waitingOn: options.keepWaitingOn ? snapshot.waitingOn : null, remaining });
     const { store } = this.deps;
+    const warning = remaining?.length
+      ? [
+          store.events.append({
+            at: now,
+            type: 'WORKLOADS_REMAIN',
+            nodeId: snapshot.nodeId,
+            operationId: snapshot.id,
+            payload: { outcome, safeToRestart: false, remaining },
+          }),
+        ]
+      : [];
     await store.commit([
       store.operations.finish({ ...snapshot, finishedAt: now }),
       store.events.append({
@@ -186,6 +206,7 @@ export class OperationCoordinator {
         operationId: snapshot.id,
         payload: { outcome, error, counts: snapshot.counts },
       }),
+      ...warning,
       ...(options.alsoWrite ?? []),
     ]);
     options.committed?.();
@@ -239,9 +260,14 @@ export class OperationCoordinator {
     return engine.run(owner, steps, journal, onEnd);
   }
 
-  /** The owner is done with the node: the part's engine undoes what it changed. Hold the lock. */
-  async releasePart(kind: OperationKind, nodeId: string, meta: RequestMeta): Promise<{ operationId: string | null; warning: string | null }> {
-    return (await this.partEngine(kind)?.release(nodeId, meta)) ?? { operationId: null, warning: null };
+  /** The owner is done with the node: the part's engine undoes what it changed (and refills, unless `refill: false`). Hold the lock. */
+  async releasePart(
+    kind: OperationKind,
+    nodeId: string,
+    meta: RequestMeta,
+    options: { refill?: boolean } = {},
+  ): Promise<{ operationId: string | null; warning: string | null }> {
+    return (await this.partEngine(kind)?.release(nodeId, meta, options)) ?? { operationId: null, warning: null };
   }
 
   private partEngine(kind: OperationKind) {

@@ -13,6 +13,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { SCHEDULING_POLICIES, type SchedulingPolicy } from '../../domain/storage/policy.ts';
 import { OPERATION_KINDS, type OperationOutcome } from '../../domain/operations.ts';
 import type { OperationObserver } from './observer.ts';
+import { registerStateGauges, type StateSources } from './state-gauges.ts';
 
 const METRICS_PREFIX = 'lockkeeper_';
 
@@ -36,6 +37,8 @@ export interface OperationMetricsOptions {
 export interface OperationMetrics {
   registry: Registry;
   observer: OperationObserver;
+  /** Adds the gauges read from the cluster and the database at each scrape (./state-gauges.ts). */
+  watchState(sources: StateSources): void;
 }
 
 export function createOperationMetrics(options: OperationMetricsOptions = {}): OperationMetrics {
@@ -43,14 +46,16 @@ export function createOperationMetrics(options: OperationMetricsOptions = {}): O
   const registers = [registry];
   const p = METRICS_PREFIX;
 
-  const started = new Counter({ name: `${p}operations_started_total`, help: 'Node operations (drain, fill) started.', labelNames: ['kind'], registers });
+  const started = new Counter({ name: `${p}operations_started_total`, help: 'Operations started, by kind.', labelNames: ['kind'], registers });
   const finished = new Counter({
     name: `${p}operations_finished_total`,
     help: 'Node operations ended, by outcome.',
     labelNames: ['kind', 'outcome'],
     registers,
   });
-  const moved = new Counter({ name: `${p}shards_moved_total`, help: 'Tenant shards cut over by node operations.', labelNames: ['kind'], registers });
+  // Shards and VMs are counted apart, each under the kind of operation it really ran in (a
+  // maintenance's shard cut-overs are MAINTENANCE's, not DRAIN's).
+  const moved = new Counter({ name: `${p}shards_moved_total`, help: 'Tenant shards cut over, by the kind of operation.', labelNames: ['kind'], registers });
   const skipped = new Counter({
     name: `${p}shards_skipped_total`,
     help: 'Tenant shards a node operation left in place, by reason.',
@@ -61,6 +66,42 @@ export function createOperationMetrics(options: OperationMetricsOptions = {}): O
     name: `${p}shards_failed_total`,
     help: 'Tenant shard cut-overs that failed, by reason.',
     labelNames: ['kind', 'reason'],
+    registers,
+  });
+  const vmsHandled = new Counter({
+    name: `${p}vms_handled_total`,
+    help: 'VMs a maintenance moved or stopped, by action (MIGRATE, STOP, STOP_AND_RESTART) and outcome (MOVED: migrated or restarted elsewhere; STOPPED).',
+    labelNames: ['kind', 'action', 'outcome'],
+    registers,
+  });
+  const vmsSkipped = new Counter({
+    name: `${p}vms_skipped_total`,
+    help: 'VMs a maintenance left alone, by reason (e.g. VM_GONE).',
+    labelNames: ['kind', 'reason'],
+    registers,
+  });
+  const vmsFailed = new Counter({
+    name: `${p}vms_failed_total`,
+    help: 'VM migrations, stops and restarts that failed, by reason.',
+    labelNames: ['kind', 'reason'],
+    registers,
+  });
+  const rolloutNodes = new Counter({
+    name: `${p}rollout_nodes_finished_total`,
+    help: 'Nodes a rollout finished, by outcome (MOVED: done; SKIPPED; FAILED).',
+    labelNames: ['outcome'],
+    registers,
+  });
+  const stalled = new Counter({
+    name: `${p}steps_stalled_total`,
+    help: "Steps that ran past twice their expected duration (the median of their operation's finished steps, else the declared latency, else operations.expectedStepMs), by workload (vm, shard).",
+    labelNames: ['kind', 'workload'],
+    registers,
+  });
+  const abandoned = new Counter({
+    name: `${p}steps_abandoned_total`,
+    help: 'Steps in flight that a forced cancel or disable abandoned (the backend may still finish them), by workload.',
+    labelNames: ['kind', 'workload'],
     registers,
   });
   const inFlight = new Gauge({ name: `${p}moves_in_flight`, help: 'Cut-overs running right now.', labelNames: ['kind'], registers });
@@ -101,21 +142,29 @@ export function createOperationMetrics(options: OperationMetricsOptions = {}): O
   const observer: OperationObserver = {
     operationStarted: guard((kind) => started.inc({ kind })),
     operationFinished: guard((kind, outcome) => finished.inc({ kind, outcome })),
-    stepFinished: guard((kind, state, reason, durationMs) => {
-      if (state === 'MOVED') {
+    stepFinished: guard((kind, step, state, reason, durationMs) => {
+      const why = reason ?? NO_REASON;
+      if (step.workloadKind === 'node') rolloutNodes.inc({ outcome: state });
+      else if (step.workloadKind === 'vm') {
+        if (state === 'SKIPPED') vmsSkipped.inc({ kind, reason: why });
+        else if (state === 'FAILED') vmsFailed.inc({ kind, reason: why });
+        else vmsHandled.inc({ kind, action: step.action, outcome: state });
+      } else if (state === 'MOVED') {
         moved.inc({ kind });
         if (durationMs !== null) latency.observe({ kind }, Math.max(0, durationMs) / 1000);
       } else if (state === 'SKIPPED') {
-        skipped.inc({ kind, reason: reason ?? NO_REASON });
-      } else {
-        failed.inc({ kind, reason: reason ?? NO_REASON });
+        skipped.inc({ kind, reason: why });
+      } else if (state === 'FAILED') {
+        failed.inc({ kind, reason: why });
       }
     }),
     movesInFlight: guard((kind, delta) => inFlight.inc({ kind }, delta)),
+    stepStalled: guard((kind, step) => stalled.inc({ kind, workload: step.workloadKind })),
+    stepAbandoned: guard((kind, step) => abandoned.inc({ kind, workload: step.workloadKind })),
     policyChanged: guard((node, current: SchedulingPolicy) => {
       for (const p of SCHEDULING_POLICIES) policy.set({ node, policy: p }, p === current ? 1 : 0);
     }),
   };
 
-  return { registry, observer };
+  return { registry, observer, watchState: (sources) => registerStateGauges(registry, p, sources) };
 }

@@ -45,7 +45,8 @@ export interface PartEngine {
   run(owner: OperationSnapshot, steps: StepRecord[], journal: JournalWriter, onEnd: (outcome: OperationOutcome, failure: string | null) => void): LiveRun;
   /**
    * The owner is done with the node: undo what the part changed and start what brings the
-   * node's workloads back. Call holding the admission lock. Says which operation it started.
+   * node's workloads back (unless `refill: false`). Call holding the admission lock. Says which
+   * operation it started.
    */
-  release(nodeId: string, meta: RequestMeta): Promise<{ operationId: string | null; warning: string | null }>;
+  release(nodeId: string, meta: RequestMeta, options?: { refill?: boolean }): Promise<{ operationId: string | null; warning: string | null }>;
 }

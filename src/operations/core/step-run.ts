@@ -7,13 +7,14 @@ import {
   type StepRecord,
   type WaitingOn,
 } from '../../domain/operations.ts';
+import { etaAt, expectedDuration, overBy, stallsAt, type StalledStep } from '../../domain/stall.ts';
 import type { Logger } from '../../logger.ts';
-import { estimateCompletion } from './eta.ts';
 import type { JournalWriter } from './journal.ts';
 import type { LiveRun } from './live-runs.ts';
 import type { OperationObserver } from './observer.ts';
+import type { StallBasis } from './stall-basis.ts';
 
-export type FinishedStepState = 'MOVED' | 'SKIPPED' | 'FAILED';
+export type FinishedStepState = 'MOVED' | 'STOPPED' | 'SKIPPED' | 'FAILED';
 
 /** What every run needs of the engine that started it. */
 export interface StepRunHost<R> {
@@ -23,6 +24,8 @@ export interface StepRunHost<R> {
   log: Logger;
   /** Ends the operation (its kind's final transitions and record) once the run has stopped. */
   finish(run: R, outcome: OperationOutcome, failure: string | null): Promise<void>;
+  /** Expected step durations for stall detection (domain/stall.ts); absent: the kind's steps are not watched (a rollout's are whole node operations, which watch their own). */
+  stall?: StallBasis;
 }
 
 /**
@@ -43,6 +46,13 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
   private wakeUp: () => void = () => {};
   private firstStartAt: number | null = null;
   private finishedSteps = 0;
+  /** Durations of the steps that finished with an outcome (MOVED, STOPPED): the median is the expected duration. */
+  private readonly durations: number[] = [];
+  /** Steps past twice their expected duration, by workload id; and the timers that look at the others. */
+  private readonly stalled = new Map<string, StalledStep>();
+  private readonly stallTimers = new Map<string, () => void>();
+  /** What the kind last said it waits on, before the stalls are added to it. */
+  private waiting: WaitingOn | null = null;
 
   constructor(
     protected readonly host: StepRunHost<R>,
@@ -70,8 +80,40 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
    */
   halt(): void {
     this.halted = true;
+    for (const cancel of this.stallTimers.values()) cancel();
+    this.stallTimers.clear();
     this.onHalt();
     this.wakeUp();
+  }
+
+  /**
+   * `force: true` on a cancel or a disable (issue 17): the steps in flight are recorded
+   * ABANDONED with their last known state, and the run stops at once (halted: nothing more
+   * is recorded, whatever the backend answers later). The caller ends the operation.
+   */
+  abandonInFlight(inFlight: StepRecord[], lastKnown: (step: StepRecord) => string, unattempted: StepRecord[] = [], skipReason = 'CANCELLED'): StepRecord[] {
+    // A step still checking (e.g. a secondary's warmth) had not asked the backend for anything: not attempted.
+    this.skipUnattempted([...unattempted, ...inFlight.filter((s) => s.state === 'PLANNED')], skipReason);
+    const abandoned: StepRecord[] = [];
+    for (const step of inFlight) {
+      if (step.state !== 'MOVING') continue;
+      const stall = this.stalled.get(step.workloadId);
+      const note = `${lastKnown(step)}${stall ? `; stalled, ${Math.round(overBy(stall, this.host.clock.now()) / 1000)} s over its expected ${stall.expectedMs} ms` : ''}`;
+      this.update(step, { state: 'ABANDONED', reason: 'FORCED', error: note, finishedAt: this.host.clock.now() });
+      this.host.journal.event({
+        type: 'STEP_ABANDONED',
+        nodeId: this.stepNodeId(step),
+        operationId: this.snapshot.id,
+        at: this.host.clock.now(),
+        payload: { [step.workloadKind]: step.workloadId, action: step.action, from: step.fromNodeId, to: step.toNodeId, lastKnown: note },
+      });
+      this.host.observer.stepAbandoned(this.snapshot.kind, step);
+      abandoned.push({ ...step });
+    }
+    this.stalled.clear();
+    this.snapshot.waitingOn = null;
+    this.halt();
+    return abandoned;
   }
 
   /** Something the run waits on may have changed (node, policy, a cancel, a step's end): look again. */
@@ -84,6 +126,11 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
   protected abstract stepEvent(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null): { type: string; payload: object };
 
   protected onHalt(): void {}
+
+  /** A step that legitimately waits without end (e.g. a VM stopped until its node's maintenance ends) is never stalled. */
+  protected stallExempt(_step: StepRecord): boolean {
+    return false;
+  }
 
   /** The node a step's events are about: the operation's own node, unless the kind says otherwise (a rollout's step is a node). */
   protected stepNodeId(_step: StepRecord): string | null {
@@ -127,6 +174,59 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
     const now = this.host.clock.now();
     this.firstStartAt ??= now;
     this.update(step, { state: 'MOVING', ...change, startedAt: now });
+    this.watchForStall(step);
+  }
+
+  /** The step's expected duration now: the median of finished steps, else the backend's declared latency, else the configured default. */
+  private expectedMs(step: StepRecord, basis: StallBasis): number {
+    return expectedDuration({ finishedDurations: this.durations, declaredMs: basis.declaredMs(step), defaultMs: basis.defaultMs });
+  }
+
+  /** Looks at the step again when it would be stalled; the expected duration may have changed by then (more steps finished). */
+  private watchForStall(step: StepRecord): void {
+    const basis = this.host.stall;
+    if (!basis || step.startedAt === null || this.halted) return;
+    const { clock } = this.host;
+    const startedAt = step.startedAt;
+    const expectedMs = this.expectedMs(step, basis);
+    const at = stallsAt(startedAt, expectedMs);
+    this.stallTimers.get(step.workloadId)?.();
+    this.stallTimers.set(
+      step.workloadId,
+      clock.setTimer(Math.max(0, at - clock.now()), () => {
+        this.stallTimers.delete(step.workloadId);
+        if (this.halted || step.state !== 'MOVING' || step.startedAt !== startedAt || this.stallExempt(step)) return;
+        const expected = this.expectedMs(step, basis);
+        if (clock.now() < stallsAt(startedAt, expected)) return this.watchForStall(step);
+        this.markStalled(step, expected);
+      }),
+    );
+  }
+
+  private markStalled(step: StepRecord, expectedMs: number): void {
+    const now = this.host.clock.now();
+    const stall: StalledStep = { workloadKind: step.workloadKind, workloadId: step.workloadId, action: step.action, since: step.startedAt ?? now, expectedMs };
+    this.stalled.set(step.workloadId, stall);
+    this.host.observer.stepStalled(this.snapshot.kind, step);
+    const overMs = overBy(stall, now);
+    this.host.journal.event({
+      type: 'STEP_STALLED',
+      nodeId: this.stepNodeId(step),
+      operationId: this.snapshot.id,
+      at: now,
+      payload: { [step.workloadKind]: step.workloadId, action: step.action, since: new Date(stall.since).toISOString(), expectedMs, overMs },
+    });
+    this.host.log.warn(
+      { operation: this.snapshot.id, [step.workloadKind]: step.workloadId, expectedMs, overMs },
+      `${step.workloadKind} ${step.workloadId}: ${step.action.toLowerCase()} stalled (running ${Math.round((now - stall.since) / 1000)} s, expected ${expectedMs} ms)`,
+    );
+    this.showWaitingWithStalls();
+  }
+
+  private unwatch(step: StepRecord): void {
+    this.stallTimers.get(step.workloadId)?.();
+    this.stallTimers.delete(step.workloadId);
+    if (this.stalled.delete(step.workloadId)) this.showWaitingWithStalls();
   }
 
   protected finishStep(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null): void {
@@ -135,9 +235,11 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
     const duration = step.startedAt === null ? null : now - step.startedAt;
     // Counted before the update, so that the ETA it computes includes this step.
     if (state !== 'SKIPPED') this.finishedSteps++;
+    if ((state === 'MOVED' || state === 'STOPPED') && duration !== null) this.durations.push(duration);
+    this.unwatch(step);
     // A step that keeps the reason it was planned for (e.g. a fill's HOME_AZ) passes null.
     this.update(step, { state, reason: reason ?? step.reason, error, finishedAt: now });
-    this.host.observer.stepFinished(this.snapshot.kind, state, reason, state === 'MOVED' ? duration : null);
+    this.host.observer.stepFinished(this.snapshot.kind, step, state, reason, state === 'MOVED' ? duration : null);
     const { type, payload } = this.stepEvent(step, state, reason, error);
     this.host.journal.event({ type, nodeId: this.stepNodeId(step), operationId: this.snapshot.id, at: now, payload });
   }
@@ -146,7 +248,7 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
   protected skipUnattempted(steps: StepRecord[], reason: string): void {
     for (const step of steps) {
       this.update(step, { state: 'SKIPPED', reason, finishedAt: this.host.clock.now() });
-      this.host.observer.stepFinished(this.snapshot.kind, 'SKIPPED', reason, null);
+      this.host.observer.stepFinished(this.snapshot.kind, step, 'SKIPPED', reason, null);
     }
   }
 
@@ -157,21 +259,51 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
     countTransition(this.counts, before, step);
     this.snapshot.counts = this.totalCounts();
     const { counts } = this.snapshot;
-    this.snapshot.etaAt = estimateCompletion({
-      now: this.host.clock.now(),
-      firstMoveAt: this.firstStartAt,
+    const now = this.host.clock.now();
+    this.snapshot.etaAt = etaAt({
+      now,
+      firstStartAt: this.firstStartAt ?? now,
       finished: this.finishedSteps,
-      remaining: counts.planned + counts.moving,
-    });
+      planned: counts.planned,
+      moving: counts.moving,
+      stalled: this.stalled.size,
+    }).at;
     this.host.journal.step(this.snapshot.id, step);
     this.host.journal.operation(this.snapshot);
   }
 
   /** Writes the waiting-on only when what it says changed (its `since` alone does not count). */
   protected setWaiting(waiting: WaitingOn): void {
-    const prev = this.snapshot.waitingOn;
-    if (prev && prev.kind === waiting.kind && prev.description === waiting.description && prev.workloadIds.join() === waiting.workloadIds.join()) return;
-    this.snapshot.waitingOn = waiting;
+    const prev = this.waiting;
+    const shown = this.snapshot.waitingOn;
+    const same = prev && prev.kind === waiting.kind && prev.description === waiting.description && prev.workloadIds.join() === waiting.workloadIds.join();
+    if (same && shown && (shown === prev || shown.stalled)) return;
+    this.waiting = waiting;
+    this.showWaitingWithStalls();
+  }
+
+  /** The kind's waiting-on with the stalled steps named first (they are what an operator must look at). */
+  private showWaitingWithStalls(): void {
+    if (this.halted) return;
+    const stalled = [...this.stalled.values()];
+    if (!stalled.length) {
+      if (this.snapshot.waitingOn?.stalled || this.waiting) this.snapshot.waitingOn = this.waiting;
+      this.host.journal.operation(this.snapshot);
+      return;
+    }
+    const base = this.waiting;
+    const named = stalled
+      .slice(0, 5)
+      .map((s) => `${s.workloadKind} ${s.workloadId} (${s.action.toLowerCase()} since ${new Date(s.since).toISOString()}, expected ${s.expectedMs} ms)`);
+    const ids = stalled.map((s) => s.workloadId);
+    this.snapshot.waitingOn = {
+      kind: base?.kind ?? 'MOVES_IN_FLIGHT',
+      description: `${base ? `${base.description}; ` : ''}STALLED: ${stalled.length} step(s) past twice their expected duration: ${named.join(', ')}`,
+      nodeId: base?.nodeId ?? this.nodeId,
+      workloadIds: [...ids, ...(base?.workloadIds ?? []).filter((id) => !ids.includes(id))].slice(0, 20),
+      since: Math.min(...stalled.map((s) => s.since)),
+      stalled,
+    };
     this.host.journal.operation(this.snapshot);
   }
 

@@ -20,11 +20,14 @@ import type { EngineDeps } from '../core/engine-deps.ts';
 import type { OperationKindEngine } from '../core/operation-kind.ts';
 import { DelegatedMaintenanceRun } from './delegated-run.ts';
 import { harvesterForceIgnoresLabels } from '../../domain/vm/harvester.ts';
+import type { RemainingWorkload } from '../../domain/remaining.ts';
+import { RemainingReader, warnRemaining } from '../core/remaining-reader.ts';
 import { MigrationLimiter } from './migration-limiter.ts';
 import { podDrainOptionsOf, podDrainPlanOf, podDrainRefusal } from './pod-drain-plan.ts';
 import { MaintenanceRun, type MaintenanceHost, type MaintenanceRunOptions } from './run.ts';
 import { stepsOf } from './steps.ts';
 import { TrackingStore } from './tracking-store.ts';
+import { stallBasisOf } from '../core/stall-basis.ts';
 import { invalidLabelEvents, restartedElsewhereEvent } from './warning-events.ts';
 
 const MAINTENANCE: readonly ['MAINTENANCE'] = ['MAINTENANCE'];
@@ -64,8 +67,10 @@ export class MaintenanceEngine implements OperationKindEngine {
   private readonly nodeNames = new Map<string, string>();
   private unwatch: (() => void) | null = null;
   private readonly host: MaintenanceHost;
+  private readonly remaining: RemainingReader;
 
   constructor(private readonly deps: EngineDeps) {
+    this.remaining = new RemainingReader(deps.backend, deps.store.operations);
     this.tracking = new TrackingStore(deps.store.vmTracking, deps.backend);
     this.limiter = new MigrationLimiter(() => ({ cluster: deps.settings.maxParallelMigrations, perNode: deps.settings.maxOutboundMigrationsPerNode }));
     this.host = {
@@ -75,6 +80,7 @@ export class MaintenanceEngine implements OperationKindEngine {
       settings: deps.settings,
       observer: deps.observer,
       log: deps.log,
+      stall: stallBasisOf(deps.backend, deps.settings),
       limiter: this.limiter,
       tracking: this.tracking,
       nodeName: (id) => this.nodeNames.get(id) ?? id,
@@ -87,6 +93,11 @@ export class MaintenanceEngine implements OperationKindEngine {
 
   private get core() {
     return this.deps.operations;
+  }
+
+  /** Where Lockkeeper itself runs (GATEWAY_ON_NODE refusal). */
+  private get gateway() {
+    return { nodeName: this.deps.settings.gatewayNodeName, volumeMovable: this.deps.settings.gatewayVolumeMovable };
   }
 
   private get states() {
@@ -153,7 +164,7 @@ export class MaintenanceEngine implements OperationKindEngine {
   /** What enable would do now, changing nothing (the `maintenancePlan` query): VMs and, on a hyperconverged node, shards. */
   async plan(nodeId: string, force: boolean, podDrain?: Partial<PodDrainOptions>): Promise<MaintenancePlanView> {
     const { nodes, vms } = await this.view();
-    const plan = planMaintenance({ nodeId, force, nodes, vms });
+    const plan = planMaintenance({ nodeId, force, nodes, vms, gateway: this.gateway, servesVms: this.deps.backend.capabilities.vms });
     if (this.deps.backend.capabilities.replicaHealth === false) {
       plan.warnings.push('LastHealthyReplica (vm:N1) not checked: the backend cannot see volume replicas (e.g. Longhorn is not installed)');
     }
@@ -186,7 +197,7 @@ export class MaintenanceEngine implements OperationKindEngine {
       // Shared database (ha:R2): decide from what every replica committed (no run of this replica holds the node then).
       if (store.shared && !this.core.live.holder(nodeId)) await Promise.all([this.states.refresh(nodeId), store.policies.load()]);
       const { nodes, vms } = await this.view();
-      const plan = planMaintenance({ nodeId, force: options.force, nodes, vms });
+      const plan = planMaintenance({ nodeId, force: options.force, nodes, vms, gateway: this.gateway, servesVms: this.deps.backend.capabilities.vms });
       const [refusal] = plan.refusals;
       if (refusal) throw this.refusal(nodeId, refusal, plan);
       // k8s:K3: pods the options forbid to evict refuse the request before anything is written.
@@ -233,6 +244,8 @@ export class MaintenanceEngine implements OperationKindEngine {
       this.states.applied(nodeId, state);
       claim?.applied();
       this.deps.observer.operationStarted('MAINTENANCE');
+      // Shards the plan already skips (storage:D2) are outcomes too.
+      for (const s of steps) if (s.state === 'SKIPPED') this.deps.observer.stepFinished('MAINTENANCE', s, 'SKIPPED', s.reason, null);
       this.deps.log.info(
         { operation: id, node: nodeId, force: options.force, vms: steps.length },
         `maintenance of node ${nodeId} started (${steps.length} VM action(s))`,
@@ -245,12 +258,19 @@ export class MaintenanceEngine implements OperationKindEngine {
   }
 
   /** vm:D1–D3: out of maintenance from any phase; restarts what was tracked to restart on disable. */
-  async disable(nodeId: string, meta: RequestMeta): Promise<DisableResult> {
+  async disable(nodeId: string, meta: RequestMeta, options: { force?: boolean } = {}): Promise<DisableResult> {
     return this.core.exclusive(async () => {
       const node = await this.requireNode(nodeId);
       const state = this.states.get(nodeId);
-      if (!state) throw new PreconditionFailedError('NOT_IN_MAINTENANCE', `node ${nodeId} is not in maintenance`);
+      // After clearMaintenanceError (vm:M5) the node is out of maintenance but its tracking was kept:
+      // disable is how those VMs are restarted, so it is accepted while any is tracked to this node (vm:D3 otherwise).
+      if (!state && restartsOnDisable((await this.view()).vms, node.name).length === 0)
+        throw new PreconditionFailedError('NOT_IN_MAINTENANCE', `node ${nodeId} is not in maintenance and no VM is tracked to restart on it`);
       const run = this.runOn(nodeId);
+      // What was under way goes on in the cluster: say so, so nobody takes the end of the operation for the end of those moves.
+      const inFlight = run instanceof MaintenanceRun ? run.inFlight() : [];
+      // force (issue 17): what is in flight is recorded ABANDONED rather than left MOVING under an ended operation.
+      const abandoned = options.force && run instanceof MaintenanceRun ? run.abandonAll() : [];
       if (run) {
         run.halt();
         await this.core.journal.flush();
@@ -265,11 +285,18 @@ export class MaintenanceEngine implements OperationKindEngine {
           return `node ${nodeId} is unavailable and stays cordoned: uncordon it when it is back (${e.message})`;
         },
       );
-      await this.writeState(nodeId, null, run?.snapshot.id ?? null, 'disabled', meta);
+      if (state) await this.writeState(nodeId, null, run?.snapshot.id ?? null, 'disabled', meta);
       const result = await this.restartOnDisable(node);
       if (uncordonWarning) {
         this.deps.log.warn({ node: nodeId }, uncordonWarning);
         result.warnings.unshift(uncordonWarning);
+      }
+      if (inFlight.length) {
+        const list = inFlight.map((s) => `${s.workloadKind} ${s.workloadId} (${s.action.toLowerCase()} to node ${s.toNodeId ?? 'any'})`).join(', ');
+        const verdict = abandoned.length ? `were abandoned (force: true; each step's recheck says where its workload is now)` : 'were under way';
+        const warning = `${inFlight.length} move(s) ${verdict} and may still complete in the cluster: ${list}; a shard that lands elsewhere comes back with startNodeFill`;
+        this.deps.log.warn({ node: nodeId }, warning);
+        result.warnings.push(warning);
       }
       // A hyperconverged node: its storage policy back to ACTIVE, then a fill brings its shards back.
       const fill = await this.core.releasePart('DRAIN', nodeId, meta);
@@ -279,7 +306,12 @@ export class MaintenanceEngine implements OperationKindEngine {
     });
   }
 
-  /** vm:M5: ERROR → not in maintenance; the node is uncordoned and tracking kept, so nothing is lost. */
+  /**
+   * vm:M5: ERROR → not in maintenance; the node is uncordoned and tracking kept, so nothing is lost.
+   * A hyperconverged node's storage policy, left DRAINING or PAUSE_FOR_RESTART by the shard
+   * part, goes back to ACTIVE (no fill starts: the shards that moved stay moved), so that a new
+   * enable, a fill, or a disable (restarting the tracked VMs, then filling) is accepted next.
+   */
   async clearError(nodeId: string, meta: RequestMeta): Promise<ClusterNode> {
     return this.core.exclusive(async () => {
       await this.requireNode(nodeId);
@@ -289,6 +321,7 @@ export class MaintenanceEngine implements OperationKindEngine {
       await this.cancelOwnMigrations(nodeId);
       await this.leaveNode(nodeId);
       await this.writeState(nodeId, null, null, 'errorCleared', meta);
+      await this.core.releasePart('DRAIN', nodeId, meta, { refill: false });
       await this.publishNode(nodeId);
       return (await this.deps.backend.getNode(nodeId))!;
     });
@@ -339,7 +372,8 @@ export class MaintenanceEngine implements OperationKindEngine {
   }
 
   private async view(): Promise<{ nodes: MaintNode[]; vms: ClusterVm[] }> {
-    const [clusterNodes, vms] = await Promise.all([this.deps.backend.listNodes(), this.deps.backend.listVms()]);
+    const { backend } = this.deps;
+    const [clusterNodes, vms] = await Promise.all([backend.listNodes(), backend.capabilities.vms ? backend.listVms() : []]);
     for (const n of clusterNodes) this.nodeNames.set(n.id, n.name);
     const nodes = this.maintNodes(clusterNodes);
     return { nodes, vms };
@@ -411,17 +445,20 @@ export class MaintenanceEngine implements OperationKindEngine {
 
   private async finishRun(run: MaintenanceRun, outcome: OperationOutcome, error: string | null): Promise<void> {
     if (this.core.stopped) return;
+    // COMPLETED means every VM was handled, not that the node may be powered off: say what is left (shards, or VMs at ERROR).
+    const remaining = await this.remaining.atEnd(run.nodeId, run.leftBecause());
     await this.core.exclusive(async () => {
       if (this.core.live.get(run.snapshot.id) !== run) return;
       await this.core.journal.flush();
       await this.setPhase(run.nodeId, run.snapshot.id, outcome === 'SUCCEEDED' ? 'evacuated' : 'failed');
-      await this.endOperation(run, outcome, error);
+      await this.endOperation(run, outcome, error, remaining);
+      if (remaining?.length) warnRemaining(this.deps.log, run.snapshot, remaining);
     });
   }
 
   /** Ends the operation; the node's phase is the caller's. A failed one keeps what it waited on. */
-  private endOperation(run: LiveRun, outcome: OperationOutcome, error: string | null): Promise<void> {
-    return this.core.close(run, outcome, error, { keepWaitingOn: outcome === 'FAILED' });
+  private endOperation(run: LiveRun, outcome: OperationOutcome, error: string | null, remaining: RemainingWorkload[] | null = null): Promise<void> {
+    return this.core.close(run, outcome, error, { keepWaitingOn: outcome === 'FAILED', remaining });
   }
 
   /** vm:D1, vm:T2, vm:T4, vm:T5, vm:D2: restart tracked VMs; one failure does not stop the others. */
@@ -480,7 +517,7 @@ export class MaintenanceEngine implements OperationKindEngine {
   /** vm:R1: tracking that points at a removed node is cleared (no restart, run strategy unchanged). */
   private async forgetNode(nodeId: string): Promise<void> {
     const name = this.nodeNames.get(nodeId) ?? nodeId;
-    const vms = await this.deps.backend.listVms();
+    const vms = this.deps.backend.capabilities.vms ? await this.deps.backend.listVms() : [];
     for (const vm of trackingToClear(vms, name)) {
       await this.tracking.clear(vm.id);
       this.deps.log.info({ vm: vm.id, node: nodeId }, `tracking of VM ${vm.id} cleared: node ${name} was removed`);

@@ -13,7 +13,9 @@ import {
   type StepRecord,
   type WaitingOn,
 } from '../../domain/operations.ts';
+import { reasonsLeftBy } from '../../domain/remaining.ts';
 import type { MaintenancePhase } from '../../domain/vm/types.ts';
+import { StorageRun } from '../storage/run.ts';
 import type { JournalWriter } from '../core/journal.ts';
 import type { LiveRun } from '../core/live-runs.ts';
 import { StepRun, type FinishedStepState, type StepRunHost } from '../core/step-run.ts';
@@ -102,6 +104,35 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
 
   override get nodeId(): string {
     return nodeOf(this.snapshot);
+  }
+
+  /** The steps under way now (VM actions and shard cut-overs), e.g. when the maintenance is disabled. */
+  inFlight(): StepRecord[] {
+    const shards = this.shardRun instanceof StorageRun ? this.shardRun.inFlightSteps() : this.shardSteps.filter((s) => s.state === 'MOVING');
+    return [...this.steps.filter((s) => s.state === 'MOVING' && !this.awaitingRestart(s)), ...shards];
+  }
+
+  /**
+   * disable with `force: true` (issue 17): the VM actions and shard cut-overs in flight are
+   * recorded ABANDONED with their last known state, and the run stops now. Returns them.
+   */
+  abandonAll(): StepRecord[] {
+    const part = this.shardRun instanceof StorageRun ? this.shardRun : null;
+    const shards = part ? part.abandonInFlight(part.inFlightSteps(), (s) => part.lastKnown(s)) : [];
+    const vms = this.steps.filter((s) => s.state === 'MOVING' && !this.awaitingRestart(s));
+    return [...this.abandonInFlight(vms, (s) => this.lastKnownOf(s)), ...shards];
+  }
+
+  private lastKnownOf(step: StepRecord): string {
+    const since = step.startedAt === null ? '' : ` since ${new Date(step.startedAt).toISOString()}`;
+    const to = step.toNodeId ? ` to node ${step.toNodeId}` : '';
+    return `${step.action.toLowerCase()} of VM ${step.workloadId}${to} in flight${since}, not confirmed by the backend`;
+  }
+
+  /** Why its skipped and failed steps left their VMs and shards (domain/remaining.ts). */
+  leftBecause(): Map<string, string> {
+    const shards = this.shardRun instanceof StorageRun ? this.shardRun.leftBecause() : reasonsLeftBy(this.shardSteps);
+    return new Map([...reasonsLeftBy(this.steps), ...shards]);
   }
 
   protected override onHalt(): void {
@@ -291,6 +322,11 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
   }
 
   /** A STOP_AND_RESTART VM that is stopped and waits for the node to empty (vm:M4). */
+  /** Stopped until the node's maintenance ends, or left to an external controller: waiting is their job. */
+  protected override stallExempt(step: StepRecord): boolean {
+    return this.awaitingRestart(step) || step.action === VM_STEP.WAIT_EXTERNAL;
+  }
+
   private awaitingRestart(step: StepRecord): boolean {
     return step.state === 'MOVING' && this.stoppedForRestart.has(step.workloadId);
   }
@@ -322,7 +358,8 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
       this.stoppedForRestart.add(step.workloadId);
       return;
     }
-    this.finishStep(step, 'MOVED', step.reason, null);
+    // Stopped, not moved: it stays off (Shutdown, force) or restarts on disable.
+    this.finishStep(step, 'STOPPED', step.reason, null);
   }
 
   private async migrateOne(step: StepRecord): Promise<void> {
@@ -443,7 +480,8 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
   }
 
   protected stepEvent(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null) {
-    return { type: `VM_${step.action}_${state}`, payload: { vm: step.workloadId, to: step.toNodeId, reason, error } };
+    const type = state === 'STOPPED' ? 'VM_STOPPED' : `VM_${step.action}_${state}`;
+    return { type, payload: { vm: step.workloadId, to: step.toNodeId, reason, error } };
   }
 
   protected showWaiting(onNode: ClusterVm[]): void {
@@ -480,8 +518,10 @@ function addCounts(a: OperationCounts, b: OperationCounts): OperationCounts {
     planned: a.planned + b.planned,
     moving: a.moving + b.moving,
     moved: a.moved + b.moved,
+    stopped: a.stopped + b.stopped,
     skipped: a.skipped + b.skipped,
     failed: a.failed + b.failed,
+    abandoned: a.abandoned + b.abandoned,
     skippedByReason: merge(a.skippedByReason, b.skippedByReason),
     failedByReason: merge(a.failedByReason, b.failedByReason),
   };

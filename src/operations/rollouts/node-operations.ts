@@ -1,5 +1,6 @@
 import type { ClusterShard, ClusterVm } from '../../cluster/types.ts';
-import type { OperationSnapshot, RequestMeta } from '../../domain/operations.ts';
+import { doneOf, totalOf, type OperationSnapshot, type RequestMeta } from '../../domain/operations.ts';
+import { remainingWorkloads } from '../../domain/remaining.ts';
 import type { RolloutNodeOperation, RolloutSettings } from '../../domain/rollouts.ts';
 
 /**
@@ -24,31 +25,18 @@ export interface NodeOperations {
   shardsAttachedTo(nodeId: string): Promise<ClusterShard[]>;
 }
 
-/**
- * rollout:O6: what would lose service if the node restarted now: VMs still running on it,
- * shards still attached to it (their secondary was not made attached elsewhere).
- */
+/** rollout:O6: what would lose service if the node restarted now (the rule: domain/remaining.ts), as blockers. */
 export async function unsafeWorkloads(ops: Pick<NodeOperations, 'vmsOn' | 'shardsAttachedTo'>, nodeId: string): Promise<{ id: string; reasons: string[] }[]> {
   const [vms, shards] = await Promise.all([ops.vmsOn(nodeId), ops.shardsAttachedTo(nodeId)]);
-  return [
-    ...vms.filter((vm) => vm.status !== 'Stopped').map((vm) => ({ id: vm.id, reasons: [`VM still ${vm.status.toLowerCase()} on node ${nodeId}`] })),
-    ...shards.map((s) => ({
-      id: s.id,
-      reasons: [
-        s.secondaryNodeIds.length
-          ? `shard still attached to node ${nodeId}: not cut over to its secondary on ${s.secondaryNodeIds.join(', ')}`
-          : `shard still attached to node ${nodeId} with no secondary to take over`,
-      ],
-    })),
-  ];
+  return remainingWorkloads(nodeId, { vms, shards }).map((w) => ({ id: w.id, reasons: [w.message] }));
 }
 
 /** One line of a node operation's progress, e.g. "fill 412/1000 shards (2 in flight)" (rollout:O10). */
 export function describeNode(op: OperationSnapshot): string {
   const c = op.counts;
-  const total = c.planned + c.moving + c.moved + c.skipped + c.failed;
+  const total = totalOf(c);
   const what = op.kind === 'MAINTENANCE' ? 'workloads' : 'shards';
-  const done = c.moved + c.skipped + c.failed;
+  const done = doneOf(c);
   const waiting = op.waitingOn ? `: ${op.waitingOn.description}` : '';
   return `${op.kind.toLowerCase()} ${done}/${total} ${what}${op.state === 'CANCELLING' ? ' (cancelling)' : ''}${waiting}`;
 }

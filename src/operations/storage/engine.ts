@@ -5,6 +5,7 @@ import {
   countsOf,
   newOperation,
   nodeOf,
+  type OperationKind,
   type OperationOutcome,
   type OperationSnapshot,
   type RequestMeta,
@@ -18,12 +19,17 @@ import type { InterruptedOperation } from '../../store/operation-repository.ts';
 import type { PolicyTransition } from '../../store/policy-store.ts';
 import type { JournalWriter } from '../core/journal.ts';
 import type { EngineDeps } from '../core/engine-deps.ts';
+import { underKind } from '../core/observer.ts';
 import type { OperationKindEngine, PartEngine, PartPlan } from '../core/operation-kind.ts';
+import { RemainingReader, warnRemaining } from '../core/remaining-reader.ts';
 import { planSteps } from './plan.ts';
 import { refusalError } from './refusal.ts';
 import { StorageRun, type StorageRunHost } from './run.ts';
+import { stallBasisOf } from '../core/stall-basis.ts';
 
 const STORAGE_KINDS: readonly StorageKind[] = ['DRAIN', 'FILL'];
+/** The node operations that hold a node and count toward `maxConcurrentOperations` with a drain or fill (neon:L4: a delete too). */
+const NODE_OPERATION_KINDS: readonly OperationKind[] = ['DRAIN', 'FILL', 'DELETE'];
 const POLICY_OF_KIND = { DRAIN: 'DRAINING', FILL: 'FILLING' } as const;
 const END_EVENT: Record<StorageKind, Record<OperationOutcome, PolicyEvent['type']>> = {
   DRAIN: { SUCCEEDED: 'drainFinished', CANCELLED: 'drainCancelled', FAILED: 'drainFailed' },
@@ -39,10 +45,14 @@ export class StorageEngine implements OperationKindEngine {
   readonly kinds = STORAGE_KINDS;
   readonly parts: PartEngine;
   private nodes = new Map<string, ClusterNode>();
+  /** Drains running as a part of another operation, by node. */
+  private readonly partRuns = new Map<string, StorageRun>();
   private unwatch: (() => void) | null = null;
   private readonly host: StorageRunHost;
+  private readonly remaining: RemainingReader;
 
   constructor(private readonly deps: EngineDeps) {
+    this.remaining = new RemainingReader(deps.backend, deps.store.operations);
     this.host = {
       backend: deps.backend,
       clock: deps.clock,
@@ -51,13 +61,14 @@ export class StorageEngine implements OperationKindEngine {
       settings: deps.settings,
       observer: deps.observer,
       log: deps.log,
+      stall: stallBasisOf(deps.backend, deps.settings),
       planNodes: () => this.planNodes(),
       finish: (run, outcome, failure) => this.finishRun(run, outcome, failure),
     };
     this.parts = {
       plan: (nodeId, now) => this.planShardDrain(nodeId, now),
       run: (owner, steps, journal, onEnd) => this.runShardDrain(owner, steps, journal, onEnd),
-      release: (nodeId, meta) => this.restoreNode(nodeId, meta),
+      release: (nodeId, meta, options) => this.restoreNode(nodeId, meta, options?.refill ?? true),
     };
     deps.operations.register(this);
   }
@@ -112,9 +123,22 @@ export class StorageEngine implements OperationKindEngine {
     return this.policies.get(nodeId);
   }
 
-  /** The drain or fill on the node, or the operation whose part drains it. */
+  /** The drain, fill or delete on the node, or the operation whose part drains it. */
   activeOperation(nodeId: string): OperationSnapshot | null {
-    return this.core.live.holder(nodeId, STORAGE_KINDS) ?? null;
+    return this.core.live.holder(nodeId, NODE_OPERATION_KINDS) ?? null;
+  }
+
+  /** The node operations running (drains, fills, deletes, drain parts), one entry each: what `maxConcurrentOperations` counts. */
+  runningNodeOperations(): { kind: OperationKind; nodeId: string; operationId: string }[] {
+    return this.busyNodeIds().map((nodeId) => {
+      const op = this.core.live.holder(nodeId, NODE_OPERATION_KINDS)!;
+      return { kind: op.kind, nodeId, operationId: op.id };
+    });
+  }
+
+  /** Another engine changed a node's policy: metrics, subscribers and the node's run hear of it. */
+  policyChanged(nodeId: string): void {
+    this.afterPolicyChange(nodeId);
   }
 
   startDrain(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
@@ -125,12 +149,13 @@ export class StorageEngine implements OperationKindEngine {
     return this.core.admission(() => this.admitAndStart('FILL', nodeId, meta));
   }
 
-  cancelDrain(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
-    return this.cancel('DRAIN', nodeId, meta);
+  /** `force`: do not wait for the moves in flight: they are recorded ABANDONED and the drain ends at once (issue 17). */
+  cancelDrain(nodeId: string, meta: RequestMeta, options: { force?: boolean } = {}): Promise<OperationSnapshot> {
+    return this.cancel('DRAIN', nodeId, meta, options.force ?? false);
   }
 
-  cancelFill(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
-    return this.cancel('FILL', nodeId, meta);
+  cancelFill(nodeId: string, meta: RequestMeta, options: { force?: boolean } = {}): Promise<OperationSnapshot> {
+    return this.cancel('FILL', nodeId, meta, options.force ?? false);
   }
 
   /** Sets a node's policy by hand; refused while an operation runs on it (neon #8727). */
@@ -158,6 +183,16 @@ export class StorageEngine implements OperationKindEngine {
       if (transition.from !== transition.to) this.afterPolicyChange(nodeId);
       return policy;
     });
+  }
+
+  /**
+   * neon:H5: the node is lost and a FAILOVER takes its shards: its drain or fill (or the
+   * drain part of its maintenance) ends FAILED with `NODE_OFFLINE` once its moves in flight stop
+   * (not awaited: the caller holds the admission lock the run needs to end).
+   */
+  loseNode(nodeId: string): void {
+    const run = (this.runOn(nodeId) as StorageRun | undefined) ?? this.partRuns.get(nodeId);
+    run?.loseNode();
   }
 
   /** Resolves when the node's current drain or fill has ended (tests and scripts). */
@@ -200,7 +235,17 @@ export class StorageEngine implements OperationKindEngine {
     this.core.live.addPart(nodeOf(owner), 'DRAIN', owner);
     this.afterPolicyChange(nodeOf(owner));
     const inner: OperationSnapshot = { ...owner, kind: 'DRAIN', counts: countsOf(steps), waitingOn: null, state: 'RUNNING' };
-    const run = new StorageRun({ ...this.host, journal, finish: (r, outcome, failure) => this.endShardDrain(r, outcome, failure, onEnd) }, inner, steps);
+    const run = new StorageRun(
+      {
+        ...this.host,
+        journal,
+        observer: underKind(this.host.observer, owner.kind),
+        finish: (r, outcome, failure) => this.endShardDrain(r, outcome, failure, onEnd),
+      },
+      inner,
+      steps,
+    );
+    this.partRuns.set(nodeOf(owner), run);
     run.start().catch((e: unknown) => this.deps.log.error({ err: e, operation: owner.id }, 'embedded drain crashed'));
     return run;
   }
@@ -219,20 +264,26 @@ export class StorageEngine implements OperationKindEngine {
         transition.applied();
         this.afterPolicyChange(run.nodeId);
       }
-      this.core.live.removePart(run.nodeId);
+      if (this.partRuns.get(run.nodeId) === run) {
+        this.partRuns.delete(run.nodeId);
+        this.core.live.removePart(run.nodeId);
+      }
     });
     onEnd(outcome, failure);
   }
 
-  /** The owner is done with the node: its policy back to ACTIVE, then a fill brings its shards back. */
-  private async restoreNode(nodeId: string, meta: RequestMeta): Promise<{ operationId: string | null; warning: string | null }> {
+  /** The owner is done with the node: its policy back to ACTIVE, then (with `refill`) a fill brings its shards back. */
+  private async restoreNode(nodeId: string, meta: RequestMeta, refill: boolean): Promise<{ operationId: string | null; warning: string | null }> {
     const { backend } = this.deps;
     if (!backend.capabilities.shards) return { operationId: null, warning: null };
+    // A part its owner left running (a maintenance that went to ERROR) stops here: the node is someone else's next.
+    this.partRuns.get(nodeId)?.halt();
+    this.partRuns.delete(nodeId);
     this.core.live.removePart(nodeId);
     const policy = this.policies.get(nodeId);
     if (policy === 'DRAINING' || policy === 'PAUSE_FOR_RESTART')
       await this.changePolicy(nodeId, { type: 'configure', policy: 'ACTIVE' }, null, { actor: meta.actor, reason: meta.reason });
-    if ((await backend.listShards({ secondaryNodeId: nodeId })).length === 0) return { operationId: null, warning: null };
+    if (!refill || (await backend.listShards({ secondaryNodeId: nodeId })).length === 0) return { operationId: null, warning: null };
     try {
       const fill = await this.admitAndStart('FILL', nodeId, meta);
       return { operationId: fill.id, warning: null };
@@ -251,7 +302,7 @@ export class StorageEngine implements OperationKindEngine {
   }
 
   private busyNodeIds(): string[] {
-    return this.core.live.heldNodes(STORAGE_KINDS);
+    return this.core.live.heldNodes(NODE_OPERATION_KINDS);
   }
 
   /**
@@ -339,7 +390,7 @@ export class StorageEngine implements OperationKindEngine {
     );
     transition.applied();
     this.deps.observer.operationStarted(kind);
-    for (const s of steps) if (s.state === 'SKIPPED') this.deps.observer.stepFinished(kind, 'SKIPPED', s.reason, null);
+    for (const s of steps) if (s.state === 'SKIPPED') this.deps.observer.stepFinished(kind, s, 'SKIPPED', s.reason, null);
     this.deps.log.info(
       { operation: id, node: nodeId, kind, planned: snapshot.counts.planned, skipped: snapshot.counts.skipped },
       `${kind.toLowerCase()} of node ${nodeId} started`,
@@ -351,22 +402,35 @@ export class StorageEngine implements OperationKindEngine {
     return snapshot;
   }
 
-  private cancel(kind: StorageKind, nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
-    return this.core.admission(async () => {
+  private async cancel(kind: StorageKind, nodeId: string, meta: RequestMeta, force: boolean): Promise<OperationSnapshot> {
+    const outcome = await this.core.admission(async () => {
       await this.requireNode(nodeId);
       const run = this.runOn(nodeId);
       const none = () => new PreconditionFailedError(`NO_${kind}_IN_PROGRESS`, `no ${kind === 'DRAIN' ? 'drain' : 'fill'} in progress on node ${nodeId}`);
       // Not running here: on a shared database the run is the leader's (or not yet adopted by it), so the cancel is a durable request (ha:R4).
-      if (!run && this.deps.store.shared) return this.requestCancel(kind, nodeId, meta, none);
-      if (!run || run.snapshot.kind !== kind) throw none();
-      if (run.snapshot.state === 'CANCELLING') return run.snapshot;
-      await this.core.changeState(run, 'CANCELLING', { type: 'OPERATION_CANCELLING', payload: { actor: meta.actor, reason: meta.reason } });
-      this.deps.log.info(
-        { operation: run.snapshot.id, node: nodeId },
-        `${kind.toLowerCase()} of node ${nodeId} cancelling: moves in flight finish, nothing new starts`,
+      // (`force` needs the run itself: on a stand-by it is a plain cancel request; send it to the leader to abandon what is stuck.)
+      if (!run && this.deps.store.shared) return { recorded: await this.requestCancel(kind, nodeId, meta, none), run: null, forced: false };
+      if (!(run instanceof StorageRun) || run.snapshot.kind !== kind) throw none();
+      if (run.snapshot.state !== 'CANCELLING')
+        await this.core.changeState(run, 'CANCELLING', { type: 'OPERATION_CANCELLING', payload: { actor: meta.actor, reason: meta.reason, force } });
+      if (!force) {
+        this.deps.log.info(
+          { operation: run.snapshot.id, node: nodeId },
+          `${kind.toLowerCase()} of node ${nodeId} cancelling: moves in flight finish, nothing new starts`,
+        );
+        return { run, forced: false };
+      }
+      const abandoned = run.forceCancel();
+      this.deps.log.warn(
+        { operation: run.snapshot.id, node: nodeId, abandoned: abandoned.map((s) => s.workloadId) },
+        `${kind.toLowerCase()} of node ${nodeId} cancelled with force: ${abandoned.length} cut-over(s) in flight abandoned (the backend may still finish them; each step's recheck says where its shard is)`,
       );
-      return run.snapshot;
+      return { run, forced: true };
     });
+    if (!outcome.run) return outcome.recorded!;
+    // The run stopped at once; it ends here rather than from its loop (which the halt left).
+    if (outcome.forced) await this.finishRun(outcome.run, 'CANCELLED', 'FORCED');
+    return outcome.run.snapshot;
   }
 
   /** ha:R4: CANCELLING and its event recorded in the database, in one statement; the leader's run hears of it at its next wake-up. */
@@ -391,11 +455,14 @@ export class StorageEngine implements OperationKindEngine {
   private async finishRun(run: StorageRun, outcome: OperationOutcome, failure: string | null): Promise<void> {
     if (this.core.stopped) return;
     await this.core.journal.flush();
+    // A drain's "done" is not "safe to restart": it says what it left on the node (a fill empties nothing).
+    const remaining = run.kind === 'DRAIN' ? await this.remaining.atEnd(run.nodeId, run.leftBecause()) : null;
     await this.core.exclusive(async () => {
       const at = this.deps.clock.now();
       const transition = this.endTransition(run, outcome, failure, at);
       await this.core.close(run, outcome, failure, {
         at,
+        remaining,
         alsoWrite: transition?.writes ?? [],
         committed: () => {
           if (!transition) return;
@@ -409,6 +476,7 @@ export class StorageEngine implements OperationKindEngine {
         { operation: snapshot.id, node: snapshot.nodeId, outcome, error: failure, moved: c.moved, skipped: c.skippedByReason, failed: c.failedByReason },
         `${snapshot.kind.toLowerCase()} of node ${snapshot.nodeId} ${outcome.toLowerCase()}${failure ? ` (${failure})` : ''}: ${c.moved} moved, ${c.skipped} skipped, ${c.failed} failed`,
       );
+      if (remaining?.length) warnRemaining(this.deps.log, snapshot, remaining);
     });
   }
 
@@ -425,7 +493,7 @@ export class StorageEngine implements OperationKindEngine {
         break;
       case 'nodeReattached':
         void this.core
-          .exclusive(() => this.changePolicy(event.nodeId, { type: 'reattached' }, this.runOn(event.nodeId)?.snapshot.id ?? null))
+          .exclusive(() => this.changePolicy(event.nodeId, { type: 'reattached' }, this.activeOperation(event.nodeId)?.id ?? null))
           .catch((e: unknown) => this.deps.log.error({ err: e, node: event.nodeId }, 're-attach handling failed'));
         break;
       default:
@@ -444,7 +512,7 @@ export class StorageEngine implements OperationKindEngine {
     this.deps.observer.policyChanged(nodeId, this.policies.get(nodeId));
     const node = this.nodes.get(nodeId);
     if (node) this.deps.bus.publish('nodeChanged', node);
-    this.runOn(nodeId)?.nudge();
+    this.core.live.on(nodeId, NODE_OPERATION_KINDS)?.nudge();
   }
 
   private nudgeAll(): void {

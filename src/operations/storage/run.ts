@@ -3,10 +3,12 @@ import { isBackendError } from '../../cluster/errors.ts';
 import type { ClusterShard } from '../../cluster/types.ts';
 import { nodeOf, type OperationOutcome, type OperationSnapshot, type StepRecord, type StorageKind } from '../../domain/operations.ts';
 import { planDrain, warmthVerdict } from '../../domain/storage/drain-plan.ts';
+import { reasonsLeftBy } from '../../domain/remaining.ts';
 import type { PlanNode } from '../../domain/storage/shards.ts';
 import type { PolicyStore } from '../../store/policy-store.ts';
 import { StepRun, type FinishedStepState, type StepRunHost } from '../core/step-run.ts';
 import type { OperationSettings } from '../../config/schema.ts';
+import { CutOversInFlight, phaseDetail } from './cut-overs-in-flight.ts';
 
 export interface StorageRunHost extends StepRunHost<StorageRun> {
   backend: ClusterBackend;
@@ -29,7 +31,9 @@ export class StorageRun extends StepRun<StorageRun> {
   private readonly steps: Map<string, StepRecord>;
   private queue: StepRecord[];
   private readonly inFlight = new Set<string>();
+  private readonly cutOvers = new CutOversInFlight();
   private blockedSince: number | null = null;
+  private nodeLost = false;
 
   constructor(
     protected override readonly host: StorageRunHost,
@@ -49,6 +53,44 @@ export class StorageRun extends StepRun<StorageRun> {
     return this.snapshot.kind as StorageKind;
   }
 
+  /** The cut-overs under way now. */
+  inFlightSteps(): StepRecord[] {
+    return [...this.inFlight].map((id) => this.steps.get(id)!);
+  }
+
+  /**
+   * `force: true` (issue 17): the cut-overs in flight are abandoned with their last known
+   * state, what was not attempted is skipped as CANCELLED, and the run stops now. The
+   * engine ends the operation. Returns the abandoned steps.
+   */
+  forceCancel(): StepRecord[] {
+    const unattempted = this.queue;
+    this.queue = [];
+    const abandoned = this.abandonInFlight(this.inFlightSteps(), (s) => this.lastKnown(s), unattempted, NOT_ATTEMPTED.CANCELLED);
+    // neon:C11: cut-overs waiting for catch-up or compute stop, as on a plain cancel; the backend completes what it issued.
+    this.cutOvers.cancelAll(`the ${this.kind.toLowerCase()} was force-cancelled`);
+    return abandoned;
+  }
+
+  /** What an abandoned cut-over was last known to be doing (with the phase the backend last reported). */
+  lastKnown(step: StepRecord): string {
+    const since = step.startedAt === null ? '' : ` since ${new Date(step.startedAt).toISOString()}`;
+    const phase = this.cutOvers.describe([step.workloadId]);
+    return `cut-over of shard ${step.workloadId} from node ${step.fromNodeId ?? '?'} to node ${step.toNodeId ?? '?'} in flight${since}${phase ? ` (${phase})` : ''}, no answer from the backend`;
+  }
+
+  /** Why its skipped and failed steps left their shards (domain/remaining.ts). */
+  leftBecause(): Map<string, string> {
+    return reasonsLeftBy(this.steps.values());
+  }
+
+  /** neon:H5: the node was lost and a FAILOVER takes its shards: this run ends FAILED (`NODE_OFFLINE`). */
+  loseNode(): void {
+    this.nodeLost = true;
+    this.cutOvers.cancelAll(`node ${this.nodeId} went OFFLINE`);
+    this.nudge();
+  }
+
   private get expectedPolicy() {
     return this.kind === 'DRAIN' ? 'DRAINING' : 'FILLING';
   }
@@ -59,7 +101,15 @@ export class StorageRun extends StepRun<StorageRun> {
     for (;;) {
       const woken = this.nextWakeUp();
       if (this.halted) return;
-      if (this.snapshot.state === 'CANCELLING') break;
+      if (this.snapshot.state === 'CANCELLING') {
+        // neon:C11: cut-overs waiting for catch-up or compute stop; the backend completes what it issued.
+        this.cutOvers.cancelAll(`the ${this.kind.toLowerCase()} was cancelled`);
+        break;
+      }
+      if (this.nodeLost) {
+        failure = 'NODE_OFFLINE';
+        break;
+      }
       if (policies.get(this.nodeId) !== this.expectedPolicy) {
         failure = 'NODE_STATE_CHANGED';
         break;
@@ -179,7 +229,11 @@ export class StorageRun extends StepRun<StorageRun> {
     this.startStep(step, { fromNodeId, toNodeId });
     observer.movesInFlight(this.kind, 1);
     try {
-      const result = await backend.cutOverShard(shard.id, { fromNodeId, toNodeId });
+      const phases = this.cutOvers.begin(shard.id, (progress) => {
+        this.update(step, { detail: phaseDetail(progress) });
+        this.showMovesInFlight();
+      });
+      const result = await backend.cutOverShard(shard.id, { fromNodeId, toNodeId, ...phases });
       // A note on a moved step says what happened on the way (retries); on a failed one, why.
       this.finishStep(step, 'MOVED', null, result?.note ?? null);
     } catch (e) {
@@ -187,6 +241,7 @@ export class StorageRun extends StepRun<StorageRun> {
       this.finishStep(step, 'FAILED', code, e instanceof Error ? e.message : String(e));
       this.host.log.warn({ operation: this.snapshot.id, shard: shard.id, node: toNodeId, err: e }, `cut-over of shard ${shard.id} to node ${toNodeId} failed`);
     } finally {
+      this.cutOvers.end(shard.id);
       observer.movesInFlight(this.kind, -1);
     }
   }
@@ -203,9 +258,10 @@ export class StorageRun extends StepRun<StorageRun> {
     if (!this.inFlight.size) return;
     const ids = [...this.inFlight].slice(0, WAITING_ON_SAMPLE);
     const since = Math.min(...ids.map((id) => this.steps.get(id)?.startedAt ?? this.host.clock.now()));
+    const phase = this.cutOvers.describe(ids);
     this.setWaiting({
       kind: 'MOVES_IN_FLIGHT',
-      description: `${this.inFlight.size} cut-over(s) in flight${this.snapshot.state === 'CANCELLING' ? ' (cancelling: nothing new starts)' : ''}`,
+      description: `${this.inFlight.size} cut-over(s) in flight${phase ? ` (${phase})` : ''}${this.snapshot.state === 'CANCELLING' ? ' (cancelling: nothing new starts)' : ''}`,
       nodeId: this.nodeId,
       workloadIds: ids,
       since,

@@ -1,0 +1,61 @@
+import type { ClusterBackend } from '../../cluster/backend.ts';
+import type { ClusterShard, ClusterVm } from '../../cluster/types.ts';
+import { remainingWorkloads, SHARD_FALLBACK_REASONS, type NodeWorkloads, type RemainingWorkload } from '../../domain/remaining.ts';
+import type { OperationSnapshot } from '../../domain/operations.ts';
+import type { Logger } from '../../logger.ts';
+import type { OperationRepository } from '../../store/operation-repository.ts';
+
+/**
+ * Reads what would lose service if a node restarted now (the rule: domain/remaining.ts)
+ * from the backend: for one node with that node's filters, for several with one list call
+ * per kind. Kinds the backend does not serve count as none.
+ */
+export class RemainingReader {
+  constructor(
+    private readonly backend: ClusterBackend,
+    private readonly operations: Pick<OperationRepository, 'latestRemaining'>,
+  ) {}
+
+  /**
+   * For each node, in order. Shards an operation left get the reason it recorded, while that
+   * operation is still the newest on the node (a later fill or drain tells its own story).
+   */
+  async ofNodes(nodeIds: readonly string[]): Promise<RemainingWorkload[][]> {
+    if (!nodeIds.length) return [];
+    const [workloads, recorded] = await Promise.all([this.read(nodeIds), this.operations.latestRemaining(nodeIds)]);
+    return nodeIds.map((id) => remainingWorkloads(id, workloads, reasonsOf(recorded.get(id) ?? [])));
+  }
+
+  /** At the end of an operation on the node; `leftBecause`: its steps' skip and failure reasons. Null when the backend cannot be read. */
+  async atEnd(nodeId: string, leftBecause: ReadonlyMap<string, string>): Promise<RemainingWorkload[] | null> {
+    try {
+      return remainingWorkloads(nodeId, await this.read([nodeId]), leftBecause);
+    } catch {
+      return null;
+    }
+  }
+
+  private async read(nodeIds: readonly string[]): Promise<NodeWorkloads> {
+    const { backend } = this;
+    const one = nodeIds.length === 1 ? nodeIds[0]! : undefined;
+    const [vms, shards] = await Promise.all([
+      backend.capabilities.vms ? backend.listVms(one === undefined ? {} : { nodeId: one }) : ([] as ClusterVm[]),
+      backend.capabilities.shards ? backend.listShards(one === undefined ? {} : { attachedNodeId: one }) : ([] as ClusterShard[]),
+    ]);
+    return { vms, shards };
+  }
+}
+
+/** The reasons an operation recorded for the shards it left (not the fallbacks the rule gives without one). */
+function reasonsOf(remaining: readonly RemainingWorkload[]): Map<string, string> {
+  return new Map(remaining.filter((w) => w.kind === 'SHARD' && !SHARD_FALLBACK_REASONS.includes(w.reason)).map((w) => [w.id, w.reason]));
+}
+
+/** The log line of an operation that ended with workloads left on its node (the WORKLOADS_REMAIN event says the same). */
+export function warnRemaining(log: Logger, op: Pick<OperationSnapshot, 'id' | 'kind' | 'nodeId' | 'state'>, remaining: readonly RemainingWorkload[]): void {
+  const sample = remaining.slice(0, 10).map((w) => `${w.kind.toLowerCase()} ${w.id} (${w.reason})`);
+  log.warn(
+    { operation: op.id, node: op.nodeId, remaining: remaining.length },
+    `${op.kind.toLowerCase()} of node ${op.nodeId} ended ${op.state} but node ${op.nodeId} is not safe to restart: ${remaining.length} workload(s) remain: ${sample.join(', ')}${remaining.length > sample.length ? ', …' : ''}`,
+  );
+}
