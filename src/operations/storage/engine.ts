@@ -18,6 +18,7 @@ import type { PlanNode } from '../../domain/storage/shards.ts';
 import type { InterruptedOperation } from '../../store/operation-repository.ts';
 import type { PolicyTransition } from '../../store/policy-store.ts';
 import type { JournalWriter } from '../core/journal.ts';
+import { LIMITED_KINDS } from '../core/live-runs.ts';
 import type { EngineDeps } from '../core/engine-deps.ts';
 import type { OperationKindEngine, PartEngine, PartPlan } from '../core/operation-kind.ts';
 import { planSteps } from './plan.ts';
@@ -108,10 +109,10 @@ export class StorageEngine implements OperationKindEngine {
     return this.core.live.holder(nodeId, NODE_OPERATION_KINDS) ?? null;
   }
 
-  /** The node operations running (drains, fills, deletes, drain parts), one entry each: what `maxConcurrentOperations` counts. */
+  /** The node operations running (drains, fills, deletes, maintenances), one entry each: what `maxConcurrentOperations` counts. */
   runningNodeOperations(): { kind: OperationKind; nodeId: string; operationId: string }[] {
     return this.busyNodeIds().map((nodeId) => {
-      const op = this.core.live.holder(nodeId, NODE_OPERATION_KINDS)!;
+      const op = this.core.live.holder(nodeId, LIMITED_KINDS)!;
       return { kind: op.kind, nodeId, operationId: op.id };
     });
   }
@@ -257,7 +258,7 @@ export class StorageEngine implements OperationKindEngine {
   }
 
   private busyNodeIds(): string[] {
-    return this.core.live.heldNodes(NODE_OPERATION_KINDS);
+    return this.core.live.limitedNodes();
   }
 
   private planNodes(): Map<string, PlanNode> {
