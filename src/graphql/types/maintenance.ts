@@ -1,4 +1,4 @@
-import { ConflictError, InvalidInputError, NotFoundError, PreconditionFailedError, UnavailableError } from '../../domain/errors.ts';
+import { ConflictError, InvalidInputError, NotFoundError, OperationLimitReachedError, PreconditionFailedError, UnavailableError } from '../../domain/errors.ts';
 import { describeReason, nonMigratableReasons } from '../../domain/vm/migratability.ts';
 import { MAINTENANCE_PHASES, type VmPlanEntry } from '../../domain/vm/types.ts';
 import { POD_BLOCK_CAUSES, type PodDrainOptions, type PodPlanEntry } from '../../domain/pods/drain.ts';
@@ -318,7 +318,7 @@ builder.mutationFields((t) => ({
       deadlineSeconds: t.arg.int({ required: false, description: 'Default 30 min (config operations.maintenanceDeadlineMs).' }),
       podDrain: t.arg({ type: PodDrainInput, required: false, description: 'k8s:K4: this request’s pod drain options.' }),
     },
-    errors: { types: [NotFoundError, UnavailableError, ConflictError, PreconditionFailedError, InvalidInputError] },
+    errors: { types: [NotFoundError, UnavailableError, ConflictError, OperationLimitReachedError, PreconditionFailedError, InvalidInputError] },
     resolve: (_, args, ctx) =>
       audit(ctx, 'enableMaintenanceMode', args, String(args.nodeId), args.reason, (m) => {
         if (args.deadlineSeconds != null && args.deadlineSeconds <= 0)

@@ -1,5 +1,8 @@
 import type { OperationKind, OperationSnapshot } from '../../domain/operations.ts';
 
+/** The operation kinds that count toward `maxConcurrentOperations` (a FAILOVER never does, neon:H5). */
+export const LIMITED_KINDS: readonly OperationKind[] = ['DRAIN', 'FILL', 'DELETE', 'MAINTENANCE'];
+
 const ofKind = (kind: OperationKind, kinds: readonly OperationKind[] | undefined) => !kinds || kinds.includes(kind);
 
 /** What the coordinator needs of a run of any kind. */
@@ -57,6 +60,15 @@ export class LiveRuns {
   holder(nodeId: string, kinds?: readonly OperationKind[]): OperationSnapshot | undefined {
     const part = this.parts.get(nodeId);
     return this.on(nodeId, kinds)?.snapshot ?? (part && ofKind(part.kind, kinds) ? part.owner : undefined);
+  }
+
+  /**
+   * What `maxConcurrentOperations` counts: the nodes held by a drain, fill, delete or
+   * maintenance (issue 11: each counts), once per node — a maintenance and the drain part it
+   * runs on its node are one operation.
+   */
+  limitedNodes(): string[] {
+    return [...new Set(this.heldNodes(LIMITED_KINDS))];
   }
 
   /** Nodes held for one of `kinds`, one entry per run or part. */

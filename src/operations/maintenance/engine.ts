@@ -3,7 +3,7 @@ import { isBackendError } from '../../cluster/errors.ts';
 import type { CancelledMigration } from '../../cluster/node-maintenance.ts';
 import type { ClusterEvent, ClusterNode, ClusterVm } from '../../cluster/types.ts';
 import type { PodDrainOptions, PodDrainPlan } from '../../domain/pods/drain.ts';
-import { InvalidInputError, NotFoundError, PreconditionFailedError } from '../../domain/errors.ts';
+import { InvalidInputError, NotFoundError, OperationLimitReachedError, PreconditionFailedError } from '../../domain/errors.ts';
 import { describeReason } from '../../domain/vm/migratability.ts';
 import { nextPhase, type PhaseEvent } from '../../domain/vm/phase.ts';
 import { planMaintenance } from '../../domain/vm/plan.ts';
@@ -213,6 +213,12 @@ export class MaintenanceEngine implements OperationKindEngine {
           `node ${nodeId} has a ${running.kind.toLowerCase()} running (operation ${running.id})`,
           running.id,
         );
+      }
+      // Issue 11: a maintenance counts toward maxConcurrentOperations as a drain, fill or delete does.
+      const limit = this.deps.settings.maxConcurrentOperations;
+      const held = this.core.live.limitedNodes().length;
+      if (held >= limit) {
+        throw new OperationLimitReachedError(limit, `the cluster already runs ${held} node operation(s); the limit is ${limit}`);
       }
       for (const w of plan.warnings) this.deps.log.warn({ node: nodeId }, w);
       const now = this.deps.clock.now();

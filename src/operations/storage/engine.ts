@@ -18,6 +18,7 @@ import type { PlanNode } from '../../domain/storage/shards.ts';
 import type { InterruptedOperation } from '../../store/operation-repository.ts';
 import type { PolicyTransition } from '../../store/policy-store.ts';
 import type { JournalWriter } from '../core/journal.ts';
+import { LIMITED_KINDS } from '../core/live-runs.ts';
 import type { EngineDeps } from '../core/engine-deps.ts';
 import { underKind } from '../core/observer.ts';
 import type { OperationKindEngine, PartEngine, PartPlan } from '../core/operation-kind.ts';
@@ -128,10 +129,10 @@ export class StorageEngine implements OperationKindEngine {
     return this.core.live.holder(nodeId, NODE_OPERATION_KINDS) ?? null;
   }
 
-  /** The node operations running (drains, fills, deletes, drain parts), one entry each: what `maxConcurrentOperations` counts. */
+  /** The node operations running (drains, fills, deletes, maintenances), one entry each: what `maxConcurrentOperations` counts. */
   runningNodeOperations(): { kind: OperationKind; nodeId: string; operationId: string }[] {
     return this.busyNodeIds().map((nodeId) => {
-      const op = this.core.live.holder(nodeId, NODE_OPERATION_KINDS)!;
+      const op = this.core.live.holder(nodeId, LIMITED_KINDS)!;
       return { kind: op.kind, nodeId, operationId: op.id };
     });
   }
@@ -302,7 +303,7 @@ export class StorageEngine implements OperationKindEngine {
   }
 
   private busyNodeIds(): string[] {
-    return this.core.live.heldNodes(NODE_OPERATION_KINDS);
+    return this.core.live.limitedNodes();
   }
 
   /**
