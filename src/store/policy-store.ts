@@ -33,6 +33,13 @@ export class PolicyStore {
     this.cache = new Map(rows.map((r) => [r.id, r.schedulingPolicy as SchedulingPolicy]));
   }
 
+  /** Reloads one node's policy: another replica changed it (ha:R2). */
+  async refresh(nodeId: string): Promise<void> {
+    const row = await this.prisma.nodeState.findUnique({ where: { id: nodeId }, select: { schedulingPolicy: true } });
+    if (row) this.cache.set(nodeId, row.schedulingPolicy as SchedulingPolicy);
+    else this.cache.delete(nodeId);
+  }
+
   get(nodeId: string): SchedulingPolicy {
     return this.cache.get(nodeId) ?? 'ACTIVE';
   }

@@ -1,4 +1,5 @@
 import { Prisma } from './generated/client.ts';
+import { postgresqlAdmission } from './admission-sql.ts';
 import { STEP_UPSERT_CHANGES, type HotPathSql } from './hot-path-sql.ts';
 
 const STEP_COLUMNS = Prisma.raw(
@@ -22,8 +23,10 @@ export const postgresqlHotPath: HotPathSql = {
         "startedAt" timestamp(3), "finishedAt" timestamp(3), "detail" text)
       ${STEP_UPSERT_CHANGES}`,
 
+  // A cancel another replica recorded (ha:R4) stays: the leader's progress of a run that has
+  // not heard of it yet does not put the operation back to RUNNING.
   updateProgress: (p) =>
-    Prisma.sql`UPDATE "Operation" SET "state" = ${p.state}, "error" = ${p.error}, "counts" = ${p.counts},
+    Prisma.sql`UPDATE "Operation" SET "state" = CASE WHEN "state" = 'CANCELLING' AND ${p.state}::text = 'RUNNING' THEN 'CANCELLING' ELSE ${p.state}::text END, "error" = ${p.error}, "counts" = ${p.counts},
           "waitingOn" = ${p.waitingOn}, "finishedAt" = ${p.finishedAt}::timestamp(3), "updatedAt" = ${p.updatedAt}::timestamp(3)
           WHERE "id" = ${p.id}`,
 
@@ -38,4 +41,6 @@ export const postgresqlHotPath: HotPathSql = {
   // Delivered at commit, to every replica that listens (postgresql-listener.ts): the payload
   // is only the newest seq, so NOTIFY's size limit never matters (ha:E1).
   notifyEvents: Prisma.sql`SELECT pg_notify('lockkeeper_events', (SELECT coalesce(max("seq"), 0) FROM "Event")::text)`,
+
+  admission: postgresqlAdmission,
 };

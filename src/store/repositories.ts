@@ -1,3 +1,4 @@
+import { admissionRefusalOf, type AdmissionCheck } from './admission-sql.ts';
 import { EventLog } from './event-log.ts';
 import type { HotPathSql } from './hot-path-sql.ts';
 import type { PrismaClient } from './index.ts';
@@ -17,6 +18,17 @@ export interface Repositories {
   vmTracking: VmTrackingRepository;
   /** Commits writes built by any of them in one transaction, in order. */
   commit(writes: PendingWrite[]): Promise<void>;
+  /** Whether other replicas admit work on this database too (PostgreSQL): admissions go through `admit`, the leader adopts what they admitted. */
+  readonly shared: boolean;
+  /**
+   * Commits an admission (a start, a cancel, a policy change asked for by an operator) by
+   * any replica, leader or not (ha:R2, ha:R4): not fenced, but on a shared database checked
+   * first by `check` under the lock all admissions share, and announced to the leader at
+   * commit. A refusal of the database throws its typed error (ConflictError, …).
+   */
+  admit(writes: PendingWrite[], check: AdmissionCheck | null): Promise<void>;
+  /** Shared database: moves a RUNNING operation to CANCELLING with its event and tells the leader; false when it was not RUNNING. */
+  requestCancel(operationId: string, nodeId: string | null, at: number, payload: object): Promise<boolean>;
 }
 
 /**
@@ -51,6 +63,28 @@ export function createRepositories(
     }
     committed();
   };
+  const admission = sql.admission;
+  const notify = () => (sql.notifyEvents ? [prisma.$executeRaw(sql.notifyEvents)] : []);
+  const admit = async (writes: PendingWrite[], check: AdmissionCheck | null) => {
+    if (!admission) return commit(writes);
+    const guard = check ? [prisma.$executeRaw(admission.guard(check))] : [];
+    try {
+      await prisma.$transaction([...guard, ...writes, ...notify(), prisma.$executeRaw(admission.announce(check?.nodeId ?? null))]);
+    } catch (e) {
+      throw admissionRefusalOf(e) ?? e;
+    }
+    committed();
+  };
+  const requestCancel = async (operationId: string, nodeId: string | null, at: number, payload: object) => {
+    if (!admission) throw new Error('requestCancel needs a shared database');
+    const [changed] = (await prisma.$transaction([
+      prisma.$executeRaw(admission.requestCancel(operationId, { at: new Date(at).toISOString(), payload: JSON.stringify(payload) })),
+      ...notify(),
+      prisma.$executeRaw(admission.announce(nodeId)),
+    ])) as number[];
+    committed();
+    return (changed ?? 0) > 0;
+  };
   return {
     operations: new OperationRepository(prisma, sql),
     events,
@@ -58,5 +92,8 @@ export function createRepositories(
     maintenanceStates: new MaintenanceStateStore(prisma, events),
     vmTracking: new VmTrackingRepository(prisma, commit),
     commit,
+    shared: admission !== undefined,
+    admit,
+    requestCancel,
   };
 }
