@@ -6,7 +6,7 @@
  */
 import Database from 'better-sqlite3';
 
-interface VmView {
+export interface VmView {
   id: string;
   status: string;
   runStrategy: string;
@@ -74,6 +74,7 @@ interface StepRow {
   workloadKind: string;
   workloadId: string;
   state: string;
+  error: string | null;
 }
 
 interface EventRow {
@@ -95,7 +96,7 @@ export function readDatabase(path: string): DatabaseView {
   try {
     return {
       operations: db.prepare('SELECT id, kind, nodeId, state, error FROM "Operation"').all() as DatabaseView['operations'],
-      steps: db.prepare('SELECT operationId, workloadKind, workloadId, state FROM "OperationStep"').all() as StepRow[],
+      steps: db.prepare('SELECT operationId, workloadKind, workloadId, state, error FROM "OperationStep"').all() as StepRow[],
       events: db.prepare('SELECT seq, type, operationId, payload FROM "Event" ORDER BY seq').all() as EventRow[],
       tracking: new Map(
         (
@@ -126,6 +127,8 @@ export interface Ledger {
   initialRunStrategy: Map<string, string>;
   /** Operation ids the gateway answered to a start request (a request killed before its answer is not here). */
   startedOperations: Set<string>;
+  /** VMs whose restart failed and was named in a disable's answer (vm:D2): they may stay off, tracked. */
+  namedFailures: Set<string>;
 }
 
 /**
@@ -138,7 +141,10 @@ export function findViolations(cluster: ClusterView, db: DatabaseView, ledger: L
   // Operations: none lost, none left running, none duplicated (one live operation per node at most is the admission rule).
   const operationIds = new Set(db.operations.map((o) => o.id));
   for (const id of ledger.startedOperations) if (!operationIds.has(id)) out.push(`operation ${id} was answered to a start and is lost`);
-  for (const o of db.operations) if (!ENDED_OPERATION.has(o.state)) out.push(`operation ${o.id} (${o.kind} of node ${o.nodeId}) did not end: ${o.state}`);
+  for (const o of db.operations) {
+    if (!ENDED_OPERATION.has(o.state)) out.push(`operation ${o.id} (${o.kind} of node ${o.nodeId}) did not end: ${o.state}`);
+    if (o.state === 'FAILED' && !o.error) out.push(`operation ${o.id} FAILED without naming why`);
+  }
 
   // Steps: one per workload per operation; exactly one terminal event per finished step, none for another.
   const terminal = new Map<string, number>();
@@ -160,6 +166,7 @@ export function findViolations(cluster: ClusterView, db: DatabaseView, ledger: L
       out.push(`step ${s.workloadId} of operation ${s.operationId} is ${s.state} yet has ${events} terminal events`);
     const op = db.operations.find((o) => o.id === s.operationId);
     if (op?.state === 'SUCCEEDED' && !TERMINAL_STEP.has(s.state)) out.push(`operation ${op.id} SUCCEEDED with step ${s.workloadId} ${s.state}`);
+    if (s.state === 'FAILED' && !s.error) out.push(`step ${s.workloadId} of operation ${s.operationId} FAILED without naming why`);
   }
   for (const key of terminal.keys()) out.push(`terminal event without a step: ${key}`);
 
@@ -199,9 +206,10 @@ export function findViolations(cluster: ClusterView, db: DatabaseView, ledger: L
     if (!vm.tracking) out.push(`VM ${vm.id} (${vm.strategy}) is off and nothing will restart it (no tracking)`);
     else if (vm.tracking.savedRunStrategy !== initial)
       out.push(`VM ${vm.id} is tracked with saved run strategy ${vm.tracking.savedRunStrategy}, not its own ${initial}`);
-    else if (!tracked?.phase) out.push(`VM ${vm.id} is off, tracked to ${vm.tracking.nodeName}, which is not in maintenance: nothing will restart it`);
-    else if (vm.tracking.strategy === 'ShutdownAndRestartAfterEnable' && tracked.phase === 'COMPLETED')
-      out.push(`VM ${vm.id} (RestartAfterEnable) is still off though node ${tracked.id} reached COMPLETED (vm:M4)`);
+    else if (!tracked?.phase && !ledger.namedFailures.has(vm.id))
+      out.push(`VM ${vm.id} is off, tracked to ${vm.tracking.nodeName}, which is not in maintenance: nothing will restart it`);
+    else if (vm.tracking.strategy === 'ShutdownAndRestartAfterEnable' && tracked?.phase === 'COMPLETED')
+      out.push(`VM ${vm.id} (RestartAfterEnable) is still off though node ${tracked!.id} reached COMPLETED (vm:M4)`);
   }
   return out;
 }
