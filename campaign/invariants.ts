@@ -6,7 +6,7 @@
  */
 import Database from 'better-sqlite3';
 
-export interface VmView {
+interface VmView {
   id: string;
   status: string;
   runStrategy: string;

@@ -47,7 +47,10 @@ async function startRun(topology: object, latenciesMs: object, operations: objec
   );
   await boot(dir);
   const view = await viewCluster(server!.url);
-  return { dir, ledger: { initialRunStrategy: new Map([...view.vms.values()].map((v) => [v.id, v.runStrategy])), startedOperations: new Set(), namedFailures: new Set() } };
+  return {
+    dir,
+    ledger: { initialRunStrategy: new Map([...view.vms.values()].map((v) => [v.id, v.runStrategy])), startedOperations: new Set(), namedFailures: new Set() },
+  };
 }
 
 async function boot(dir: string): Promise<void> {
