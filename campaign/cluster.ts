@@ -75,7 +75,7 @@ export function createCampaignCluster(options: { seed: number; latencySpike?: { 
     dbPath,
     gateway: undefined,
     async start() {
-      const g = spawnLockkeeper({ LOCKKEEPER_DATABASE_URL: `file:${dbPath}`, LOCKKEEPER_LOG_LEVEL: 'warn' }, dir);
+      const g = spawnLockkeeper({ LOCKKEEPER_DATABASE_URL: `file:${dbPath}` }, dir);
       cluster.gateway = g;
       await g.ready;
       return g;
