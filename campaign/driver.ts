@@ -82,10 +82,10 @@ export class Driver {
         const r = await this.mutate(
           'disableMaintenanceMode',
           `nodeId: "${nodeId}"`,
-          '... on DisableMaintenanceResult { fillOperationId failures { vmId message } }',
+          '... on DisableMaintenanceResult { fillOperation { id } failures { vmId message } }',
         );
         if (r.__typename === 'DisableMaintenanceResult') {
-          if (r.fillOperationId) this.ledger.startedOperations.add(r.fillOperationId);
+          if (r.fillOperation) this.ledger.startedOperations.add(r.fillOperation.id);
           for (const f of r.failures) {
             this.ledger.namedFailures.add(f.vmId);
             this.log(`  vm:D2 failure named: ${f.vmId}: ${f.message}`);
