@@ -31,6 +31,7 @@ export function clusterFromOptions(options: FakeOptions, env: { clock: Clock; ba
     heartbeatIntervalMs: options.heartbeatIntervalMs,
     secondaryDownloadBytesPerSecond: options.secondaryDownloadBytesPerSecond,
     seed: options.seed,
+    latencySpike: options.latencySpike,
     onListenerError,
     ...(options.statePath !== undefined && { statePath: resolve(env.baseDir, options.statePath) }),
   });

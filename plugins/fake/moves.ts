@@ -3,6 +3,7 @@ import type { Clock } from '../../src/cluster/clock.ts';
 import type { BackendError } from '../../src/cluster/errors.ts';
 import type { ClusterVm } from '../../src/cluster/types.ts';
 import type { FaultInjector } from './faults.ts';
+import { createPrng } from './prng.ts';
 import type { MoveResult, SavedMove } from './state-file.ts';
 
 /** An action in flight on one subject (a node, a VM or a shard). */
@@ -50,6 +51,8 @@ export class MoveTracker {
   constructor(
     private readonly clock: Clock,
     private readonly faults: FaultInjector,
+    /** A move's latency as it turns out this time (latency spikes); as given by default. */
+    private readonly latencyOf: (ms: number) => number = (ms) => ms,
   ) {}
 
   get(key: string): Move | undefined {
@@ -62,6 +65,7 @@ export class MoveTracker {
 
   start(key: string, spec: MoveSpec): Promise<void> {
     const startedAt = this.clock.now();
+    const latencyMs = this.latencyOf(spec.latencyMs);
     let settled = false;
     let cancelTimer = () => {};
     let cancelStuck = () => {};
@@ -79,7 +83,7 @@ export class MoveTracker {
         cancelStuck();
         settle(error);
       };
-      cancelTimer = this.clock.setTimer(spec.latencyMs, () => {
+      cancelTimer = this.clock.setTimer(latencyMs, () => {
         const gate = spec.stuckId === undefined ? { promise: Promise.resolve(), cancel: () => {} } : this.faults.untilUnstuck(spec.stuckId);
         cancelStuck = gate.cancel;
         void gate.promise.then(() => {
@@ -100,7 +104,7 @@ export class MoveTracker {
       beforeMove: spec.beforeMove,
       promise,
       abort,
-      saved: () => ({ result: spec.result, latencyMs: spec.latencyMs, elapsedMs: Math.max(0, this.clock.now() - startedAt) }),
+      saved: () => ({ result: spec.result, latencyMs, elapsedMs: Math.max(0, this.clock.now() - startedAt) }),
     });
     return promise;
   }
@@ -113,4 +117,11 @@ export class MoveTracker {
   abortAll(error: BackendError): void {
     for (const move of [...this.moves.values()]) move.abort(error);
   }
+}
+
+/** `factor` × the latency with probability `rate`, from a PRNG of its own (so injected failures draw the same sequence with or without spikes). */
+export function latencySpikes(seed: number, spike: { rate: number; factor: number } | undefined): ((ms: number) => number) | undefined {
+  if (!spike || spike.rate === 0) return undefined;
+  const random = createPrng(seed ^ 0x5eed);
+  return (ms) => (random() < spike.rate ? Math.round(ms * spike.factor) : ms);
 }

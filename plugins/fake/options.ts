@@ -23,8 +23,16 @@ export const fakeOptionsSchema = z
       .number()
       .nonnegative()
       .default(16 * 1024 ** 2),
-    /** Seed of the PRNG behind injected failures. */
+    /** Seed of the PRNG behind injected failures (and latency spikes, from their own stream). */
     seed: z.number().int().default(1),
+    /**
+     * Latency spikes (issue 16 fault campaign): each move takes `factor` × its latency with
+     * probability `rate`. Off by default.
+     */
+    latencySpike: z
+      .object({ rate: z.number().min(0).max(1), factor: z.number().min(1) })
+      .strict()
+      .default({ rate: 0, factor: 1 }),
     /**
      * Makes the cluster outlive the process: loaded from this file when it exists (instead
      * of `topology`), written after every change. Relative paths: against the config file's

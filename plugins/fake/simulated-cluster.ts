@@ -26,7 +26,7 @@ import { copyNode, copyShard, copyVm } from './copy.ts';
 import { EventHub } from './event-hub.ts';
 import { createFailoverControl, setNodeOnlineDeclaringLoss } from './failover.ts';
 import { FaultInjector } from './faults.ts';
-import { MoveTracker } from './moves.ts';
+import { latencySpikes, MoveTracker } from './moves.ts';
 import { settleMovesAfterCrash } from './moves-after-crash.ts';
 import { NodeLifecycle } from './node-lifecycle.ts';
 import { setCordoned } from './node-actions.ts';
@@ -47,6 +47,8 @@ export interface SimulatedClusterConfig {
   heartbeatIntervalMs: number;
   secondaryDownloadBytesPerSecond: number;
   seed: number;
+  /** See the `latencySpike` option; none when absent. */
+  latencySpike?: { rate: number; factor: number };
   /** Where exceptions thrown by watch listeners go (they never break delivery to the others). */
   onListenerError?: (error: unknown) => void;
   /**
@@ -92,7 +94,7 @@ export class SimulatedCluster implements ClusterBackend {
       state: saved ? ClusterState.fromSaved(saved) : ClusterState.fromTopology(config.topology, lag),
       hub: new EventHub(config.onListenerError, this.saver?.changed),
       faults,
-      moves: new MoveTracker(config.clock, faults),
+      moves: new MoveTracker(config.clock, faults, latencySpikes(config.seed, config.latencySpike)),
       lag,
       latencies: saved ? { ...saved.latencies } : { ...config.latencies },
       restartDelayMs: config.restartDelayMs,

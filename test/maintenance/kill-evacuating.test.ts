@@ -15,6 +15,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { vmOn1 } from '../support/durable-topology.ts';
 import { postGraphQL, spawnLockkeeper, until } from '../support/child-server.ts';
 
 let server: ReturnType<typeof spawnLockkeeper> | undefined;
@@ -30,14 +31,6 @@ const AFTER_DISABLE = ['default/ad1', 'default/ad2'];
 const SHUTDOWN = ['default/sd1'];
 const ON_NODE_1 = [...MIGRATE, ...AFTER_ENABLE, ...AFTER_DISABLE, ...SHUTDOWN];
 const BYSTANDER = 'default/elsewhere';
-
-const vmOn1 = (name: string, label: string | null, extra: object = {}) => ({
-  namespace: 'default',
-  name,
-  nodeId: '1',
-  maintenanceStrategyLabel: label,
-  ...extra,
-});
 
 function writeConfig(dir: string): void {
   writeFileSync(
@@ -236,5 +229,5 @@ describe('kill -9 during EVACUATING', () => {
     expect(after.vms.get('default/sd1')).toMatchObject({ status: 'STOPPED', tracking: null });
     for (const v of [...MIGRATE, ...AFTER_ENABLE]) expect(offNode1(after.vms.get(v)), v).toBe(true);
     expect([...after.vms.values()].every((v) => v.tracking === null)).toBe(true);
-  });
+  }, 120_000); // two process starts on a loaded two-core machine
 });

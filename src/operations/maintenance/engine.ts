@@ -291,8 +291,10 @@ export class MaintenanceEngine implements OperationKindEngine {
           return `node ${nodeId} is unavailable and stays cordoned: uncordon it when it is back (${e.message})`;
         },
       );
-      if (state) await this.writeState(nodeId, null, run?.snapshot.id ?? null, 'disabled', meta);
+      // Out of maintenance only once the restarts are done: a gateway killed among them leaves the
+      // node in maintenance with its tracking, so disabling again restarts the rest (issue 16).
       const result = await this.restartOnDisable(node);
+      if (state) await this.writeState(nodeId, null, run?.snapshot.id ?? null, 'disabled', meta);
       if (uncordonWarning) {
         this.deps.log.warn({ node: nodeId }, uncordonWarning);
         result.warnings.unshift(uncordonWarning);
@@ -470,7 +472,10 @@ export class MaintenanceEngine implements OperationKindEngine {
   /** vm:D1, vm:T2, vm:T4, vm:T5, vm:D2: restart tracked VMs; one failure does not stop the others. */
   private async restartOnDisable(node: ClusterNode): Promise<Omit<DisableResult, 'node' | 'fillOperationId' | 'cancelledMigrations'>> {
     const { backend, clock, log } = this.deps;
-    const { nodes, vms } = await this.view();
+    const view = await this.view();
+    const vms = view.vms;
+    // The node is leaving maintenance: its state is cleared once these restarts are done, but they may go back to it.
+    const nodes = view.nodes.map((n) => (n.id === node.id ? { ...n, maintenancePhase: null } : n));
     const load = vmLoadByNode(vms);
     const restarted: string[] = [];
     const trackingCleared: string[] = [];

@@ -166,18 +166,19 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
         await this.markNode('REQUESTED');
         if (this.halted) return;
         // vm:M2 (a): stops first, in namespace/name order; tracking is recorded before each stop.
-        for (const step of this.steps) if (step.state === 'PLANNED' && isStopStep(step)) this.launch(step, () => this.stopOne(step));
+        // MOVING too: a run resumed in DRAINING finds the steps a killed gateway had begun (vm:M6).
+        for (const step of this.steps) if (isOpen(step) && isStopStep(step)) this.launch(step, () => this.stopOne(step));
         // vm:M2 (b): cordon, so nothing new lands here and restarts go elsewhere.
         await this.retrying('cordon', () => host.backend.cordonNode(this.nodeId));
         if (this.halted) return;
         // vm:M2 (c): live-migrate the rest, within the cluster and per-node limits.
-        for (const step of this.steps) if (step.state === 'PLANNED' && step.action === VM_STEP.MIGRATE) this.launch(step, () => this.migrateOne(step));
+        for (const step of this.steps) if (isOpen(step) && step.action === VM_STEP.MIGRATE) this.launch(step, () => this.migrateOne(step));
         // k8s:E5: eviction strategies None (evict the launcher pod) and External (left alone), after the cordon.
-        for (const step of this.steps) if (step.state === 'PLANNED' && isDepartureStep(step)) this.launchDeparture(step);
+        for (const step of this.steps) if (isOpen(step) && isDepartureStep(step)) this.launchDeparture(step);
         this.issuedAll = true;
       } else {
         for (const step of this.steps) {
-          if (step.state !== 'PLANNED' && step.state !== 'MOVING') continue;
+          if (!isOpen(step)) continue;
           if (isDepartureStep(step)) this.launchDeparture(step);
           else this.launch(step, () => (step.action === VM_STEP.MIGRATE ? this.migrateOne(step) : this.stopOne(step)));
         }
@@ -337,14 +338,16 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
     if (!vm) return this.finishStep(step, 'SKIPPED', 'VM_GONE', 'the VM was deleted during maintenance');
     this.startStep(step);
     const restartsLater = step.reason === 'AFTER_ENABLE' || step.reason === 'AFTER_DISABLE';
+    if (vm.nodeId !== null && vm.nodeId !== this.nodeId && step.action === VM_STEP.STOP_AND_RESTART && vm.runStrategy !== 'Halted') {
+      // Resumed after its restart elsewhere had already happened (the cluster finished a start the
+      // killed gateway never saw end): the restart is done, so its tracking goes (vm:T2), not again.
+      await this.retrying(`clear tracking of ${vm.id}`, () => tracking.clear(vm.id));
+      return this.finishStep(step, 'MOVED', step.reason, null);
+    }
     if (vm.runStrategy !== 'Halted' && restartsLater) {
       // vm:T1: record before stopping; the strategy in force now decides the restart (vm:T3).
       const record = { nodeName: this.host.nodeName(this.nodeId), strategy: strategyOf(step), savedRunStrategy: vm.runStrategy };
       await this.retrying(`record tracking of ${vm.id}`, () => tracking.record(vm.id, record, clock.now()));
-    }
-    if (vm.nodeId !== null && vm.nodeId !== this.nodeId && step.action === VM_STEP.STOP_AND_RESTART && vm.runStrategy !== 'Halted') {
-      // Resumed after its restart elsewhere had already happened.
-      return this.finishStep(step, 'MOVED', null, null);
     }
     log.info({ operation: this.snapshot.id, vm: vm.id, node: this.nodeId }, `stopping VM ${vm.id} for maintenance (${strategyOf(step)})`);
     try {
@@ -526,6 +529,9 @@ function addCounts(a: OperationCounts, b: OperationCounts): OperationCounts {
     failedByReason: merge(a.failedByReason, b.failedByReason),
   };
 }
+
+/** Not finished: PLANNED, or MOVING (begun, perhaps by a gateway that was killed since). */
+const isOpen = (step: StepRecord) => step.state === 'PLANNED' || step.state === 'MOVING';
 
 /** The strategy a STOP step carries out, as recorded in tracking (vm:T1). */
 function strategyOf(step: StepRecord): string {

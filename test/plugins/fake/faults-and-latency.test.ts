@@ -12,6 +12,17 @@ describe('latencies on the injected clock', () => {
     expect((await t.cluster.getNode('2'))?.cordoned).toBe(true);
   });
 
+  it('latency spikes (option latencySpike): a spiked move takes factor × its latency, from a seeded stream of its own', async () => {
+    const t = setup({ latenciesMs: { cordon: 100 }, latencySpike: { rate: 1, factor: 10 } });
+    const cordon = t.cluster.cordonNode('2');
+    await t.clock.advance(999);
+    expect(await t.pending(cordon)).toBe(true);
+    await t.after(1, cordon);
+    // Rate 0 (the default): as given.
+    const plain = setup({ latenciesMs: { cordon: 100 } });
+    await plain.after(100, plain.cluster.cordonNode('2'));
+  });
+
   it('setLatencies applies to the next actions and returns the merged settings', async () => {
     const t = setup();
     const merged = t.cluster.simulation.setLatencies({ stop: 10 });

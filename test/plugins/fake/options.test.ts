@@ -17,6 +17,7 @@ describe('fake plugin options', () => {
       heartbeatIntervalMs: 1000,
       secondaryDownloadBytesPerSecond: 16 * 1024 ** 2,
       seed: 1,
+      latencySpike: { rate: 0, factor: 1 },
     });
   });
 

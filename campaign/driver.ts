@@ -1,0 +1,131 @@
+/**
+ * Drives tasks through the gateway's API the way a careful operator script does: every step
+ * looks first and then acts, so after a kill (a request without an answer) it simply looks
+ * again and carries on. Requests that fail because no gateway is listening are retried once
+ * one is; typed errors are answers, not failures.
+ */
+import type { CampaignCluster } from './cluster.ts';
+import type { Ledger } from './invariants.ts';
+
+export type Task = { kind: 'maintain' | 'drainFill'; nodeId: string };
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class Driver {
+  constructor(
+    private readonly cluster: CampaignCluster,
+    private readonly ledger: Ledger,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  /** One GraphQL request, retried while no gateway answers (killed, restarting). */
+  async gql(query: string): Promise<any> {
+    for (;;) {
+      const g = this.cluster.gateway;
+      if (g?.url) {
+        try {
+          const res = await fetch(g.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+          const body = (await res.json()) as { data?: unknown; errors?: unknown };
+          if (body.errors) throw new Error(`GraphQL errors: ${JSON.stringify(body.errors)}`);
+          return body.data;
+        } catch (e) {
+          if (!(e instanceof TypeError) && !(e instanceof SyntaxError)) throw e;
+        }
+      }
+      await pause(200);
+    }
+  }
+
+  private async node(nodeId: string): Promise<{ phase: string | null; policy: string; running: string[] }> {
+    const data = await this.gql(
+      `{ node(id: "${nodeId}") { ... on ClusterNode { maintenancePhase schedulingPolicy } }
+         operations(first: 50, nodeId: "${nodeId}", states: [RUNNING, CANCELLING]) { edges { node { id } } } }`,
+    );
+    return { phase: data.node.maintenancePhase, policy: data.node.schedulingPolicy, running: data.operations.edges.map((e: any) => e.node.id) };
+  }
+
+  private async mutate(field: string, args: string, select: string): Promise<any> {
+    return (await this.gql(`mutation { r: ${field}(${args}) { __typename ${select} ... on Error { code message } } }`)).r;
+  }
+
+  private started(r: any): void {
+    if (r.__typename === 'Operation') this.ledger.startedOperations.add(r.id);
+  }
+
+  /** Runs one task to its end; resolves false (and says why) when it cannot be done or does not end by `deadline`. */
+  async run(task: Task, deadline: number): Promise<boolean> {
+    const { nodeId } = task;
+    const late = () => Date.now() > deadline;
+    if (task.kind === 'maintain') {
+      // Enable, unless a previous (unanswered) request already did.
+      for (let n = await this.node(nodeId); n.phase === null; n = await this.node(nodeId)) {
+        if (late()) return this.fail(task, 'enable did not take');
+        if (n.running.length) {
+          await pause(300);
+          continue;
+        }
+        const r = await this.mutate('enableMaintenanceMode', `nodeId: "${nodeId}", reason: "campaign"`, '... on Operation { id }');
+        this.started(r);
+        if (r.__typename !== 'Operation' && r.code !== 'ALREADY_IN_MAINTENANCE') return this.fail(task, `enable refused: ${r.code} ${r.message}`);
+      }
+      for (let n = await this.node(nodeId); n.phase !== 'COMPLETED' && n.phase !== 'ERROR' && n.phase !== null; n = await this.node(nodeId)) {
+        if (late()) return this.fail(task, `maintenance stayed ${n.phase}`);
+        await pause(300);
+      }
+      // Disable (or clear an error, vm:M5) until the node is out of maintenance; a lost answer is found out by looking.
+      for (let n = await this.node(nodeId); n.phase !== null; n = await this.node(nodeId)) {
+        if (late()) return this.fail(task, `disable did not take (phase ${n.phase})`);
+        if (n.phase === 'ERROR') {
+          await this.mutate('clearMaintenanceError', `nodeId: "${nodeId}"`, '... on ClusterNode { id }');
+          continue;
+        }
+        const r = await this.mutate(
+          'disableMaintenanceMode',
+          `nodeId: "${nodeId}"`,
+          '... on DisableMaintenanceResult { fillOperation { id } failures { vmId message } }',
+        );
+        if (r.__typename === 'DisableMaintenanceResult') {
+          if (r.fillOperation) this.ledger.startedOperations.add(r.fillOperation.id);
+          for (const f of r.failures) {
+            this.ledger.namedFailures.add(f.vmId);
+            this.log(`  vm:D2 failure named: ${f.vmId}: ${f.message}`);
+          }
+        }
+      }
+    } else {
+      for (let n = await this.node(nodeId); n.policy === 'ACTIVE' && n.running.length === 0; n = await this.node(nodeId)) {
+        if (late()) return this.fail(task, 'drain did not start');
+        const r = await this.mutate('startNodeDrain', `nodeId: "${nodeId}", reason: "campaign"`, '... on Operation { id }');
+        this.started(r);
+        if (r.__typename !== 'Operation') return this.fail(task, `drain refused: ${r.code} ${r.message}`);
+      }
+      for (let n = await this.node(nodeId); n.policy !== 'ACTIVE' || n.running.length; n = await this.node(nodeId)) {
+        if (late()) return this.fail(task, `drain/fill did not end (policy ${n.policy})`);
+        if (n.running.length) {
+          await pause(300);
+          continue;
+        }
+        const r = await this.mutate('startNodeFill', `nodeId: "${nodeId}", reason: "campaign"`, '... on Operation { id }');
+        this.started(r);
+        if (r.__typename !== 'Operation') return this.fail(task, `fill refused: ${r.code} ${r.message}`);
+      }
+    }
+    return true;
+  }
+
+  /** Waits until nothing runs and no VM is between states. */
+  async quiesce(deadline: number): Promise<boolean> {
+    for (;;) {
+      const data = await this.gql(`{ operations(first: 1, states: [RUNNING, CANCELLING]) { totalCount } vms(first: 1000) { edges { node { status } } } }`);
+      const moving = data.vms.edges.filter((e: any) => e.node.status !== 'RUNNING' && e.node.status !== 'STOPPED').length;
+      if (data.operations.totalCount === 0 && moving === 0) return true;
+      if (Date.now() > deadline) return false;
+      await pause(300);
+    }
+  }
+
+  private fail(task: Task, why: string): false {
+    this.log(`  task ${task.kind}(node ${task.nodeId}) not done: ${why}`);
+    return false;
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * Issue 16 points 1–2: the campaigns are tools (`npm run campaign -- crash|faults`), not part
+ * of `npm test`; this runs a tiny one of each so their code cannot rot: two crash rounds (two
+ * kill -9 and restarts) and two fault rounds, every invariant checked after each round.
+ */
+import { describe, expect, it } from 'vitest';
+import { runCampaign } from '../../campaign/campaign.ts';
+
+/** Each round is a maintenance or a drain and fill on a real gateway process; only catches a hang. */
+const TIMEOUT = 400_000;
+
+describe('campaigns, in miniature', () => {
+  it(
+    'crash: two rounds, two kills, every round clean',
+    async () => {
+      const lines: string[] = [];
+      const r = await runCampaign({ mode: 'crash', seed: 7, rounds: 2, maxKillDelayMs: 3000, log: (l) => lines.push(l) });
+      expect(r.violations, lines.join('\n')).toEqual([]);
+      expect(r).toMatchObject({ rounds: 2, kills: 2, clean: 2 });
+      expect(r.operations).toBeGreaterThanOrEqual(2);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'faults: two rounds with 10 % transient failures and latency spikes; every operation ends with every failure named',
+    async () => {
+      const lines: string[] = [];
+      const r = await runCampaign({ mode: 'faults', seed: 7, rounds: 2, maxKillDelayMs: 0, log: (l) => lines.push(l) });
+      expect(r.violations, lines.join('\n')).toEqual([]);
+      expect(r.kills).toBe(0);
+      expect(r.operationsNamed).toBe(r.operations);
+    },
+    TIMEOUT,
+  );
+});
