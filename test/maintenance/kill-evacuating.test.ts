@@ -229,5 +229,5 @@ describe('kill -9 during EVACUATING', () => {
     expect(after.vms.get('default/sd1')).toMatchObject({ status: 'STOPPED', tracking: null });
     for (const v of [...MIGRATE, ...AFTER_ENABLE]) expect(offNode1(after.vms.get(v)), v).toBe(true);
     expect([...after.vms.values()].every((v) => v.tracking === null)).toBe(true);
-  }, 120_000); // two process starts on a loaded two-core machine
+  });
 });
