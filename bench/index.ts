@@ -1,7 +1,8 @@
 import type { Benchmark } from './benchmark.ts';
+import { drain0 } from './drain-0.ts';
 import { drain10k } from './drain-10k.ts';
 import { maintenance500 } from './maintenance-500.ts';
 import { readPath } from './read-path.ts';
 
 /** Every benchmark `npm run bench` runs, in order. Register new ones here. */
-export const benchmarks: readonly Benchmark[] = [readPath, drain10k, maintenance500];
+export const benchmarks: readonly Benchmark[] = [readPath, drain0, drain10k, maintenance500];

@@ -13,7 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import BetterSqlite3 from 'better-sqlite3';
 import { PrismaClient } from './generated/client.ts';
+import type { HotPath } from './hot-path-sql.ts';
 import { migrate, type MigrateResult } from './migrate.ts';
+import { sqliteHotPath } from './sqlite-hot-path.ts';
 
 export const DATABASE_URL_ENV = 'LOCKKEEPER_DATABASE_URL';
 export const DEFAULT_DATABASE_URL = 'file:./data/lockkeeper.db';
@@ -112,6 +114,33 @@ function assertSqliteFile(file: string): void {
   }
 }
 
+/** The hot path of each client openDatabase made, on that client's own connection. */
+const hotPaths = new WeakMap<PrismaClient, HotPath>();
+
+/** The hot path (hot-path-sql.ts) for a client that openDatabase opened. */
+export function hotPathOf(prisma: PrismaClient): HotPath {
+  const hotPath = hotPaths.get(prisma);
+  if (!hotPath) throw new Error('this Prisma client was not opened by openDatabase: it has no hot path');
+  return hotPath;
+}
+
+/**
+ * Prisma's better-sqlite3 adapter, keeping the connection it opens so that the hot path
+ * writes on the same connection (sqlite-hot-path.ts says why). The adapter holds it in its
+ * `client` field; a Prisma upgrade that renames it fails here, at open, by name.
+ */
+class ConnectionKeepingAdapter extends PrismaBetterSqlite3 {
+  connection: BetterSqlite3.Database | null = null;
+
+  override async connect(): ReturnType<PrismaBetterSqlite3['connect']> {
+    const adapter = await super.connect();
+    const client: unknown = (adapter as unknown as { client?: unknown }).client;
+    if (!(client instanceof BetterSqlite3)) throw new Error("Prisma's better-sqlite3 adapter no longer exposes its connection as `client`");
+    this.connection = client;
+    return adapter;
+  }
+}
+
 /** Opens (creating when missing) and migrates the SQLite database, then returns a Prisma client on it. */
 export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<Database> {
   const url = options.url ?? process.env[DATABASE_URL_ENV] ?? DEFAULT_DATABASE_URL;
@@ -147,10 +176,12 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<D
 
   // Phase 2: the Prisma client on its own connection (the adapter opens it; the file must
   // exist by now, so nothing is ever created here).
-  const adapter = new PrismaBetterSqlite3({ url: file, timeout: busyTimeoutMs, fileMustExist: true });
+  const adapter = new ConnectionKeepingAdapter({ url: file, timeout: busyTimeoutMs, fileMustExist: true });
   const prisma = new PrismaClient({ adapter });
   try {
     await prisma.$connect();
+    if (!adapter.connection) throw new Error('the database adapter did not connect');
+    hotPaths.set(prisma, sqliteHotPath(adapter.connection));
     // Per-connection settings. better-sqlite3 is built with foreign keys on and its
     // `timeout` sets busy_timeout; say both explicitly. synchronous=NORMAL is SQLite's
     // recommendation for WAL: durable against a killed process, only a power cut can lose

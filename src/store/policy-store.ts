@@ -18,6 +18,7 @@ export interface PolicyTransition {
  */
 export class PolicyStore {
   private cache = new Map<string, SchedulingPolicy>();
+  private changes = 0;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -27,6 +28,12 @@ export class PolicyStore {
   async load(): Promise<void> {
     const rows = await this.prisma.nodeState.findMany({ select: { id: true, schedulingPolicy: true } });
     this.cache = new Map(rows.map((r) => [r.id, r.schedulingPolicy as SchedulingPolicy]));
+    this.changes++;
+  }
+
+  /** Grows at every change of a cached policy: views derived from the policies (a drain's plan nodes) are rebuilt only then. */
+  get version(): number {
+    return this.changes;
   }
 
   get(nodeId: string): SchedulingPolicy {
@@ -53,7 +60,10 @@ export class PolicyStore {
         }),
         this.events.append({ at, type: 'NODE_POLICY_CHANGED', nodeId, operationId, payload: { from, to, cause: event.type, ...details } }),
       ],
-      applied: () => this.cache.set(nodeId, to),
+      applied: () => {
+        this.cache.set(nodeId, to);
+        this.changes++;
+      },
     };
   }
 

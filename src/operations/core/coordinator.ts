@@ -103,10 +103,13 @@ export class OperationCoordinator {
   ): Promise<void> {
     const { snapshot } = run;
     const now = options.at ?? this.deps.clock.now();
-    Object.assign(snapshot, { state: outcome, error, finishedAt: now, etaAt: null, waitingOn: options.keepWaitingOn ? snapshot.waitingOn : null });
+    // The live record says "ended" only once that is committed: whoever looks meanwhile
+    // (a rollout following this operation) must not act on an end whose transitions
+    // (`alsoWrite`, `committed`) have not happened yet.
+    const ended = { state: outcome, error, finishedAt: now, etaAt: null, waitingOn: options.keepWaitingOn ? snapshot.waitingOn : null };
     const { store } = this.deps;
     await store.commit([
-      store.operations.finish({ ...snapshot, finishedAt: now }),
+      store.operations.finish({ ...snapshot, ...ended }),
       store.events.append({
         at: now,
         type: 'OPERATION_FINISHED',
@@ -116,6 +119,7 @@ export class OperationCoordinator {
       }),
       ...(options.alsoWrite ?? []),
     ]);
+    Object.assign(snapshot, ended);
     options.committed?.();
     this.live.remove(run);
     this.deps.observer.operationFinished(snapshot.kind, outcome);

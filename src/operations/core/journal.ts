@@ -26,7 +26,7 @@ export class Journal {
   private scheduled = false;
 
   constructor(
-    private readonly store: Pick<Repositories, 'operations' | 'events' | 'commit'>,
+    private readonly store: Pick<Repositories, 'commitJournal'>,
     private readonly afterFlush: (operations: OperationSnapshot[], steps: { operationId: string; step: StepRecord }[]) => void,
   ) {}
 
@@ -77,10 +77,8 @@ export class Journal {
   }
 
   private async write(steps: { operationId: string; step: StepRecord }[], operations: OperationSnapshot[], events: LoggedEvent[]) {
-    const { operations: records, events: log } = this.store;
-    const statements = [...records.writeSteps(steps), ...operations.map((op) => records.writeProgress(op)), ...log.appendMany(events)];
     try {
-      await this.store.commit(statements);
+      await this.store.commitJournal({ steps, operations, events });
     } catch (e) {
       // Put the batch back so nothing is lost; newer queued values win over older ones.
       for (const s of steps) {

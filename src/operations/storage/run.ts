@@ -2,7 +2,7 @@ import type { ClusterBackend } from '../../cluster/backend.ts';
 import { isBackendError } from '../../cluster/errors.ts';
 import type { ClusterShard } from '../../cluster/types.ts';
 import { nodeOf, type OperationOutcome, type OperationSnapshot, type StepRecord, type StorageKind } from '../../domain/operations.ts';
-import { planDrain, warmthVerdict } from '../../domain/storage/drain-plan.ts';
+import { decideDrain, warmthVerdict } from '../../domain/storage/drain-plan.ts';
 import type { PlanNode } from '../../domain/storage/shards.ts';
 import type { PolicyStore } from '../../store/policy-store.ts';
 import { StepRun, type FinishedStepState, type StepRunHost } from '../core/step-run.ts';
@@ -13,7 +13,7 @@ export interface StorageRunHost extends StepRunHost<StorageRun> {
   policies: PolicyStore;
   settings: OperationSettings;
   /** The cluster's nodes as last seen, with their policies. */
-  planNodes(): Map<string, PlanNode>;
+  planNodes(): ReadonlyMap<string, PlanNode>;
 }
 
 /** Reason recorded on steps that never ran because the operation ended first. */
@@ -27,7 +27,9 @@ const WAITING_ON_SAMPLE = 20;
  */
 export class StorageRun extends StepRun<StorageRun> {
   private readonly steps: Map<string, StepRecord>;
+  /** Planned steps not started yet, in plan order: `queue[head…]` (taking from the front must not cost O(n)). */
   private queue: StepRecord[];
+  private head = 0;
   private readonly inFlight = new Set<string>();
   private blockedSince: number | null = null;
 
@@ -64,16 +66,16 @@ export class StorageRun extends StepRun<StorageRun> {
         failure = 'NODE_STATE_CHANGED';
         break;
       }
-      if (this.queue.length === 0 && this.inFlight.size === 0) break;
+      if (this.queued === 0 && this.inFlight.size === 0) break;
       if (this.inFlight.size < settings.maxConcurrentMoves) {
         const next = this.takeRunnable();
         if (next) {
           this.launchMove(next);
           continue;
         }
-        if (this.queue.length && this.inFlight.size === 0) {
+        if (this.queued && this.inFlight.size === 0) {
           // Everything left touches an OFFLINE node: wait for it, up to the deadline (storage:X4).
-          const offline = this.offlineNodesOf(this.queue[0]!)[0] ?? this.nodeId;
+          const offline = this.offlineNodesOf(this.queue[this.head]!, this.host.planNodes())[0] ?? this.nodeId;
           this.blockedSince ??= clock.now();
           const waited = clock.now() - this.blockedSince;
           if (waited >= settings.operationDeadlineMs) {
@@ -84,7 +86,7 @@ export class StorageRun extends StepRun<StorageRun> {
             kind: 'NODE_OFFLINE',
             description: `paused: node ${offline} is OFFLINE; the operation fails if it does not return within ${Math.round(settings.operationDeadlineMs / 1000)} s`,
             nodeId: offline,
-            workloadIds: this.queue.slice(0, WAITING_ON_SAMPLE).map((s) => s.workloadId),
+            workloadIds: this.queue.slice(this.head, this.head + WAITING_ON_SAMPLE).map((s) => s.workloadId),
             since: this.blockedSince,
           });
           await this.waitAtMost(woken, settings.operationDeadlineMs - waited);
@@ -101,8 +103,9 @@ export class StorageRun extends StepRun<StorageRun> {
       await this.nextWakeUp();
     }
     const outcome: OperationOutcome = this.snapshot.state === 'CANCELLING' ? 'CANCELLED' : failure ? 'FAILED' : 'SUCCEEDED';
-    this.skipUnattempted(this.queue, outcome === 'CANCELLED' ? NOT_ATTEMPTED.CANCELLED : NOT_ATTEMPTED.FAILED);
+    this.skipUnattempted(this.queue.slice(this.head), outcome === 'CANCELLED' ? NOT_ATTEMPTED.CANCELLED : NOT_ATTEMPTED.FAILED);
     this.queue = [];
+    this.head = 0;
     this.snapshot.waitingOn = null;
     await this.end(outcome, failure);
   }
@@ -111,18 +114,30 @@ export class StorageRun extends StepRun<StorageRun> {
     return { type: `SHARD_${state}`, payload: { shard: step.workloadId, from: step.fromNodeId, to: step.toNodeId, reason, error } };
   }
 
-  private offlineNodesOf(step: StepRecord): string[] {
-    const nodes = this.host.planNodes();
+  private get queued(): number {
+    return this.queue.length - this.head;
+  }
+
+  private offlineNodesOf(step: StepRecord, nodes: ReadonlyMap<string, PlanNode>): string[] {
     const involved = this.kind === 'DRAIN' ? [this.nodeId] : [this.nodeId, step.fromNodeId];
     return involved.filter((id): id is string => id !== null && nodes.get(id)?.availability === 'OFFLINE');
   }
 
   /** The first planned step whose nodes are not OFFLINE (moves touching an offline node wait). */
   private takeRunnable(): StepRecord | undefined {
-    const index = this.queue.findIndex((s) => this.offlineNodesOf(s).length === 0);
-    if (index < 0) return undefined;
+    const nodes = this.host.planNodes();
+    let index = this.head;
+    // While no node is OFFLINE (nearly always) the first one runs; only otherwise look further.
+    let anyOffline = false;
+    for (const n of nodes.values()) if (n.availability === 'OFFLINE') anyOffline = true;
+    if (anyOffline) while (index < this.queue.length && this.offlineNodesOf(this.queue[index]!, nodes).length) index++;
+    if (index >= this.queue.length) return undefined;
     this.blockedSince = null;
-    return this.queue.splice(index, 1)[0];
+    const step = this.queue[index]!;
+    // The taken front stays in the array (every step is in `steps` anyway).
+    if (index === this.head) this.head++;
+    else this.queue.splice(index, 1);
+    return step;
   }
 
   private launchMove(step: StepRecord): void {
@@ -139,8 +154,7 @@ export class StorageRun extends StepRun<StorageRun> {
     if (!shard) return;
     const nodeId = this.nodeId;
     if (shard.attachedNodeId !== nodeId) return this.alreadyDone(step, shard);
-    const [decision] = planDrain(nodeId, [shard], [...this.host.planNodes().values()]);
-    if (!decision) return;
+    const decision = decideDrain(shard, this.host.planNodes());
     if (decision.action === 'skip') return this.skip(step, decision.reason);
     await this.cutOver(step, shard, nodeId, decision.toNodeId);
   }
