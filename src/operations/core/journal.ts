@@ -30,8 +30,9 @@ export class Journal {
     private readonly afterFlush: (operations: OperationSnapshot[], steps: { operationId: string; step: StepRecord }[]) => void,
   ) {}
 
+  /** Queues the step; it is copied when the flush writes it (a step changed twice before a flush is written once, as last changed). */
   step(operationId: string, step: StepRecord): void {
-    this.steps.set(`${operationId}\u0000${step.workloadKind}\u0000${step.workloadId}`, { operationId, step: { ...step } });
+    this.steps.set(`${operationId}\u0000${step.workloadKind}\u0000${step.workloadId}`, { operationId, step });
     this.schedule();
   }
 
@@ -50,7 +51,9 @@ export class Journal {
   async flush(): Promise<void> {
     while (this.flushing) await this.flushing;
     if (!this.steps.size && !this.operations.size && !this.events.length) return;
-    const steps = [...this.steps.values()];
+    // Copies: what is written (and then published) is the step as it is now, not as it will be.
+    const steps: { operationId: string; step: StepRecord }[] = [];
+    for (const { operationId, step } of this.steps.values()) steps.push({ operationId, step: { ...step } });
     const operations = [...this.operations.values()];
     const events = this.events;
     this.steps = new Map();

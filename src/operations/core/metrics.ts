@@ -11,7 +11,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { SCHEDULING_POLICIES, type SchedulingPolicy } from '../../domain/storage/policy.ts';
-import { OPERATION_KINDS, type OperationOutcome } from '../../domain/operations.ts';
+import { OPERATION_KINDS, type OperationKind, type OperationOutcome } from '../../domain/operations.ts';
 import type { OperationObserver } from './observer.ts';
 
 const METRICS_PREFIX = 'lockkeeper_';
@@ -88,33 +88,35 @@ export function createOperationMetrics(options: OperationMetricsOptions = {}): O
 
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: p });
 
-  const guard =
-    <A extends unknown[]>(hook: (...args: A) => void) =>
-    (...args: A): void => {
-      try {
-        hook(...args);
-      } catch (error) {
-        options.onError?.(error);
-      }
-    };
+  // One labels object per kind, made once: the engine reports every step of every operation.
+  const byKind = Object.fromEntries(OPERATION_KINDS.map((kind) => [kind, { kind }])) as Record<OperationKind, { kind: OperationKind }>;
+  const safely = (update: () => void): void => {
+    try {
+      update();
+    } catch (error) {
+      options.onError?.(error);
+    }
+  };
 
   const observer: OperationObserver = {
-    operationStarted: guard((kind) => started.inc({ kind })),
-    operationFinished: guard((kind, outcome) => finished.inc({ kind, outcome })),
-    stepFinished: guard((kind, state, reason, durationMs) => {
-      if (state === 'MOVED') {
-        moved.inc({ kind });
-        if (durationMs !== null) latency.observe({ kind }, Math.max(0, durationMs) / 1000);
-      } else if (state === 'SKIPPED') {
-        skipped.inc({ kind, reason: reason ?? NO_REASON });
-      } else {
-        failed.inc({ kind, reason: reason ?? NO_REASON });
-      }
-    }),
-    movesInFlight: guard((kind, delta) => inFlight.inc({ kind }, delta)),
-    policyChanged: guard((node, current: SchedulingPolicy) => {
-      for (const p of SCHEDULING_POLICIES) policy.set({ node, policy: p }, p === current ? 1 : 0);
-    }),
+    operationStarted: (kind) => safely(() => started.inc(byKind[kind])),
+    operationFinished: (kind, outcome) => safely(() => finished.inc({ kind, outcome })),
+    stepFinished: (kind, state, reason, durationMs) =>
+      safely(() => {
+        if (state === 'MOVED') {
+          moved.inc(byKind[kind]);
+          if (durationMs !== null) latency.observe(byKind[kind], Math.max(0, durationMs) / 1000);
+        } else if (state === 'SKIPPED') {
+          skipped.inc({ kind, reason: reason ?? NO_REASON });
+        } else {
+          failed.inc({ kind, reason: reason ?? NO_REASON });
+        }
+      }),
+    movesInFlight: (kind, delta) => safely(() => inFlight.inc(byKind[kind], delta)),
+    policyChanged: (node, current: SchedulingPolicy) =>
+      safely(() => {
+        for (const p of SCHEDULING_POLICIES) policy.set({ node, policy: p }, p === current ? 1 : 0);
+      }),
   };
 
   return { registry, observer };

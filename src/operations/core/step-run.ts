@@ -15,6 +15,12 @@ import type { OperationObserver } from './observer.ts';
 
 export type FinishedStepState = 'MOVED' | 'SKIPPED' | 'FAILED';
 
+function sameIds(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** What every run needs of the engine that started it. */
 export interface StepRunHost<R> {
   clock: Clock;
@@ -111,22 +117,31 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
 
   /** Runs one step's work in the background; a crash fails the step, and the run looks again when it ends. */
   protected launch(step: StepRecord, work: () => Promise<void>, settled?: () => void): void {
-    work()
-      .catch((e: unknown) => {
-        this.host.log.error({ err: e, operation: this.snapshot.id, [step.workloadKind]: step.workloadId }, 'step crashed');
-        this.finishStep(step, 'FAILED', 'INTERNAL', String(e));
-      })
-      .finally(() => {
-        settled?.();
-        this.wakeUp();
-      });
+    void this.runStep(step, work, settled);
+  }
+
+  private async runStep(step: StepRecord, work: () => Promise<void>, settled: (() => void) | undefined): Promise<void> {
+    try {
+      await work();
+    } catch (e) {
+      this.host.log.error({ err: e, operation: this.snapshot.id, [step.workloadKind]: step.workloadId }, 'step crashed');
+      this.finishStep(step, 'FAILED', 'INTERNAL', String(e));
+    } finally {
+      settled?.();
+      this.wakeUp();
+    }
   }
 
   /** The step is under way from now; the first one anchors the ETA. */
   protected startStep(step: StepRecord, change: Partial<StepRecord> = {}): void {
+    if (this.halted) return;
     const now = this.host.clock.now();
     this.firstStartAt ??= now;
-    this.update(step, { state: 'MOVING', ...change, startedAt: now });
+    const { state, reason } = step;
+    step.state = 'MOVING';
+    Object.assign(step, change);
+    step.startedAt = now;
+    this.changed(step, state, reason);
   }
 
   protected finishStep(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null): void {
@@ -135,8 +150,14 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
     const duration = step.startedAt === null ? null : now - step.startedAt;
     // Counted before the update, so that the ETA it computes includes this step.
     if (state !== 'SKIPPED') this.finishedSteps++;
+    const before = step.state;
+    const beforeReason = step.reason;
+    step.state = state;
     // A step that keeps the reason it was planned for (e.g. a fill's HOME_AZ) passes null.
-    this.update(step, { state, reason: reason ?? step.reason, error, finishedAt: now });
+    if (reason !== null) step.reason = reason;
+    step.error = error;
+    step.finishedAt = now;
+    this.changed(step, before, beforeReason);
     this.host.observer.stepFinished(this.snapshot.kind, state, reason, state === 'MOVED' ? duration : null);
     const { type, payload } = this.stepEvent(step, state, reason, error);
     this.host.journal.event({ type, nodeId: this.stepNodeId(step), operationId: this.snapshot.id, at: now, payload });
@@ -152,9 +173,14 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
 
   protected update(step: StepRecord, change: Partial<StepRecord>): void {
     if (this.halted) return;
-    const before = { ...step };
+    const { state, reason } = step;
     Object.assign(step, change);
-    countTransition(this.counts, before, step);
+    this.changed(step, state, reason);
+  }
+
+  /** After a step changed in place (it was `state`/`reason` before): counts, ETA and the journal follow. */
+  private changed(step: StepRecord, state: StepRecord['state'], reason: string | null): void {
+    countTransition(this.counts, { state, reason }, step);
     this.snapshot.counts = this.totalCounts();
     const { counts } = this.snapshot;
     this.snapshot.etaAt = estimateCompletion({
@@ -170,7 +196,7 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
   /** Writes the waiting-on only when what it says changed (its `since` alone does not count). */
   protected setWaiting(waiting: WaitingOn): void {
     const prev = this.snapshot.waitingOn;
-    if (prev && prev.kind === waiting.kind && prev.description === waiting.description && prev.workloadIds.join() === waiting.workloadIds.join()) return;
+    if (prev && prev.kind === waiting.kind && prev.description === waiting.description && sameIds(prev.workloadIds, waiting.workloadIds)) return;
     this.snapshot.waitingOn = waiting;
     this.host.journal.operation(this.snapshot);
   }

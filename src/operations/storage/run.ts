@@ -32,6 +32,7 @@ export class StorageRun extends StepRun<StorageRun> {
   private head = 0;
   private readonly inFlight = new Set<string>();
   private blockedSince: number | null = null;
+  private movesDescription: { count: number; cancelling: boolean; text: string } | null = null;
 
   constructor(
     protected override readonly host: StorageRunHost,
@@ -68,11 +69,9 @@ export class StorageRun extends StepRun<StorageRun> {
       }
       if (this.queued === 0 && this.inFlight.size === 0) break;
       if (this.inFlight.size < settings.maxConcurrentMoves) {
-        const next = this.takeRunnable();
-        if (next) {
+        // Fill the pool at once: nothing can cancel or change the node between two launches of one pass.
+        for (let next = this.takeRunnable(); next; next = this.inFlight.size < settings.maxConcurrentMoves ? this.takeRunnable() : undefined)
           this.launchMove(next);
-          continue;
-        }
         if (this.queued && this.inFlight.size === 0) {
           // Everything left touches an OFFLINE node: wait for it, up to the deadline (storage:X4).
           const offline = this.offlineNodesOf(this.queue[this.head]!, this.host.planNodes())[0] ?? this.nodeId;
@@ -214,15 +213,19 @@ export class StorageRun extends StepRun<StorageRun> {
   }
 
   private showMovesInFlight(): void {
-    if (!this.inFlight.size) return;
-    const ids = [...this.inFlight].slice(0, WAITING_ON_SAMPLE);
-    const since = Math.min(...ids.map((id) => this.steps.get(id)?.startedAt ?? this.host.clock.now()));
-    this.setWaiting({
-      kind: 'MOVES_IN_FLIGHT',
-      description: `${this.inFlight.size} cut-over(s) in flight${this.snapshot.state === 'CANCELLING' ? ' (cancelling: nothing new starts)' : ''}`,
-      nodeId: this.nodeId,
-      workloadIds: ids,
-      since,
-    });
+    const count = this.inFlight.size;
+    if (!count) return;
+    // The oldest few moves (a Set keeps insertion order): read at every wake-up, so no copy of the whole set.
+    const ids: string[] = [];
+    let since = Number.POSITIVE_INFINITY;
+    for (const id of this.inFlight) {
+      ids.push(id);
+      since = Math.min(since, this.steps.get(id)?.startedAt ?? this.host.clock.now());
+      if (ids.length === WAITING_ON_SAMPLE) break;
+    }
+    const cancelling = this.snapshot.state === 'CANCELLING';
+    if (this.movesDescription?.count !== count || this.movesDescription.cancelling !== cancelling)
+      this.movesDescription = { count, cancelling, text: `${count} cut-over(s) in flight${cancelling ? ' (cancelling: nothing new starts)' : ''}` };
+    this.setWaiting({ kind: 'MOVES_IN_FLIGHT', description: this.movesDescription.text, nodeId: this.nodeId, workloadIds: ids, since });
   }
 }
