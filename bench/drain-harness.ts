@@ -22,7 +22,7 @@ export const DRAIN_NODES = 10;
 export const WARMUP_SHARDS = 128;
 const WARMUP_NODE = String(DRAIN_NODES + 1);
 
-export function drainTopology(shards: number): TopologySpec {
+function drainTopology(shards: number): TopologySpec {
   const nodes = Array.from({ length: DRAIN_NODES + 1 }, (_, i) => ({ id: String(i + 1), zone: 'zone-a' }));
   const secondary = (i: number) => [{ nodeId: String(2 + (i % (DRAIN_NODES - 1))) }];
   const warmup = Array.from({ length: WARMUP_SHARDS }, (_, i) => ({
