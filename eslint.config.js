@@ -4,7 +4,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'dist/', 'src/store/generated/'] },
+  { ignores: ['node_modules/', 'data/', 'dist/', 'src/store/generated/', 'src/store/generated-postgresql/', 'src/store/prisma-postgresql/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

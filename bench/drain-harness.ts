@@ -60,6 +60,7 @@ export async function drainOnce(options: { shards: number; width: number; latenc
     backend: cluster,
     log: createLogger('warn'),
     prisma: db.prisma,
+    hotPath: db.hotPath,
     config: { ...DEFAULT_CONFIG, operations: { ...DEFAULT_CONFIG.operations, maxConcurrentMoves: options.width } },
     onClose: () => db.close(),
   });

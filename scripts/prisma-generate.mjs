@@ -14,6 +14,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writePostgresSchema } from '../src/store/postgresql-schema.mjs';
 
 const self = fileURLToPath(import.meta.url);
 const root = resolve(dirname(self), '..');
@@ -39,13 +40,20 @@ if (!existsSync(schema)) {
   process.exit(1);
 }
 
-const result = spawnSync(process.execPath, [cli, 'generate', '--schema', schema], {
-  cwd: root,
-  env,
-  stdio: 'inherit',
-});
-if (result.error) {
-  console.error(`prisma-generate: could not run prisma: ${result.error.message}`);
-  process.exit(1);
+// Prisma 7 generates one client per provider (ha:DB2): the SQLite client
+// from prisma/schema.prisma itself, and the PostgreSQL client from the same models with the
+// PostgreSQL datasource (src/store/postgresql-schema.mjs derives it; nothing is copied by hand).
+const postgresSchema = writePostgresSchema(root);
+
+for (const file of [schema, postgresSchema]) {
+  const result = spawnSync(process.execPath, [cli, 'generate', '--schema', file], {
+    cwd: root,
+    env,
+    stdio: 'inherit',
+  });
+  if (result.error) {
+    console.error(`prisma-generate: could not run prisma: ${result.error.message}`);
+    process.exit(1);
+  }
+  if (result.status !== 0) process.exit(result.status ?? 1);
 }
-process.exit(result.status ?? 1);

@@ -13,6 +13,8 @@ const usage = (CLIENT_USAGE: string) => `usage: lockkeeper <command>
 
 commands:
   serve     run the gateway (GraphQL, GraphiQL, WebSocket subscriptions) on LOCKKEEPER_PORT (default ${DEFAULT_PORT})
+  db copy --from URL --to URL
+            copy every table of an installation into an empty database (e.g. SQLite to PostgreSQL)
   token     create, revoke and list API tokens in the database (no server needed):
 
 ${TOKEN_USAGE.replace(/^usage:\n/, '').replace(/^/gm, '  ')}
@@ -21,7 +23,7 @@ ${CLIENT_USAGE}
 
 environment:
   LOCKKEEPER_CONFIG        config file (default ./lockkeeper.config.json, else the simulated demo cluster)
-  LOCKKEEPER_DATABASE_URL  SQLite database (default ${DEFAULT_DATABASE_URL})
+  LOCKKEEPER_DATABASE_URL  file:<path> (SQLite, default ${DEFAULT_DATABASE_URL}) or postgresql://… (several replicas)
   LOCKKEEPER_PORT          HTTP port (default ${DEFAULT_PORT})
   LOCKKEEPER_HOST          address to bind (default ${DEFAULT_HOST})
   LOCKKEEPER_LOG_LEVEL     pino level (default info)
@@ -70,6 +72,26 @@ async function token(args: string[]): Promise<void> {
   process.exitCode = code;
 }
 
+async function db(args: string[]): Promise<void> {
+  const { positionals, values } = parseArgs({ args, allowPositionals: true, strict: true, options: { from: { type: 'string' }, to: { type: 'string' } } });
+  if (positionals[0] !== 'copy' || positionals.length !== 1 || !values.from || !values.to) {
+    process.stderr.write('usage: lockkeeper db copy --from URL --to URL\n');
+    process.exitCode = 2;
+    return;
+  }
+  const { copyDatabase } = await import('./store/copy-database.ts');
+  try {
+    const result = await copyDatabase(values.from, values.to);
+    const rows = Object.entries(result.rows)
+      .map(([table, n]) => `${table} ${n}`)
+      .join(', ');
+    process.stdout.write(`copied ${result.from} to ${result.to}: ${rows}\n`);
+  } catch (e) {
+    process.stderr.write(`lockkeeper db copy: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exitCode = 1;
+  }
+}
+
 /** The client verbs load their modules (graphql-ws, cli-progress) only when used: `serve` starts without them. */
 const clientVerbs = () => import('./cli/index.ts');
 
@@ -99,6 +121,8 @@ async function main(argv: string[]): Promise<void> {
       break;
     case 'token':
       return token(argv.slice(argv.indexOf('token') + 1));
+    case 'db':
+      return db(argv.slice(argv.indexOf('db') + 1));
     default:
       break;
   }

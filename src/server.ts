@@ -23,9 +23,17 @@ import { StorageEngine } from './operations/storage/engine.ts';
 import { headerOf } from './rest/http-io.ts';
 import { createNeonFacade } from './rest/neon-facade.ts';
 import { AuditLog } from './store/audit-log.ts';
-import { EventLog } from './store/event-log.ts';
+import type { HotPath } from './store/hot-path-sql.ts';
 import type { PrismaClient } from './store/index.ts';
 import { createRepositories } from './store/repositories.ts';
+import { isFenceError } from './leadership/lease-store.ts';
+import { leaderOnlyBackend } from './leadership/leader-only-backend.ts';
+import { soleLeadership, type Leadership } from './leadership/leadership.ts';
+import { leadershipHealth } from './leadership/health.ts';
+import { StandbyReads } from './leadership/standby-reads.ts';
+import { EventWakeup } from './events/event-wakeup.ts';
+import { registerLeadershipMetrics } from './leadership/metrics.ts';
+import { createLeaderEndpoints } from './rest/leader-endpoints.ts';
 
 /** The sections of the config the server uses (start.ts binds `server.port` and `server.host`). */
 type AppConfig = Pick<LockkeeperConfig, 'server' | 'operations' | 'auth' | 'limits'>;
@@ -34,6 +42,8 @@ export interface AppDeps {
   backend: ClusterBackend;
   log: Logger;
   prisma: PrismaClient;
+  /** The database dialect's hot path (Database.hotPath). */
+  hotPath: HotPath;
   /** Parsed once at start (src/config/load.ts): every default is in place. */
   config: AppConfig;
   clock?: Clock;
@@ -45,6 +55,10 @@ export interface AppDeps {
   onClose?: () => Promise<void>;
   /** Extra checks for /healthz. */
   health?: () => Record<string, unknown>;
+  /** PostgreSQL: the URL to LISTEN for other replicas' events on (ha:E1). */
+  postgresUrl?: string;
+  /** Which replica leads (PostgreSQL, several replicas: ha:L1); default: this process alone, always the leader. */
+  leadership?: Leadership;
 }
 
 export interface App {
@@ -56,6 +70,8 @@ export interface App {
   maintenance: MaintenanceEngine;
   rollouts: RolloutEngine;
   auth: AuthService;
+  /** Wakes event-log subscribers on new events, this replica's and (PostgreSQL) the others' (ha:E1). */
+  eventWakeup: EventWakeup;
   server: Server;
   /** Resumes interrupted operations, then listens; port 0 picks a free port. Resolves with the bound address. */
   start(port: number, host: string): Promise<{ port: number; host: string; url: string }>;
@@ -76,9 +92,29 @@ export function buildApp(deps: AppDeps): App {
   const stopBridge = bridgeBackendEvents(deps.backend, bus);
   const audit = new AuditLog(deps.prisma);
   const metrics = createOperationMetrics({ onError: (e) => log.warn({ err: e }, 'metrics update failed') });
-  const shared = { store: createRepositories(deps.prisma), bus, clock, log, observer: metrics.observer };
+  const leadership = deps.leadership ?? soleLeadership();
+  registerLeadershipMetrics(metrics.registry, leadership);
+  const eventWakeup = new EventWakeup();
+  const store = createRepositories(
+    deps.prisma,
+    deps.hotPath,
+    {
+      statements: () => leadership.fence(),
+      failed: (e) => {
+        if (isFenceError(e)) leadership.lost('a write was refused by the fence: another replica leads at a newer epoch');
+      },
+    },
+    () => eventWakeup.notify(),
+  );
+  // Other replicas' events (PostgreSQL NOTIFY) wake this one's subscribers too.
+  // (Loaded only then: a SQLite gateway never loads `pg`.)
+  const eventListener = deps.postgresUrl
+    ? import('./store/postgresql-listener.ts').then((m) => m.listenForEvents(deps.postgresUrl!, () => eventWakeup.notify()))
+    : null;
+  const shared = { store, bus, clock, log, observer: metrics.observer, mayAct: () => leadership.canAct() };
   const operations = new OperationCoordinator(shared);
-  const engineDeps = { ...shared, operations, backend: deps.backend, settings: config.operations };
+  // The engines act on the backend only while this replica leads (ha:L2).
+  const engineDeps = { ...shared, operations, backend: leaderOnlyBackend(deps.backend, () => leadership.canAct()), settings: config.operations };
   // Constructed in start order: storage policies are loaded before maintenance resumes.
   const storage = new StorageEngine(engineDeps);
   const maintenance = new MaintenanceEngine(engineDeps);
@@ -94,7 +130,7 @@ export function buildApp(deps: AppDeps): App {
 
   const neonFacade = createNeonFacade({ storage, backend: deps.backend, audit, clock, log, maxBodyBytes, authorize: restAuthorizer(auth) });
   const yoga = createGraphQLHandler(
-    { backend: deps.backend, bus, operations, storage, maintenance, rollouts, audit, events: new EventLog(deps.prisma), clock, auth },
+    { backend: deps.backend, bus, operations, storage, maintenance, rollouts, audit, events: store.events, clock, auth, leadership, eventWakeup },
     log,
     {
       limits: config.limits,
@@ -106,10 +142,17 @@ export function buildApp(deps: AppDeps): App {
     auth,
     refusesHost,
     allowedOrigins,
-    health: () => ({ status: 'ok', backend: deps.backend.name, ...deps.health?.() }),
+    health: () => ({
+      status: 'ok',
+      backend: deps.backend.name,
+      ...leadershipHealth(leadership.status()),
+      ...maintenanceModeOf(deps.backend),
+      ...deps.health?.(),
+    }),
     metrics: metrics.registry,
     metricsScope: config.auth.metrics,
     neonFacade,
+    leaderEndpoints: createLeaderEndpoints({ leadership, audit, clock, authorize: restAuthorizer(auth) }),
     yoga,
     maxBodyBytes,
   });
@@ -124,10 +167,30 @@ export function buildApp(deps: AppDeps): App {
       refusesHost(request.headers.host) ? `Host refused: ${LOOPBACK_ONLY}` : csrfRefusal('GET', (name) => headerOf(request, name), allowedOrigins),
   });
 
+  // The operations run on the leader only: started when this replica becomes leader
+  // (resuming what the previous one left: ha:L4), halted when it stops leading (ha:L3).
+  let roleChanges = Promise.resolve();
+  const standBy = new StandbyReads(store, log);
+  const unwatchRole = leadership.onChange(({ role }) => {
+    roleChanges = roleChanges
+      .then(async () => {
+        if (role === 'leader') {
+          standBy.stop();
+          await operations.start();
+        } else {
+          operations.suspend();
+          await standBy.start();
+        }
+      })
+      .catch((e: unknown) => log.error({ err: e, role }, 'changing role failed'));
+  });
   let engineStarted: Promise<void> | undefined;
   const startEngines = async () => {
     await auth.start();
-    await operations.start();
+    await leadership.start();
+    await roleChanges;
+    // A replica that starts as a stand-by (no change of role yet) serves reads from the start.
+    if (leadership.status().role === 'standby') await standBy.start();
   };
   let stopping: Promise<void> | undefined;
   return {
@@ -138,6 +201,7 @@ export function buildApp(deps: AppDeps): App {
     maintenance,
     rollouts,
     auth,
+    eventWakeup,
     server,
     ready() {
       return (engineStarted ??= startEngines());
@@ -161,7 +225,14 @@ export function buildApp(deps: AppDeps): App {
         await closed;
         clearTimeout(force);
         if (engineStarted) await engineStarted.catch(() => {});
-        await operations.shutdown();
+        unwatchRole();
+        standBy.stop();
+        // Hand-over (ha:L5): runs halted and their writes committed, then the lease released.
+        await roleChanges;
+        if (leadership.canAct()) await operations.shutdown().catch((e: unknown) => log.warn({ err: e }, 'last writes before the hand-over failed'));
+        else operations.suspend();
+        await leadership.stop();
+        await (await eventListener)?.close();
         await deps.backend.close();
         await deps.onClose?.();
       })();
@@ -178,4 +249,12 @@ function announceAccessMode(log: Logger, mode: ReturnType<typeof checkBindAddres
         'create a token with `lockkeeper token create --scope admin --name <name>` or set LOCKKEEPER_ADMIN_TOKEN to serve other addresses',
     );
   } else log.warn(`INSECURE: authentication off and listening on ${host}: anyone who reaches this port is admin (server.insecure / LOCKKEEPER_INSECURE)`);
+}
+
+/** k8s:H9: on backends with Harvester's node state, who does the maintenance work (shown in /healthz). */
+function maintenanceModeOf(backend: ClusterBackend): { maintenance?: { mode: 'delegate' | 'act'; controller?: string; reason?: string } } {
+  const marks = backend.nodeMaintenance;
+  if (!marks) return {};
+  const d = marks.delegate;
+  return { maintenance: d ? { mode: 'delegate', controller: d.controller, reason: d.reason } : { mode: 'act' } };
 }

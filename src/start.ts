@@ -1,9 +1,12 @@
 import { systemClock, type Clock } from './cluster/clock.ts';
 import { loadConfig } from './config/load.ts';
+import { AdmissionWebhook } from './http/admission-webhook.ts';
 import { createBackendFromConfig } from './config/plugin-registry.ts';
 import type { Logger } from './logger.ts';
 import { buildApp, type App } from './server.ts';
 import { openDatabase } from './store/database.ts';
+import { acquireServeLock } from './store/serve-lock.ts';
+import { replicaLeadership } from './leadership/replica.ts';
 
 export interface StartOptions {
   env?: NodeJS.ProcessEnv;
@@ -32,9 +35,15 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
   const { config, file, dir } = loadConfig(env, cwd);
   options.log.info({ config: file ?? '(defaults: simulated demo cluster)' }, 'configuration loaded');
 
+  // k8s:A3: the TLS files are read before anything is opened: a missing one fails start-up naming its path.
+  const webhook = config.admissionWebhook ? new AdmissionWebhook(config.admissionWebhook, dir, options.log) : null;
   const db = await openDatabase({ url: config.database.url, cwd });
   let app: App | undefined;
+  let releaseServeLock = () => {};
   try {
+    if (db.dialect === 'sqlite') releaseServeLock = acquireServeLock(db.file);
+    let advertised = config.ha.advertiseUrl ?? '';
+    const leadership = db.dialect === 'postgresql' ? await replicaLeadership(db, config, { address: () => advertised, log: options.log }) : undefined;
     const backend = await createBackendFromConfig(config.plugins, {
       clock: options.clock ?? systemClock,
       configDir: dir,
@@ -44,18 +53,30 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       backend,
       log: options.log,
       prisma: db.prisma,
+      hotPath: db.hotPath,
       clock: options.clock ?? systemClock,
       config,
       bootstrapToken: env.LOCKKEEPER_ADMIN_TOKEN || undefined,
-      onClose: () => db.close(),
+      onClose: async () => {
+        await webhook?.close();
+        await db.close().finally(releaseServeLock);
+      },
+      ...(leadership && { leadership }),
+      ...(db.postgres && { postgresUrl: db.postgres.url }),
       health: () => ({ database: db.file }),
     });
     const bound = await app.start(options.port ?? config.server.port, config.server.host);
+    advertised ||= new URL(bound.url).origin;
+    if (webhook && config.admissionWebhook) await webhook.listen(config.admissionWebhook.port, config.admissionWebhook.host);
     options.log.info({ url: bound.url, backend: backend.name, database: db.file }, `Lockkeeper listening: GraphiQL at ${bound.url}`);
     return { app, url: bound.url, port: bound.port, databaseFile: db.file };
   } catch (e) {
     if (app) await app.stop();
-    else await db.close();
+    else {
+      await webhook?.close();
+      await db.close();
+    }
+    releaseServeLock();
     throw e;
   }
 }

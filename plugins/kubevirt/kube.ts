@@ -1,21 +1,38 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
+import {
+  ApiextensionsV1Api,
+  ApiException,
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  Watch,
+} from '@kubernetes/client-node';
 import { BackendError } from '../../src/cluster/errors.ts';
 import type { KubevirtOptions } from './options.ts';
 
 /** The API resources this plugin touches, as RBAC names them. */
 export const RESOURCES = {
   nodes: { group: '', version: 'v1', plural: 'nodes' },
+  nodeStatus: { group: '', version: 'v1', plural: 'nodes/status' },
   pvcs: { group: '', version: 'v1', plural: 'persistentvolumeclaims' },
+  pods: { group: '', version: 'v1', plural: 'pods' },
+  evictions: { group: '', version: 'v1', plural: 'pods/eviction' },
+  daemonsets: { group: 'apps', version: 'v1', plural: 'daemonsets' },
+  crds: { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions' },
+  kubevirts: { group: 'kubevirt.io', version: 'v1', plural: 'kubevirts' },
+  upgrades: { group: 'harvesterhci.io', version: 'v1beta1', plural: 'upgrades' },
   vms: { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachines' },
   vmis: { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachineinstances' },
   migrations: { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachineinstancemigrations' },
   replicas: { group: 'longhorn.io', version: 'v1beta2', plural: 'replicas' },
 } as const;
 export type Resource = (typeof RESOURCES)[keyof typeof RESOURCES];
-export type Verb = 'get' | 'list' | 'watch' | 'create' | 'patch';
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'patch' | 'delete';
 
 export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -44,12 +61,21 @@ export function loadKubeConfig(options: Pick<KubevirtOptions, 'kubeconfigPath' |
 export interface KubeClients {
   kc: KubeConfig;
   core: CoreV1Api;
+  apps: AppsV1Api;
+  extensions: ApiextensionsV1Api;
   custom: CustomObjectsApi;
   watch: Watch;
 }
 
 export function makeClients(kc: KubeConfig): KubeClients {
-  return { kc, core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi), watch: new Watch(kc) };
+  return {
+    kc,
+    core: kc.makeApiClient(CoreV1Api),
+    apps: kc.makeApiClient(AppsV1Api),
+    extensions: kc.makeApiClient(ApiextensionsV1Api),
+    custom: kc.makeApiClient(CustomObjectsApi),
+    watch: new Watch(kc),
+  };
 }
 
 /** The HTTP status of a failed call, or null for a network failure. */
@@ -59,20 +85,32 @@ export function httpStatusOf(e: unknown): number | null {
   return typeof code === 'number' ? code : null;
 }
 
-/** The Kubernetes Status message in an error body, when there is one. */
-function statusMessage(e: unknown): string | null {
+/** A failed call's `metav1.Status` body, when it has one. */
+export interface StatusBody {
+  message?: string;
+  reason?: string;
+  details?: { causes?: { reason?: string; type?: string; message?: string; field?: string }[] };
+}
+
+export function statusBodyOf(e: unknown): StatusBody | null {
   if (!(e instanceof ApiException)) return null;
   const body: unknown = e.body;
   try {
     const parsed = typeof body === 'string' ? JSON.parse(body) : body;
-    if (parsed && typeof parsed === 'object' && typeof (parsed as { message?: unknown }).message === 'string') return (parsed as { message: string }).message;
+    return parsed && typeof parsed === 'object' ? (parsed as StatusBody) : null;
   } catch {
     // not JSON
+    return null;
   }
-  return null;
 }
 
-const resourceName = (r: Resource) => (r.group ? `${r.plural}.${r.group}` : r.plural);
+/** The Kubernetes Status message in an error body, when there is one. */
+function statusMessage(e: unknown): string | null {
+  const message = statusBodyOf(e)?.message;
+  return typeof message === 'string' ? message : null;
+}
+
+const resourceName = (r: Pick<Resource, 'group' | 'plural'>) => (r.group ? `${r.plural}.${r.group}` : r.plural);
 
 /**
  * Translates a failed API call into the backend's closed error set (docs/architecture.md §2):

@@ -12,6 +12,8 @@ import {
   type VmVolume,
 } from '../../src/cluster/types.ts';
 import { compareNodeIds } from '../../src/domain/compare.ts';
+import type { DrainPod } from '../../src/domain/pods/drain.ts';
+import { effectiveEvictionStrategy } from '../../src/domain/vm/eviction.ts';
 import { MAINTENANCE_STRATEGY_LABEL, ZONE_LABEL } from '../../src/domain/labels.ts';
 
 /** A Kubernetes object as the API returns it (plain JSON). */
@@ -41,7 +43,45 @@ export const MANAGED_BY = 'lockkeeper';
 /** Marks the preferred-affinity term that `startVm(…, { nodeId })` adds for the start and removes after it. */
 export const START_PREFERENCE_KEY = 'lockkeeper.io/start-on';
 
+/** Harvester's node annotations (k8s:H1). */
+export const DRAIN_REQUESTED = 'harvesterhci.io/drain-requested';
+export const DRAIN_FORCED = 'harvesterhci.io/drain-forced';
+export const MAINTAIN_STATUS = 'harvesterhci.io/maintain-status';
+export const CONDITION_ANNOTATION = 'harvesterhci.io/condition';
+export const CONDITION_MESSAGE_ANNOTATION = 'harvesterhci.io/condition-message';
+/** KubeVirt's default `nodeDrainTaintKey` (k8s:E3, k8s:H4, k8s:U3). */
+export const DRAIN_TAINT = 'kubevirt.io/drain';
+
 const nameOf = (o: KObject) => o.metadata?.name ?? '';
+
+/** k8s:H1: the node's maintenance state as its annotations say it. */
+export function maintenanceMarkOf(node: KObject): ClusterNode['maintenanceMark'] {
+  const a = node.metadata?.annotations ?? {};
+  if (a[MAINTAIN_STATUS] === 'completed') return 'COMPLETED';
+  if (a[MAINTAIN_STATUS] === 'running') return 'RUNNING';
+  if (a[DRAIN_REQUESTED]) return 'REQUESTED';
+  return null;
+}
+
+/** A pod as the drain rules read it (k8s:K2); `controllerFound` answers for a DaemonSet controller. */
+export function toDrainPod(pod: KObject, controllerFound: (namespace: string, name: string) => boolean | null): DrainPod {
+  const namespace = pod.metadata?.namespace ?? '';
+  const owner = ((pod.metadata?.['ownerReferences'] as any[] | undefined) ?? []).find((r) => r.controller === true);
+  const deleting = pod.metadata?.['deletionTimestamp'];
+  return {
+    namespace,
+    name: nameOf(pod),
+    uid: pod.metadata?.uid ?? '',
+    phase: pod.status?.phase ?? 'Unknown',
+    labels: { ...(pod.metadata?.labels ?? {}) },
+    annotations: { ...(pod.metadata?.annotations ?? {}) },
+    controller: owner ? { apiVersion: String(owner.apiVersion), kind: String(owner.kind), name: String(owner.name) } : null,
+    controllerFound: owner?.kind === 'DaemonSet' ? controllerFound(namespace, String(owner.name)) : null,
+    hasEmptyDir: ((pod.spec?.volumes as any[] | undefined) ?? []).some((v) => v.emptyDir !== undefined && v.emptyDir !== null),
+    deletionTimestamp: deleting ? Date.parse(String(deleting)) : null,
+    terminationGracePeriodSeconds: typeof pod.spec?.terminationGracePeriodSeconds === 'number' ? pod.spec.terminationGracePeriodSeconds : null,
+  };
+}
 
 /** The `Ready` condition is `True`; `False` (kubelet not ready), `Unknown` (kubelet silent) or none is not Ready. */
 export function nodeIsReady(node: KObject): boolean {
@@ -72,6 +112,7 @@ export function toClusterNode(node: KObject): ClusterNode {
     labels,
     // Changes when the node reboots: how a rollout knows it restarted (rollout:O7).
     bootId: node.status?.nodeInfo?.bootID ?? null,
+    maintenanceMark: maintenanceMarkOf(node),
   };
 }
 
@@ -187,7 +228,11 @@ export function volumesOf(
   });
 }
 
-export function toClusterVm(vm: KObject, vmiOrNull: KObject | null | undefined, volumes: VmVolume[]): ClusterVm {
+/**
+ * `clusterEvictionStrategy`: the KubeVirt CR's `spec.configuration.evictionStrategy` (k8s:E1),
+ * null when unset or when there is no CR.
+ */
+export function toClusterVm(vm: KObject, vmiOrNull: KObject | null | undefined, volumes: VmVolume[], clusterEvictionStrategy: unknown = null): ClusterVm {
   const vmi = vmiIsActive(vmiOrNull) ? vmiOrNull : null;
   const namespace = vm.metadata?.namespace ?? '';
   const name = nameOf(vm);
@@ -211,6 +256,8 @@ export function toClusterVm(vm: KObject, vmiOrNull: KObject | null | undefined, 
     nodeSelector: { ...(podSpec?.nodeSelector ?? {}) },
     requiredNodeAffinity: requiredAffinityOf(podSpec),
     tracking: trackingOf(vm),
+    // k8s:E1: the VMI's value (KubeVirt copied the cluster's into it at creation), else the cluster's now.
+    evictionStrategy: effectiveEvictionStrategy(vmi?.spec?.evictionStrategy, clusterEvictionStrategy),
   };
 }
 

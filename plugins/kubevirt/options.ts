@@ -2,6 +2,22 @@ import { z } from 'zod';
 
 const ms = z.number().int().positive();
 
+/** k8s:U1: Harvester's setting, in seconds; `vmMigrationTimeout` 0 means 180. */
+const nodeDownSchema = z
+  .object({
+    enable: z.boolean().default(false),
+    /** From Ready `Unknown` to the drain taint (stage 1). Must be > 0. */
+    period: z.number().int().positive().default(15),
+    /** From `Drained=False` to out-of-service (stage 2, after confirmNodeDown). Negative is invalid; 0 means 180. */
+    vmMigrationTimeout: z
+      .number()
+      .int()
+      .min(0)
+      .default(180)
+      .transform((v) => (v === 0 ? 180 : v)),
+  })
+  .strict();
+
 /** Options of the `kubevirt` plugin (config `plugins[].options`); unknown keys are rejected by name. */
 export const kubevirtOptionsSchema = z
   .object({
@@ -27,6 +43,13 @@ export const kubevirtOptionsSchema = z
     watchTimeoutSeconds: z.number().int().positive().default(300),
     /** Attempts of a read-modify-write that meets 409 Conflict before the action fails with Conflict. */
     conflictRetries: z.number().int().min(0).default(5),
+    /**
+     * k8s:H9: `auto` delegates to Harvester's controllers when the CRD `settings.harvesterhci.io`
+     * exists (looked for at start), `delegate` and `act` force either mode.
+     */
+    harvester: z.enum(['auto', 'delegate', 'act']).default('auto'),
+    /** k8s:U1/U7: node-down handling (Harvester's `vm-force-reset-policy`), off by default and never while delegating. */
+    nodeDown: nodeDownSchema.prefault({}),
   })
   .strict();
 

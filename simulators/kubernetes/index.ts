@@ -1,33 +1,48 @@
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubevirtController, type ControllerDelays } from './kubevirt-controller.ts';
+import { wallClock, type SimClock } from './clock.ts';
+import { HarvesterController } from './harvester.ts';
+import { KubevirtController, type ControllerDelays, type MigrationHolds } from './kubevirt-controller.ts';
+import { KubevirtEviction } from './kubevirt-eviction.ts';
+import { PodController } from './pods.ts';
 import { ApiServer, type PolicyRule, type RecordedCall } from './server.ts';
 import { ObjectStore, type K8sObject, type ResourceDef } from './store.ts';
 
 export { ObjectStore, type K8sObject, type ResourceDef } from './store.ts';
-export type { PolicyRule, RecordedCall, Verb } from './server.ts';
+export type { Exchange, PolicyRule, RecordedCall, Verb } from './server.ts';
+export type { SimClock } from './clock.ts';
+export { DRAIN_FORCED, DRAIN_REQUESTED, MAINTAIN_STATUS } from './harvester.ts';
+export { EVACUATION_ANNOTATION, MIGRATION_FINALIZER, MIGRATION_JOB_LABEL, VMI_NAME_LABEL } from './kubevirt-controller.ts';
 
-const core = (plural: string, kind: string, namespaced: boolean): ResourceDef => ({
-  group: '',
-  version: 'v1',
+type Extra = Partial<Pick<ResourceDef, 'subresources' | 'fieldSelectors' | 'statusSubresource'>>;
+const builtIn = (group: string, version: string, plural: string, kind: string, namespaced: boolean, extra: Extra = {}): ResourceDef => ({
+  group,
+  version,
   plural,
   kind,
   namespaced,
   statusSubresource: false,
   strategicMerge: true,
+  ...extra,
 });
-const crd = (group: string, version: string, plural: string, kind: string): ResourceDef => ({
+const core = (plural: string, kind: string, namespaced: boolean, extra: Extra = {}) => builtIn('', 'v1', plural, kind, namespaced, extra);
+const crd = (group: string, version: string, plural: string, kind: string, namespaced = true): ResourceDef => ({
   group,
   version,
   plural,
   kind,
-  namespaced: true,
+  namespaced,
   statusSubresource: true,
   strategicMerge: false,
 });
 
 const LONGHORN_REPLICAS = crd('longhorn.io', 'v1beta2', 'replicas', 'Replica');
+/** Present on Harvester clusters: what Lockkeeper looks for to delegate (k8s:H9). */
+const HARVESTER_SETTINGS = crd('harvesterhci.io', 'v1beta1', 'settings', 'Setting', false);
+/** Harvester's upgrade objects, which pause node-down handling (k8s:U2). */
+const HARVESTER_UPGRADES = crd('harvesterhci.io', 'v1beta1', 'upgrades', 'Upgrade');
+const CRDS = builtIn('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false);
 
 export interface K8sSimOptions {
   /** Whether Longhorn's CRDs are installed (replicas.longhorn.io); without, its paths are 404. Default true. */
@@ -36,6 +51,14 @@ export interface K8sSimOptions {
   bookmarkIntervalMs?: number;
   /** Watch history kept for resumes; older versions answer 410 Gone. */
   historyLimit?: number;
+  /** The simulator's time (controller delays, grace periods, recorded calls); default the wall clock. */
+  clock?: SimClock;
+  /** Milliseconds a pod stays Terminating per second of grace (default 1000; tests on the wall clock shorten it). */
+  msPerGraceSecond?: number;
+  /** Serve Harvester's CRDs and run its maintenance controllers (k8s:H2 steps 2–6, k8s:H9). */
+  harvester?: boolean;
+  /** How often Harvester's controller tries a drain again (default 1000 ms). */
+  harvesterRetryMs?: number;
 }
 
 export interface VmInput {
@@ -52,6 +75,25 @@ export interface VmInput {
   claims?: string[];
   /** Gives it a GPU: KubeVirt then reports LiveMigratable=False HostDeviceNotLiveMigratable. */
   gpu?: boolean;
+  /** `spec.template.spec.evictionStrategy` (k8s:E1). */
+  evictionStrategy?: string;
+  /** false: its VMI carries no LiveMigratable condition at all (k8s:E6). */
+  liveMigratableCondition?: boolean;
+}
+
+export interface PodInput {
+  namespace?: string;
+  name: string;
+  nodeName: string | null;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  /** The controller: a DaemonSet, ReplicaSet or StatefulSet by name (created when missing, unless `ownerMissing`). */
+  owner?: { kind: 'DaemonSet' | 'ReplicaSet' | 'StatefulSet'; name: string };
+  /** The owner reference points at an object that does not exist. */
+  ownerMissing?: boolean;
+  emptyDir?: boolean;
+  phase?: 'Pending' | 'Running' | 'Succeeded' | 'Failed';
+  terminationGracePeriodSeconds?: number;
 }
 
 export const SIM_USER = 'system:serviceaccount:lockkeeper:lockkeeper';
@@ -64,26 +106,185 @@ export class K8sSim {
   readonly store: ObjectStore;
   readonly api: ApiServer;
   readonly controller: KubevirtController;
+  readonly pods: PodController;
+  readonly eviction: KubevirtEviction;
+  readonly harvester: HarvesterController | null;
+  readonly clock: SimClock;
   url = '';
   readonly token = 'sim-token';
   private dir: string | null = null;
 
   private constructor(options: K8sSimOptions) {
+    this.clock = options.clock ?? wallClock;
     const resources: ResourceDef[] = [
-      core('nodes', 'Node', false),
+      core('nodes', 'Node', false, { statusSubresource: true, subresources: ['status'] }),
       core('persistentvolumeclaims', 'PersistentVolumeClaim', true),
+      core('pods', 'Pod', true, { statusSubresource: true, subresources: ['eviction', 'status'], fieldSelectors: ['spec.nodeName', 'status.phase'] }),
+      core('events', 'Event', true),
+      builtIn('apps', 'v1', 'daemonsets', 'DaemonSet', true),
+      builtIn('apps', 'v1', 'replicasets', 'ReplicaSet', true),
+      builtIn('apps', 'v1', 'statefulsets', 'StatefulSet', true),
+      builtIn('policy', 'v1', 'poddisruptionbudgets', 'PodDisruptionBudget', true, { statusSubresource: true }),
+      CRDS,
+      crd('kubevirt.io', 'v1', 'kubevirts', 'KubeVirt'),
       crd('kubevirt.io', 'v1', 'virtualmachines', 'VirtualMachine'),
       crd('kubevirt.io', 'v1', 'virtualmachineinstances', 'VirtualMachineInstance'),
       crd('kubevirt.io', 'v1', 'virtualmachineinstancemigrations', 'VirtualMachineInstanceMigration'),
     ];
-    if (options.longhorn !== false) resources.push(LONGHORN_REPLICAS);
     this.store = new ObjectStore(resources, options.historyLimit);
-    this.api = new ApiServer(this.store, { token: this.token, user: SIM_USER, bookmarkIntervalMs: options.bookmarkIntervalMs ?? 500 });
-    this.controller = new KubevirtController(this.store, { startMs: 30, stopMs: 20, migrateMs: 40, ...options.delays });
+    this.api = new ApiServer(this.store, { token: this.token, user: SIM_USER, bookmarkIntervalMs: options.bookmarkIntervalMs ?? 500, clock: this.clock });
+    for (const r of resources) if (!r.strategicMerge) this.publishCrd(r);
+    if (options.longhorn !== false) this.installCrd(LONGHORN_REPLICAS);
+    this.pods = new PodController(this.store, this.api, this.clock, { msPerGraceSecond: options.msPerGraceSecond ?? 1000 });
+    this.controller = new KubevirtController(this.store, { startMs: 30, stopMs: 20, migrateMs: 40, ...options.delays }, this.clock);
+    this.api.admitters.push((a) => this.controller.admit(a));
+    this.eviction = new KubevirtEviction(this.store, this.controller, this.clock);
+    this.pods.evictionWebhooks.push(this.eviction.webhook);
+    this.harvester = null;
+    if (options.harvester) {
+      this.installCrd(HARVESTER_SETTINGS);
+      this.harvester = new HarvesterController(this.store, this.pods, this.clock, options.harvesterRetryMs ?? 1000);
+    }
   }
+
+  /** Serves a custom resource and lists its CustomResourceDefinition (what discovery and `kubectl get crd` see). */
+  installCrd(r: ResourceDef): void {
+    this.store.addResource(r);
+    this.publishCrd(r);
+  }
+
+  private publishCrd(r: ResourceDef): void {
+    const name = `${r.plural}.${r.group}`;
+    if (this.store.get(CRDS, undefined, name)) return;
+    this.store.create(CRDS, {
+      metadata: { name },
+      spec: {
+        group: r.group,
+        names: { plural: r.plural, kind: r.kind, singular: r.kind.toLowerCase(), listKind: `${r.kind}List` },
+        scope: r.namespaced ? 'Namespaced' : 'Cluster',
+        versions: [{ name: r.version, served: true, storage: true, ...(r.statusSubresource && { subresources: { status: {} } }) }],
+      },
+    });
+  }
+
+  private uninstallCrd(r: ResourceDef): void {
+    this.store.removeResource(r.group, r.plural);
+    const name = `${r.plural}.${r.group}`;
+    if (this.store.get(CRDS, undefined, name)) this.store.delete(CRDS, undefined, name);
+  }
+
+  /** Harvester's Upgrade objects are served (the CRD is installed); `running` adds one that has not finished (k8s:U2). */
+  setHarvesterUpgrade(running: boolean): void {
+    this.installCrd(HARVESTER_UPGRADES);
+    const def = this.def('upgrades', 'harvesterhci.io');
+    const existing = this.store.get(def, 'harvester-system', 'hvst-upgrade');
+    if (existing) this.store.delete(def, 'harvester-system', 'hvst-upgrade');
+    this.store.create(def, {
+      metadata: { name: 'hvst-upgrade', namespace: 'harvester-system', labels: { 'harvesterhci.io/upgradeState': running ? 'UpgradingNodes' : 'Succeeded' } },
+      spec: { version: 'v1.6.1' },
+    });
+  }
+
+  /** The KubeVirt CR's `spec.configuration` (k8s:E1: `evictionStrategy`; k8s:E3: `migrations.nodeDrainTaintKey`). */
+  setKubevirtConfig(configuration: Record<string, unknown>): K8sObject {
+    const def = this.def('kubevirts', 'kubevirt.io');
+    const current = this.store.get(def, 'kubevirt', 'kubevirt');
+    if (current) return this.store.mutate(def, 'kubevirt', 'kubevirt', (k) => (k.spec = { ...(k.spec ?? {}), configuration }))!;
+    return this.store.create(def, { metadata: { name: 'kubevirt', namespace: 'kubevirt' }, spec: { configuration }, status: { phase: 'Deployed' } });
+  }
+
+  /** Where migrations wait (k8s:C2/C3 tests); `release` lets held ones go on. */
+  holdMigrations(holds: Partial<MigrationHolds>): void {
+    Object.assign(this.controller.holds, holds);
+  }
+
+  releaseMigrations(): void {
+    this.controller.release();
+  }
+
+  /** A pod (and its owner when one is named and should exist). */
+  addPod(input: PodInput): K8sObject {
+    const namespace = input.namespace ?? 'default';
+    let ownerReferences: unknown[] = [];
+    if (input.owner) {
+      const plural = { DaemonSet: 'daemonsets', ReplicaSet: 'replicasets', StatefulSet: 'statefulsets' }[input.owner.kind];
+      const def = this.def(plural, 'apps');
+      let owner = this.store.get(def, namespace, input.owner.name);
+      if (!owner && !input.ownerMissing) owner = this.addWorkload(input.owner.kind, namespace, input.owner.name, input.labels ?? {});
+      ownerReferences = [
+        {
+          apiVersion: 'apps/v1',
+          kind: input.owner.kind,
+          name: input.owner.name,
+          uid: owner?.metadata.uid ?? '00000000-0000-0000-0000-000000000000',
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ];
+    }
+    const running = (input.phase ?? (input.nodeName ? 'Running' : 'Pending')) === 'Running';
+    return this.store.create(this.def('pods'), {
+      metadata: { name: input.name, namespace, labels: input.labels ?? {}, annotations: input.annotations ?? {}, ownerReferences },
+      spec: {
+        ...(input.nodeName && { nodeName: input.nodeName }),
+        containers: [
+          { name: 'main', image: 'registry.example.org/app:1.0', ...(input.emptyDir && { volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] }) },
+        ],
+        ...(input.emptyDir && { volumes: [{ name: 'scratch', emptyDir: {} }] }),
+        ...(input.terminationGracePeriodSeconds !== undefined && { terminationGracePeriodSeconds: input.terminationGracePeriodSeconds }),
+      },
+      status: { phase: input.phase ?? (input.nodeName ? 'Running' : 'Pending'), conditions: [{ type: 'Ready', status: running ? 'True' : 'False' }] },
+    });
+  }
+
+  /** A DaemonSet, ReplicaSet or StatefulSet whose pods carry `labels`. */
+  addWorkload(kind: 'DaemonSet' | 'ReplicaSet' | 'StatefulSet', namespace: string, name: string, labels: Record<string, string>): K8sObject {
+    const plural = { DaemonSet: 'daemonsets', ReplicaSet: 'replicasets', StatefulSet: 'statefulsets' }[kind];
+    const template = { metadata: { labels }, spec: { containers: [{ name: 'main', image: 'registry.example.org/app:1.0' }] } };
+    const spec =
+      kind === 'DaemonSet'
+        ? { selector: { matchLabels: labels }, template }
+        : { replicas: 1, selector: { matchLabels: labels }, template, ...(kind === 'StatefulSet' && { serviceName: name }) };
+    return this.store.create(this.def(plural, 'apps'), { metadata: { name, namespace, labels }, spec });
+  }
+
+  /** A PodDisruptionBudget over `matchLabels` (`minAvailable` or `maxUnavailable`); its status follows at once. */
+  addPdb(
+    namespace: string,
+    name: string,
+    spec: { matchLabels: Record<string, string>; minAvailable?: number | string; maxUnavailable?: number | string },
+  ): K8sObject {
+    const pdb = this.store.create(this.def('poddisruptionbudgets', 'policy'), {
+      metadata: { name, namespace },
+      spec: {
+        selector: { matchLabels: spec.matchLabels },
+        ...(spec.minAvailable !== undefined && { minAvailable: spec.minAvailable }),
+        ...(spec.maxUnavailable !== undefined && { maxUnavailable: spec.maxUnavailable }),
+      },
+    });
+    this.pods.syncPdbs(namespace);
+    return this.store.get(this.def('poddisruptionbudgets', 'policy'), namespace, name) ?? pdb;
+  }
+
+  pod(namespace: string, name: string): K8sObject | null {
+    return this.store.get(this.def('pods'), namespace, name);
+  }
+
+  podsOn(nodeName: string): K8sObject[] {
+    return this.store.list(this.def('pods')).filter((p) => p.spec?.nodeName === nodeName);
+  }
+
+  /** The node's taints and conditions as the node lifecycle controller or a person sets them. */
+  setNodeTaints(name: string, taints: { key: string; value?: string; effect: string }[]): void {
+    this.store.mutate(this.def('nodes'), undefined, name, (n) => (n.spec = { ...(n.spec ?? {}), taints }));
+  }
+
+  /** Called with every simulator before it listens (tests attach schema checks here). */
+  static instrument: ((sim: K8sSim) => void) | null = null;
 
   static async start(options: K8sSimOptions = {}): Promise<K8sSim> {
     const sim = new K8sSim(options);
+    K8sSim.instrument?.(sim);
     sim.url = await sim.api.listen();
     return sim;
   }
@@ -124,14 +325,22 @@ export class K8sSim {
 
   addNode(
     name: string,
-    options: { zone?: string; roles?: string[]; labels?: Record<string, string>; ready?: boolean; unschedulable?: boolean } = {},
+    options: {
+      zone?: string;
+      roles?: string[];
+      labels?: Record<string, string>;
+      annotations?: Record<string, string>;
+      ready?: boolean;
+      unschedulable?: boolean;
+      taints?: { key: string; value?: string; effect: string }[];
+    } = {},
   ): K8sObject {
     const labels: Record<string, string> = { 'kubernetes.io/hostname': name, ...options.labels };
     if (options.zone) labels['topology.kubernetes.io/zone'] = options.zone;
     for (const role of options.roles ?? []) labels[`node-role.kubernetes.io/${role}`] = 'true';
     return this.store.create(this.def('nodes'), {
-      metadata: { name, labels },
-      spec: options.unschedulable ? { unschedulable: true } : {},
+      metadata: { name, labels, ...(options.annotations && { annotations: options.annotations }) },
+      spec: { ...(options.unschedulable && { unschedulable: true }), ...(options.taints && { taints: options.taints }) },
       status: { conditions: [{ type: 'Ready', status: options.ready === false ? 'False' : 'True', reason: 'KubeletReady' }] },
     });
   }
@@ -145,7 +354,7 @@ export class K8sSim {
     this.store.mutate(this.def('nodes'), undefined, name, (n) => {
       const status = ready ? 'True' : notReadyStatus;
       const before = (n.status.conditions ?? []).find((c: { type: string }) => c.type === 'Ready');
-      const now = new Date().toISOString();
+      const now = new Date(this.clock.now()).toISOString();
       const reason = ready ? 'KubeletReady' : status === 'Unknown' ? 'NodeStatusUnknown' : 'KubeletNotReady';
       n.status.conditions = [
         { type: 'Ready', status, reason, lastHeartbeatTime: now, lastTransitionTime: before?.status === status ? before.lastTransitionTime : now },
@@ -156,7 +365,7 @@ export class K8sSim {
   /** The kubelet posts its status: only `lastHeartbeatTime` of the Ready condition moves. */
   heartbeat(name: string): void {
     this.store.mutate(this.def('nodes'), undefined, name, (n) => {
-      for (const c of n.status.conditions ?? []) if (c.type === 'Ready') c.lastHeartbeatTime = new Date(Date.now() + 1).toISOString();
+      for (const c of n.status.conditions ?? []) if (c.type === 'Ready') c.lastHeartbeatTime = new Date(this.clock.now() + 1).toISOString();
     });
   }
 
@@ -171,8 +380,8 @@ export class K8sSim {
 
   /** Installs (true) or removes (false) Longhorn's `replicas.longhorn.io` CRD; removing drops its replicas. */
   setLonghornInstalled(installed: boolean): void {
-    if (installed) this.store.addResource(LONGHORN_REPLICAS);
-    else this.store.removeResource(LONGHORN_REPLICAS.group, LONGHORN_REPLICAS.plural);
+    if (installed) this.installCrd(LONGHORN_REPLICAS);
+    else this.uninstallCrd(LONGHORN_REPLICAS);
   }
 
   addPvc(namespace: string, name: string, options: { volumeName?: string; accessModes?: string[] } = {}): K8sObject {
@@ -197,6 +406,7 @@ export class K8sSim {
     const running = input.nodeName != null;
     const runStrategy = input.runStrategy ?? (running ? 'Always' : 'Halted');
     const templateSpec: Record<string, unknown> = {
+      ...(input.evictionStrategy !== undefined && { evictionStrategy: input.evictionStrategy }),
       domain: {
         devices: {
           disks: (input.claims ?? []).map((c) => ({ name: c, disk: { bus: 'virtio' } })),
@@ -214,7 +424,7 @@ export class K8sSim {
       status: running ? { printableStatus: 'Running', ready: true, created: true } : { printableStatus: 'Stopped', ready: false, created: false },
     });
     if (running) {
-      this.controller.createVmi(vm, input.nodeName!);
+      this.controller.createVmi(vm, input.nodeName!, { ...(input.liveMigratableCondition === false && { liveMigratableCondition: false }) });
     }
     return vm;
   }
@@ -236,6 +446,9 @@ export class K8sSim {
   }
 
   async close(): Promise<void> {
+    this.harvester?.close();
+    this.eviction.close();
+    this.pods.close();
     this.controller.close();
     await this.api.close();
   }

@@ -1,4 +1,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- Kubernetes objects are free-form JSON here, read field by field */
+import { randomUUID } from 'node:crypto';
+import type { SimClock } from './clock.ts';
+import { ApiError, type AdmissionRequest } from './server.ts';
 import type { K8sObject, ObjectStore, ResourceDef, StoreEvent } from './store.ts';
 
 export interface ControllerDelays {
@@ -10,10 +13,31 @@ export interface ControllerDelays {
   migrateMs: number;
 }
 
+export const MIGRATION_FINALIZER = 'kubevirt.io/migrationJobFinalize';
+export const VMI_NAME_LABEL = 'kubevirt.io/vmi-name';
+export const MIGRATION_JOB_LABEL = 'kubevirt.io/migrationJobUID';
+export const EVACUATION_ANNOTATION = 'kubevirt.io/evacuationMigration';
+/** KubeVirt's `defaultFinalizedMigrationGarbageCollectionBuffer` (k8s:C4). */
+const FINALIZED_MIGRATIONS_KEPT = 5;
+const FINAL = ['Succeeded', 'Failed'];
+/** Phases before the migration is handed to the VMI (k8s:C2). */
+const BEFORE_HANDOFF = [undefined, 'Pending', 'Scheduling', 'Scheduled'];
+
+/** Where a test holds a migration: in Pending (its target pod not scheduled) or in Running (copying memory). */
+export interface MigrationHolds {
+  pending: (m: K8sObject) => boolean;
+  running: (m: K8sObject) => boolean;
+  /** How an abort of a Running migration ends (k8s:C3): Succeeded = back on the source, Failed = the migration won the race. */
+  abortOutcome: 'Succeeded' | 'Failed';
+}
+
 type Requirement = { key: string; operator: string; values?: string[] };
 
 const isNodeReady = (node: K8sObject): boolean =>
   (node.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
+/** The scheduler does not place pods on nodes with NoSchedule/NoExecute taints (launcher pods tolerate none here). */
+const isTainted = (node: K8sObject): boolean =>
+  (node.spec?.taints ?? []).some((t: { effect?: string }) => t.effect === 'NoSchedule' || t.effect === 'NoExecute');
 
 function matchesRequirement(labels: Record<string, string>, r: Requirement): boolean {
   const has = Object.hasOwn(labels, r.key);
@@ -54,13 +78,15 @@ const wantsRunning = (vm: K8sObject) => ['Always', 'RerunOnFailure', 'Once'].inc
 
 /**
  * What KubeVirt's and the scheduler's controllers do, as far as maintenance can tell:
- * a VM that should run gets a VMI on a ready, schedulable node that fits its selector and
- * affinity (preferred affinity and then load break ties); Halted deletes the VMI; a
- * migration moves the VMI to another fitting node after a delay, or fails with a reason
- * when the VMI is not live-migratable or no node fits; a deleted node takes its VMIs with it.
+ * a VM that should run gets a VMI (and its virt-launcher pod) on a ready, schedulable,
+ * untainted node that fits its selector and affinity; Halted deletes the VMI; a launcher
+ * pod deleted under a running VMI fails it (Always/RerunOnFailure start it again); a
+ * migration goes Pending → Scheduling (target pod) → Running → Succeeded, or fails with a
+ * reason; deleting a migration aborts it (k8s:C1–C3) and its finalizer keeps it until
+ * final; final migrations are garbage-collected (k8s:C4); one migration per VMI (k8s:C5).
  */
 export class KubevirtController {
-  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly timers = new Set<() => void>();
   private readonly pending = new Set<string>();
   private readonly unsubscribe: () => void;
   private readonly nodes: ResourceDef;
@@ -68,38 +94,76 @@ export class KubevirtController {
   private readonly vmis: ResourceDef;
   private readonly migrations: ResourceDef;
   private readonly pvcs: ResourceDef;
+  private readonly pods: ResourceDef;
+  private readonly kubevirts: ResourceDef;
+  private readonly running = new Set<string>();
+  readonly holds: MigrationHolds = { pending: () => false, running: () => false, abortOutcome: 'Succeeded' };
 
   constructor(
     private readonly store: ObjectStore,
     public delays: ControllerDelays,
+    private readonly clock: SimClock,
   ) {
     this.nodes = store.def('nodes');
     this.pvcs = store.def('persistentvolumeclaims');
+    this.pods = store.def('pods');
     this.vms = store.def('virtualmachines', 'kubevirt.io');
     this.vmis = store.def('virtualmachineinstances', 'kubevirt.io');
     this.migrations = store.def('virtualmachineinstancemigrations', 'kubevirt.io');
+    this.kubevirts = store.def('kubevirts', 'kubevirt.io');
     this.unsubscribe = store.subscribe((e) => this.onEvent(e));
   }
 
   close(): void {
     this.unsubscribe();
-    for (const t of this.timers) clearTimeout(t);
+    for (const cancel of this.timers) cancel();
     this.timers.clear();
   }
 
+  /** A simulated duration, on the simulator's clock. */
   private later(ms: number, fn: () => void): void {
-    const t = setTimeout(() => {
-      this.timers.delete(t);
+    const cancel = this.clock.setTimer(ms, () => {
+      this.timers.delete(cancel);
       fn();
-    }, ms);
-    this.timers.add(t);
+    });
+    this.timers.add(cancel);
+  }
+
+  /** Migrations held by `holds` go on (tests release them). */
+  release(): void {
+    for (const m of this.store.list(this.migrations))
+      this.schedule(`mig/${m.metadata.namespace}/${m.metadata.name}`, () => this.syncMigration(m.metadata.namespace!, m.metadata.name));
+  }
+
+  /** KubeVirt's admission of migrations: the VMI label (mutating webhook), the finalizer, one in flight per VMI (k8s:C5). */
+  admit(a: AdmissionRequest): void {
+    if (a.resource !== this.migrations || a.verb !== 'create' || !a.object) return;
+    const m = a.object;
+    const vmiName: string | undefined = m.spec?.vmiName;
+    if (!vmiName) throw new ApiError(422, 'Invalid', 'spec.vmiName: Required value');
+    const active = this.store.list(this.migrations, a.namespace).find((o) => o.spec?.vmiName === vmiName && !FINAL.includes(o.status?.phase));
+    if (active) {
+      throw new ApiError(
+        400,
+        'BadRequest',
+        `admission webhook "migration-create-validator.kubevirt.io" denied the request: in-flight migration detected. Active migration job (${active.metadata.uid}) is currently already in progress for VMI ${vmiName}.`,
+      );
+    }
+    m.metadata.labels = { ...(m.metadata.labels ?? {}), [VMI_NAME_LABEL]: vmiName };
+    m.metadata.finalizers = [...new Set([...(m.metadata.finalizers ?? []), MIGRATION_FINALIZER])];
   }
 
   private onEvent(e: StoreEvent): void {
     const { namespace, name } = e.object.metadata;
     if (e.resource === this.vms && e.type !== 'DELETED') this.schedule(`vm/${namespace}/${name}`, () => this.reconcileVm(namespace!, name));
-    if (e.resource === this.vmis && e.type === 'DELETED') this.schedule(`vm/${namespace}/${name}`, () => this.reconcileVm(namespace!, name));
-    if (e.resource === this.migrations && e.type === 'ADDED') this.schedule(`mig/${namespace}/${name}`, () => this.startMigration(namespace!, name));
+    if (e.resource === this.vmis && e.type === 'DELETED') {
+      this.schedule(`vm/${namespace}/${name}`, () => this.reconcileVm(namespace!, name));
+      this.schedule(`gc/${namespace}`, () => this.collectMigrations(namespace!));
+    }
+    if (e.resource === this.vmis && e.type === 'MODIFIED' && e.object.status?.phase === 'Failed')
+      this.schedule(`vm/${namespace}/${name}`, () => this.reconcileVm(namespace!, name));
+    if (e.resource === this.migrations && e.type !== 'DELETED') this.schedule(`mig/${namespace}/${name}`, () => this.syncMigration(namespace!, name));
+    if (e.resource === this.pods && e.type === 'DELETED') this.launcherGone(e.object);
     if (e.resource === this.nodes && e.type === 'DELETED') this.schedule(`node/${name}`, () => this.nodeGone(name));
     if (e.resource === this.nodes && e.type === 'MODIFIED') {
       // A node that becomes schedulable may take VMs that are waiting.
@@ -109,11 +173,11 @@ export class KubevirtController {
     }
   }
 
-  /** Runs `fn` once after the current change settles (coalesced per key). */
+  /** Runs `fn` once after the current change settles (coalesced per key; real time: the controllers' work queue). */
   private schedule(key: string, fn: () => void): void {
     if (this.pending.has(key)) return;
     this.pending.add(key);
-    this.later(0, () => {
+    setImmediate(() => {
       this.pending.delete(key);
       fn();
     });
@@ -132,7 +196,17 @@ export class KubevirtController {
     const vm = this.store.get(this.vms, namespace, name);
     if (!vm) return;
     const key = `${namespace}/${name}`;
-    const vmi = this.store.get(this.vmis, namespace, name);
+    let vmi = this.store.get(this.vmis, namespace, name);
+    if (vmi?.status?.phase === 'Failed') {
+      // Its pod went (an eviction under None, the node lost): Always/RerunOnFailure start a new one; Manual keeps it off.
+      if (['Always', 'RerunOnFailure'].includes(runStrategyOf(vm)) || !wantsRunning(vm)) {
+        this.deleteVmi(namespace, name);
+        vmi = null;
+      } else {
+        if (vm.status?.printableStatus !== 'Stopped') this.setVmStatus(namespace, name, { printableStatus: 'Stopped', ready: false });
+        return;
+      }
+    }
     if (wantsRunning(vm) && !vmi) {
       if (this.starting.has(key)) return;
       const node = this.pickNode(vm.spec?.template?.spec, null, {});
@@ -161,7 +235,7 @@ export class KubevirtController {
       this.setVmStatus(namespace, name, { printableStatus: 'Stopping' });
       this.later(this.delays.stopMs, () => {
         this.stopping.delete(key);
-        if (this.store.get(this.vmis, namespace, name)) this.store.delete(this.vmis, namespace, name);
+        this.deleteVmi(namespace, name);
         const current = this.store.get(this.vms, namespace, name);
         if (current && !wantsRunning(current)) this.setVmStatus(namespace, name, { printableStatus: 'Stopped', ready: false, created: false });
         else this.reconcileVm(namespace, name);
@@ -171,6 +245,41 @@ export class KubevirtController {
     if (!vmi && !wantsRunning(vm) && vm.status?.printableStatus !== 'Stopped' && !this.starting.has(key)) {
       this.setVmStatus(namespace, name, { printableStatus: 'Stopped', ready: false, created: false });
     }
+  }
+
+  /** The VMI and, by owner reference, its pods. */
+  private deleteVmi(namespace: string, name: string): void {
+    const vmi = this.store.get(this.vmis, namespace, name);
+    if (!vmi) return;
+    this.store.delete(this.vmis, namespace, name);
+    for (const pod of this.launcherPods(namespace, vmi.metadata.uid!)) this.store.delete(this.pods, namespace, pod.metadata.name);
+  }
+
+  private launcherPods(namespace: string, vmiUid: string): K8sObject[] {
+    return this.store.list(this.pods, namespace).filter((p) => p.metadata.labels?.['kubevirt.io/created-by'] === vmiUid);
+  }
+
+  /** The running launcher pod of a VMI (not a migration target, not finished), or null. */
+  activePod(vmi: K8sObject): K8sObject | null {
+    const uid = Object.keys(vmi.status?.activePods ?? {})[0];
+    return this.launcherPods(vmi.metadata.namespace!, vmi.metadata.uid!).find((p) => p.metadata.uid === uid && !FINAL.includes(p.status?.phase)) ?? null;
+  }
+
+  /** A running VMI's launcher pod was deleted: the VMI fails (the VM's run strategy decides what comes next). */
+  private launcherGone(pod: K8sObject): void {
+    if (pod.metadata.labels?.['kubevirt.io'] !== 'virt-launcher' || pod.metadata.labels?.[MIGRATION_JOB_LABEL]) return;
+    const owner: any = (pod.metadata.ownerReferences ?? []).find((r: any) => r.kind === 'VirtualMachineInstance');
+    if (!owner) return;
+    const vmi = this.store.get(this.vmis, pod.metadata.namespace, owner.name);
+    if (!vmi || vmi.metadata.uid !== owner.uid || vmi.status?.phase !== 'Running' || !Object.hasOwn(vmi.status?.activePods ?? {}, pod.metadata.uid!)) return;
+    this.store.mutate(this.vmis, pod.metadata.namespace, owner.name, (v) => {
+      v.status.phase = 'Failed';
+    });
+  }
+
+  /** The KubeVirt CR's `spec.configuration` (k8s:E1, k8s:E3), or empty. */
+  clusterConfig(): any {
+    return this.store.list(this.kubevirts)[0]?.spec?.configuration ?? {};
   }
 
   /** Why KubeVirt would call this VMI not live-migratable, or null. */
@@ -194,16 +303,23 @@ export class KubevirtController {
     return null;
   }
 
-  /** Creates the Running VMI of `vm` on `nodeName` (also used to seed VMs that already run). */
-  createVmi(vm: K8sObject, nodeName: string): void {
+  /**
+   * Creates the Running VMI of `vm` on `nodeName` (also used to seed VMs that already run),
+   * with its launcher pod. KubeVirt's VMI mutating webhook copies the cluster's eviction
+   * strategy into a VMI that has none (k8s:E1).
+   */
+  createVmi(vm: K8sObject, nodeName: string, options: { liveMigratableCondition?: boolean } = {}): void {
     const { namespace, name } = vm.metadata;
     const spec = structuredClone(vm.spec?.template?.spec ?? {});
+    const cluster = this.clusterConfig().evictionStrategy;
+    if (spec.evictionStrategy === undefined && cluster !== undefined) spec.evictionStrategy = cluster;
     const notMigratable = this.notMigratableReason(spec, namespace!);
-    this.store.create(this.vmis, {
+    const labels = { ...(vm.spec?.template?.metadata?.labels ?? {}), 'kubevirt.io/nodeName': nodeName };
+    const vmi = this.store.create(this.vmis, {
       metadata: {
         name,
         namespace,
-        labels: { ...(vm.spec?.template?.metadata?.labels ?? {}), 'kubevirt.io/nodeName': nodeName },
+        labels,
         ownerReferences: [{ apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine', name, uid: vm.metadata.uid, controller: true }],
       },
       spec,
@@ -212,11 +328,46 @@ export class KubevirtController {
         nodeName,
         conditions: [
           { type: 'Ready', status: 'True' },
-          notMigratable
-            ? { type: 'LiveMigratable', status: 'False', reason: notMigratable.reason, message: notMigratable.message }
-            : { type: 'LiveMigratable', status: 'True' },
+          ...(options.liveMigratableCondition === false
+            ? []
+            : [
+                notMigratable
+                  ? { type: 'LiveMigratable', status: 'False', reason: notMigratable.reason, message: notMigratable.message }
+                  : { type: 'LiveMigratable', status: 'True' },
+              ]),
         ],
       },
+    });
+    const pod = this.createLauncherPod(vmi, nodeName, {});
+    this.store.mutate(this.vmis, namespace, name, (v) => {
+      v.status.activePods = { [pod.metadata.uid!]: nodeName };
+    });
+  }
+
+  /** A virt-launcher pod of the VMI; `nodeName` null: a migration target not scheduled yet (Pending). */
+  private createLauncherPod(vmi: K8sObject, nodeName: string | null, extraLabels: Record<string, string>): K8sObject {
+    const { namespace, name } = vmi.metadata;
+    return this.store.create(this.pods, {
+      metadata: {
+        name: `virt-launcher-${name}-${randomUUID().slice(0, 5)}`,
+        namespace,
+        labels: {
+          ...Object.fromEntries(Object.entries(vmi.metadata.labels ?? {}).filter(([k]) => k !== 'kubevirt.io/nodeName')),
+          'kubevirt.io': 'virt-launcher',
+          'kubevirt.io/created-by': vmi.metadata.uid!,
+          'vm.kubevirt.io/name': name,
+          ...extraLabels,
+        },
+        ownerReferences: [
+          { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance', name, uid: vmi.metadata.uid, controller: true, blockOwnerDeletion: true },
+        ],
+      },
+      spec: {
+        ...(nodeName && { nodeName }),
+        terminationGracePeriodSeconds: 45,
+        containers: [{ name: 'compute', image: 'quay.io/kubevirt/virt-launcher:v1.6.0' }],
+      },
+      status: nodeName ? { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } : { phase: 'Pending' },
     });
   }
 
@@ -225,7 +376,7 @@ export class KubevirtController {
     for (const vmi of this.store.list(this.vmis)) load.set(vmi.status?.nodeName, (load.get(vmi.status?.nodeName) ?? 0) + 1);
     const candidates = this.store
       .list(this.nodes)
-      .filter((n) => n.metadata.name !== exclude && isNodeReady(n) && !n.spec?.unschedulable && nodeFits(n, podSpec, extraSelector));
+      .filter((n) => n.metadata.name !== exclude && isNodeReady(n) && !n.spec?.unschedulable && !isTainted(n) && nodeFits(n, podSpec, extraSelector));
     candidates.sort(
       (a, b) =>
         preferenceScore(b, podSpec) - preferenceScore(a, podSpec) ||
@@ -235,59 +386,228 @@ export class KubevirtController {
     return candidates[0] ?? null;
   }
 
-  private setMigration(namespace: string, name: string, status: Record<string, unknown>): void {
-    this.store.mutate(this.migrations, namespace, name, (m) => {
-      m.status = { ...(m.status ?? {}), ...status };
+  private setMigration(namespace: string, name: string, change: (m: K8sObject) => void): void {
+    this.store.mutate(this.migrations, namespace, name, change);
+  }
+
+  private setPhase(namespace: string, name: string, phase: string, extra: Record<string, unknown> = {}): void {
+    this.setMigration(namespace, name, (m) => {
+      m.status = { ...(m.status ?? {}), ...extra, phase };
     });
   }
 
-  private fail(namespace: string, name: string, vmiName: string | undefined, reason: string): void {
-    this.setMigration(namespace, name, { phase: 'Failed', migrationState: { failed: true, completed: true, failureReason: reason } });
-    if (vmiName && this.store.get(this.vmis, namespace, vmiName)) {
-      this.store.mutate(this.vmis, namespace, vmiName, (vmi) => {
-        vmi.status.migrationState = { ...(vmi.status.migrationState ?? {}), failed: true, completed: true, failureReason: reason };
+  private targetPods(namespace: string, migrationUid: string): K8sObject[] {
+    return this.store.list(this.pods, namespace).filter((p) => p.metadata.labels?.[MIGRATION_JOB_LABEL] === migrationUid);
+  }
+
+  private fail(mig: K8sObject, reason: string, extra: { abortRequested?: boolean } = {}): void {
+    const { namespace, name } = mig.metadata;
+    const vmiName: string | undefined = mig.spec?.vmiName;
+    for (const p of this.targetPods(namespace!, mig.metadata.uid!)) this.store.delete(this.pods, namespace, p.metadata.name);
+    this.setMigration(namespace!, name, (m) => {
+      m.status = {
+        ...(m.status ?? {}),
+        phase: 'Failed',
+        migrationState: { ...(m.status?.migrationState ?? {}), failed: true, completed: true, failureReason: reason },
+        ...(extra.abortRequested && { conditions: [...(m.status?.conditions ?? []), { type: 'migrationAbortRequested', status: 'True' }] }),
+      };
+    });
+    const vmi = vmiName ? this.store.get(this.vmis, namespace, vmiName) : null;
+    if (vmi && vmi.status?.migrationState?.migrationUid === mig.metadata.uid) {
+      this.store.mutate(this.vmis, namespace, vmiName!, (v) => {
+        v.status.migrationState = { ...(v.status.migrationState ?? {}), failed: true, completed: true, failureReason: reason };
       });
-      this.setVmStatus(namespace, vmiName, { printableStatus: 'Running' });
+      if (this.store.get(this.vms, namespace, vmiName!)) this.setVmStatus(namespace!, vmiName!, { printableStatus: 'Running' });
+    }
+    this.event(namespace!, mig, 'FailedMigration', reason);
+  }
+
+  /** A core/v1 Event about the migration, as KubeVirt records one. */
+  private event(namespace: string, mig: K8sObject, reason: string, message: string): void {
+    const events = this.store.resource('', 'events');
+    if (!events) return;
+    this.store.create(events, {
+      metadata: { name: '', generateName: `${mig.metadata.name}.`, namespace },
+      involvedObject: { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstanceMigration', name: mig.metadata.name, namespace, uid: mig.metadata.uid },
+      reason,
+      message,
+      type: reason === 'FailedMigration' ? 'Warning' : 'Normal',
+      source: { component: 'virtualmachine-controller' },
+    });
+  }
+
+  /** One step of a migration's life, from what it is now. */
+  private syncMigration(namespace: string, name: string): void {
+    const mig = this.store.get(this.migrations, namespace, name);
+    if (!mig) return;
+    const phase: string | undefined = mig.status?.phase;
+    if (mig.metadata.deletionTimestamp) return this.abort(mig);
+    if (FINAL.includes(phase!)) return this.schedule(`gc/${namespace}`, () => this.collectMigrations(namespace));
+    if (phase === undefined) {
+      // The target pod exists from the start, unscheduled, as KubeVirt creates it.
+      const vmi = this.store.get(this.vmis, namespace, mig.spec?.vmiName);
+      if (vmi) this.createLauncherPod(vmi, null, { [MIGRATION_JOB_LABEL]: mig.metadata.uid! });
+      return this.setPhase(namespace, name, 'Pending');
+    }
+    if (phase === 'Pending') {
+      if (this.holds.pending(mig)) return;
+      return this.startMigration(mig);
     }
   }
 
-  private startMigration(namespace: string, name: string): void {
-    const mig = this.store.get(this.migrations, namespace, name);
-    if (!mig || mig.status?.phase) return;
+  /** Pending → Scheduling (the target pod) → Running; then Succeeded after `migrateMs`, unless held or aborted. */
+  private startMigration(mig: K8sObject): void {
+    const { namespace, name } = mig.metadata;
     const vmiName: string | undefined = mig.spec?.vmiName;
     const vmi = vmiName ? this.store.get(this.vmis, namespace, vmiName) : null;
-    if (!vmi || vmi.status?.phase !== 'Running') return this.fail(namespace, name, undefined, `VMI ${namespace}/${vmiName} is not running`);
+    if (!vmi || vmi.status?.phase !== 'Running') return this.fail(mig, `VMI ${namespace}/${vmiName} is not running`);
     const notMigratable = (vmi.status.conditions ?? []).find((c: { type: string; status: string }) => c.type === 'LiveMigratable' && c.status === 'False');
-    if (notMigratable) return this.fail(namespace, name, vmiName, `${notMigratable.reason}: ${notMigratable.message ?? 'not live-migratable'}`);
+    if (notMigratable) return this.fail(mig, `${notMigratable.reason}: ${notMigratable.message ?? 'not live-migratable'}`);
     const source: string = vmi.status.nodeName;
     const target = this.pickNode(vmi.spec, source, mig.spec?.addedNodeSelector ?? {});
-    if (!target) return this.fail(namespace, name, vmiName, "target pod unschedulable: no node matches the VMI's constraints");
+    if (!target) return this.fail(mig, "target pod unschedulable: no node matches the VMI's constraints");
     const targetNode = target.metadata.name;
-    const migrationState = { migrationUid: mig.metadata.uid, sourceNode: source, targetNode, completed: false, failed: false };
-    this.setMigration(namespace, name, { phase: 'Running', migrationState });
+    this.setPhase(namespace!, name, 'Scheduling');
+    const pending = this.targetPods(namespace!, mig.metadata.uid!)[0];
+    const targetPod = pending
+      ? this.store.mutate(this.pods, namespace, pending.metadata.name, (p) => {
+          p.spec.nodeName = targetNode;
+          p.status = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] };
+        })!
+      : this.createLauncherPod(vmi, targetNode, { [MIGRATION_JOB_LABEL]: mig.metadata.uid! });
+    const migrationState = {
+      migrationUid: mig.metadata.uid,
+      sourceNode: source,
+      targetNode,
+      targetPod: targetPod.metadata.name,
+      completed: false,
+      failed: false,
+    };
+    this.setPhase(namespace!, name, 'Running', { migrationState });
     this.store.mutate(this.vmis, namespace, vmiName!, (v) => {
       v.status.migrationState = migrationState;
     });
-    this.setVmStatus(namespace, vmiName!, { printableStatus: 'Migrating' });
-    this.later(this.delays.migrateMs, () => {
-      const now = this.store.get(this.vmis, namespace, vmiName!);
-      if (!now || now.metadata.uid !== vmi.metadata.uid) return this.fail(namespace, name, undefined, 'the VMI went away during the migration');
-      const targetNow = this.store.get(this.nodes, undefined, targetNode);
-      if (!targetNow || !isNodeReady(targetNow)) return this.fail(namespace, name, vmiName, `target node ${targetNode} became unavailable`);
-      const done = { ...migrationState, completed: true };
-      this.store.mutate(this.vmis, namespace, vmiName!, (v) => {
-        v.status.nodeName = targetNode;
-        v.status.migrationState = done;
-        v.metadata.labels = { ...(v.metadata.labels ?? {}), 'kubevirt.io/nodeName': targetNode };
+    this.setVmStatus(namespace!, vmiName!, { printableStatus: 'Migrating' });
+    this.running.add(mig.metadata.uid!);
+    this.later(this.delays.migrateMs, () => this.complete(namespace!, name, mig.metadata.uid!));
+  }
+
+  /** The copy is done: hand-over to the target, unless a test holds it or it was aborted meanwhile. */
+  private complete(namespace: string, name: string, uid: string): void {
+    const mig = this.store.get(this.migrations, namespace, name);
+    if (!mig || mig.metadata.uid !== uid || mig.status?.phase !== 'Running') return;
+    if (mig.metadata.deletionTimestamp) return;
+    if (this.holds.running(mig)) {
+      // Looked at again on release().
+      return;
+    }
+    this.succeed(mig);
+  }
+
+  private succeed(mig: K8sObject): void {
+    const { namespace, name } = mig.metadata;
+    const vmiName: string = mig.spec.vmiName;
+    const state = mig.status.migrationState;
+    this.running.delete(mig.metadata.uid!);
+    const vmi = this.store.get(this.vmis, namespace, vmiName);
+    if (!vmi || vmi.status?.migrationState?.migrationUid !== mig.metadata.uid) return this.fail(mig, 'the VMI went away during the migration');
+    const targetNow = this.store.get(this.nodes, undefined, state.targetNode);
+    if (!targetNow || !isNodeReady(targetNow)) return this.fail(mig, `target node ${state.targetNode} became unavailable`);
+    const done = { ...state, completed: true };
+    const sourcePod = this.activePod(vmi);
+    const targetPod = this.targetPods(namespace!, mig.metadata.uid!)[0];
+    this.store.mutate(this.vmis, namespace, vmiName, (v) => {
+      v.status.nodeName = state.targetNode;
+      v.status.migrationState = done;
+      v.metadata.labels = { ...(v.metadata.labels ?? {}), 'kubevirt.io/nodeName': state.targetNode };
+      v.status.activePods = targetPod ? { [targetPod.metadata.uid!]: state.targetNode } : {};
+      delete v.status.evacuationNodeName;
+    });
+    // The source's launcher pod completes (a completed launcher pod passes an eviction, k8s:E2).
+    if (sourcePod)
+      this.store.mutate(
+        this.pods,
+        namespace,
+        sourcePod.metadata.name,
+        (p) => (p.status = { phase: 'Succeeded', conditions: [{ type: 'Ready', status: 'False' }] }),
+      );
+    this.setPhase(namespace!, name, 'Succeeded', { migrationState: done });
+    this.setVmStatus(namespace!, vmiName, { printableStatus: 'Running' });
+  }
+
+  /**
+   * k8s:C1–C3: a deleted migration. Final: its finalizer goes. Before hand-off: abort
+   * requested, target pod deleted, Failed, the VM never left. Running: the VMI's
+   * migrationState asks for the abort; it ends as `holds.abortOutcome` says.
+   */
+  private abort(mig: K8sObject): void {
+    const { namespace, name } = mig.metadata;
+    const phase: string | undefined = mig.status?.phase;
+    const dropFinalizer = () =>
+      this.setMigration(namespace!, name, (m) => {
+        m.metadata.finalizers = (m.metadata.finalizers ?? []).filter((f: string) => f !== MIGRATION_FINALIZER);
       });
-      this.setMigration(namespace, name, { phase: 'Succeeded', migrationState: done });
-      this.setVmStatus(namespace, vmiName!, { printableStatus: 'Running' });
+    if (FINAL.includes(phase!)) return dropFinalizer();
+    if (BEFORE_HANDOFF.includes(phase)) {
+      this.fail(mig, `Migration ${name} was canceled`, { abortRequested: true });
+      return dropFinalizer();
+    }
+    if (phase === 'Running' && mig.status?.migrationState?.abortStatus === undefined) {
+      const vmiName: string = mig.spec.vmiName;
+      this.setMigration(namespace!, name, (m) => {
+        m.status.conditions = [...(m.status.conditions ?? []), { type: 'migrationAbortRequested', status: 'True' }];
+        m.status.migrationState = { ...m.status.migrationState, abortRequested: true, abortStatus: 'Aborting' };
+      });
+      this.store.mutate(this.vmis, namespace, vmiName, (v) => {
+        if (v.status.migrationState?.migrationUid === mig.metadata.uid)
+          v.status.migrationState = { ...v.status.migrationState, abortRequested: true, abortStatus: 'Aborting' };
+      });
+      this.later(Math.max(1, Math.floor(this.delays.migrateMs / 4)), () => {
+        const now = this.store.get(this.migrations, namespace, name);
+        if (!now) return;
+        const outcome = this.holds.abortOutcome;
+        this.store.mutate(this.vmis, namespace, vmiName, (v) => {
+          if (v.status.migrationState?.migrationUid === mig.metadata.uid) v.status.migrationState = { ...v.status.migrationState, abortStatus: outcome };
+        });
+        this.setMigration(namespace!, name, (m) => (m.status.migrationState = { ...m.status.migrationState, abortStatus: outcome }));
+        const current = this.store.get(this.migrations, namespace, name)!;
+        // The abort lost the race: the migration completes on the target.
+        if (outcome === 'Failed') this.succeed(current);
+        else this.fail(current, `Migration ${name} was aborted`, {});
+        this.running.delete(mig.metadata.uid!);
+        dropFinalizer();
+      });
+    }
+  }
+
+  /** k8s:C4: migrations of a VMI that is gone go; of the final ones only the newest 5 per VMI are kept. */
+  private collectMigrations(namespace: string): void {
+    const byVmi = new Map<string, K8sObject[]>();
+    for (const m of this.store.list(this.migrations, namespace)) {
+      const vmiName: string = m.spec?.vmiName;
+      if (!this.store.get(this.vmis, namespace, vmiName)) {
+        if (FINAL.includes(m.status?.phase) || !m.metadata.finalizers?.length) this.store.delete(this.migrations, namespace, m.metadata.name);
+        continue;
+      }
+      if (FINAL.includes(m.status?.phase) && !m.metadata.deletionTimestamp) byVmi.set(vmiName, [...(byVmi.get(vmiName) ?? []), m]);
+    }
+    for (const list of byVmi.values()) {
+      list.sort((a, b) => Number(b.metadata.resourceVersion) - Number(a.metadata.resourceVersion));
+      for (const old of list.slice(FINALIZED_MIGRATIONS_KEPT)) this.store.delete(this.migrations, namespace, old.metadata.name);
+    }
+  }
+
+  /** A migration as KubeVirt's own controllers create it (the evacuation controller), with what admission adds. */
+  createMigration(namespace: string, vmiName: string, metadata: { generateName: string; annotations?: Record<string, string> }): K8sObject {
+    return this.store.create(this.migrations, {
+      metadata: { name: '', ...metadata, namespace, labels: { [VMI_NAME_LABEL]: vmiName }, finalizers: [MIGRATION_FINALIZER] },
+      spec: { vmiName },
     });
   }
 
   private nodeGone(nodeName: string): void {
     for (const vmi of this.store.list(this.vmis)) {
-      if (vmi.status?.nodeName === nodeName) this.store.delete(this.vmis, vmi.metadata.namespace, vmi.metadata.name);
+      if (vmi.status?.nodeName === nodeName) this.deleteVmi(vmi.metadata.namespace!, vmi.metadata.name);
     }
   }
 }

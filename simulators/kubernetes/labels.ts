@@ -67,3 +67,21 @@ export function matchesLabels(labels: Record<string, string> | undefined, requir
     }
   });
 }
+
+/** A `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`); an empty or absent one matches everything (as a PDB's does). */
+export function matchesLabelSelectorObject(
+  labels: Record<string, string> | undefined,
+  selector: { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] } | undefined,
+): boolean {
+  const l = labels ?? {};
+  if (!selector) return true;
+  if (!Object.entries(selector.matchLabels ?? {}).every(([k, v]) => l[k] === v)) return false;
+  return (selector.matchExpressions ?? []).every((e) => {
+    const has = Object.hasOwn(l, e.key);
+    if (e.operator === 'In') return has && (e.values ?? []).includes(l[e.key]!);
+    if (e.operator === 'NotIn') return !has || !(e.values ?? []).includes(l[e.key]!);
+    if (e.operator === 'Exists') return has;
+    if (e.operator === 'DoesNotExist') return !has;
+    return false;
+  });
+}

@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { SimClock } from './clock.ts';
+import { matchesFields, parseFieldSelector } from './fields.ts';
 import { matchesLabels, parseLabelSelector, SelectorError } from './labels.ts';
 import { jsonPatch, mergePatch, PatchError, strategicMergePatch } from './patch.ts';
 import { apiVersionOf, resourceKey, StoreError, type K8sObject, type ObjectStore, type ResourceDef, type StoreEvent } from './store.ts';
@@ -16,7 +18,24 @@ export interface PolicyRule {
 export interface RecordedCall {
   verb: Verb;
   group: string;
+  /** As RBAC names it: `pods`, or `pods/eviction` for a subresource. */
   resource: string;
+  namespace?: string;
+  name?: string;
+  /** The request body of a write (create, update, patch, delete options). */
+  body?: unknown;
+  /** The simulator's clock when the call arrived. */
+  at: number;
+}
+
+/** One request and its answer, for checking shapes against outside schemas (test/support). */
+export interface Exchange {
+  verb: Verb;
+  resource: ResourceDef;
+  subresource: string | undefined;
+  request: unknown;
+  code: number;
+  response: unknown;
 }
 
 export interface ApiServerOptions {
@@ -26,22 +45,53 @@ export interface ApiServerOptions {
   user: string;
   /** How often open watches that asked for bookmarks get one. */
   bookmarkIntervalMs: number;
+  clock: SimClock;
 }
 
 interface Route {
   resource: ResourceDef;
   namespace: string | undefined;
   name: string | undefined;
+  sub: string | undefined;
 }
 
-function status(code: number, reason: string, message: string, details?: Record<string, unknown>) {
+export function status(code: number, reason: string, message: string, details?: Record<string, unknown>) {
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details && { details }), code };
 }
 
+/** A refusal of an admission webhook or subresource handler: answered as a Status with this code. */
+export class ApiError extends Error {
+  constructor(
+    readonly code: number,
+    readonly reason: string,
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+/** What an admission plugin sees; it may change `object` (mutating) or throw ApiError (validating). */
+export interface AdmissionRequest {
+  verb: 'create' | 'update' | 'patch' | 'delete';
+  resource: ResourceDef;
+  namespace: string | undefined;
+  name: string | undefined;
+  object: K8sObject | null;
+  oldObject: K8sObject | null;
+}
+
+/** A subresource served by a handler (e.g. `pods/eviction`): answers a status code and a body. */
+export type SubresourceHandler = (r: { verb: Verb; namespace: string | undefined; name: string; body: unknown }) => { code: number; body: unknown };
+
+/** A DELETE the owning controller handles (e.g. pods: graceful termination). */
+export type DeleteHandler = (namespace: string | undefined, name: string, gracePeriodSeconds: number | undefined) => K8sObject;
+
 /**
  * The HTTP side of the simulated API server: the REST paths of the served kinds, strict
- * like kube-apiserver where the client can tell (Status bodies, 404 for unknown kinds, 409 on
- * stale writes, 415 for unknown patch types, 410 for watches from a compacted version).
+ * like kube-apiserver where the client can tell (Status bodies, 404 for unknown kinds and
+ * subresources, 409 on stale writes, 415 for unknown patch types, 410 for watches from a
+ * compacted version, 400 for unknown field selectors).
  */
 export class ApiServer {
   readonly server: Server;
@@ -53,6 +103,12 @@ export class ApiServer {
   private outage: number | null = null;
   /** Runs before each update or patch is applied (tests make a concurrent writer here). */
   beforeWrite: ((verb: 'update' | 'patch', resource: ResourceDef, namespace: string | undefined, name: string) => void) | null = null;
+  /** Sees every answered request (tests validate shapes here). */
+  onExchange: ((x: Exchange) => void) | null = null;
+  /** Admission plugins (KubeVirt's webhooks), run on writes in order. */
+  readonly admitters: ((a: AdmissionRequest) => void)[] = [];
+  readonly subresources = new Map<string, SubresourceHandler>();
+  readonly deleteHandlers = new Map<string, DeleteHandler>();
   private readonly sockets = new Set<Socket>();
   private readonly watches = new Set<() => void>();
   private port = 0;
@@ -122,6 +178,43 @@ export class ApiServer {
     await closed;
   }
 
+  /** Which version `pods/eviction` is discovered in (k8s:K5: a client uses policy/v1beta1 only when v1 is not listed). */
+  evictionVersion: 'v1' | 'v1beta1' = 'v1';
+
+  /** `GET /api/v1`: the core group's resources and subresources, as discovery lists them. */
+  private discovery(): unknown {
+    const resources = this.store.resources
+      .filter((r) => r.group === '')
+      .flatMap((r) => [
+        {
+          name: r.plural,
+          singularName: r.kind.toLowerCase(),
+          namespaced: r.namespaced,
+          kind: r.kind,
+          verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
+        },
+        ...(r.subresources ?? []).map((sub) =>
+          sub === 'eviction'
+            ? {
+                name: `${r.plural}/eviction`,
+                singularName: '',
+                namespaced: true,
+                group: 'policy',
+                version: this.evictionVersion,
+                kind: 'Eviction',
+                verbs: ['create'],
+              }
+            : { name: `${r.plural}/${sub}`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: ['get', 'patch', 'update'] },
+        ),
+      ]);
+    return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: 'v1', resources };
+  }
+
+  /** Runs the admission plugins, as the API server does before it stores a write. */
+  admit(a: AdmissionRequest): void {
+    for (const admitter of this.admitters) admitter(a);
+  }
+
   private send(res: ServerResponse, code: number, body: unknown): void {
     const text = JSON.stringify(body);
     res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
@@ -145,22 +238,32 @@ export class ApiServer {
       namespace = rest[1];
       rest = rest.slice(2);
     }
-    const [plural, name, sub] = rest;
+    const [plural, name, sub, ...more] = rest;
     const resource = plural ? this.store.resource(group, plural) : undefined;
-    if (!resource || resource.version !== version || sub !== undefined || (namespace !== undefined && !resource.namespaced)) {
+    const subOk = sub === undefined || (resource?.subresources ?? []).includes(sub);
+    if (!resource || resource.version !== version || !subOk || more.length || (namespace !== undefined && !resource.namespaced)) {
       return { error: status(404, 'NotFound', 'the server could not find the requested resource') };
     }
-    return { resource, namespace, name };
+    return { resource, namespace, name, sub };
   }
 
-  private forbidden(verb: Verb, route: Route): ReturnType<typeof status> | null {
-    const { resource, namespace, name } = route;
-    this.calls.push({ verb, group: resource.group, resource: resource.plural });
+  private forbidden(verb: Verb, route: Route, body: unknown): ReturnType<typeof status> | null {
+    const { resource, namespace, name, sub } = route;
+    const rbacResource = sub ? `${resource.plural}/${sub}` : resource.plural;
+    this.calls.push({
+      verb,
+      group: resource.group,
+      resource: rbacResource,
+      ...(namespace && { namespace }),
+      ...(name && { name }),
+      ...(body !== undefined && { body }),
+      at: this.options.clock.now(),
+    });
     if (!this.rules) return null;
     const allowed = this.rules.some(
       (rule) =>
         (rule.apiGroups.includes('*') || rule.apiGroups.includes(resource.group)) &&
-        (rule.resources.includes('*') || rule.resources.includes(resource.plural)) &&
+        (rule.resources.includes('*') || rule.resources.includes(rbacResource)) &&
         (rule.verbs.includes('*') || rule.verbs.includes(verb)),
     );
     if (allowed) return null;
@@ -169,7 +272,7 @@ export class ApiServer {
     return status(
       403,
       'Forbidden',
-      `${what} is forbidden: User "${this.options.user}" cannot ${verb} resource "${resource.plural}" in API group "${resource.group}" ${scope}`,
+      `${what} is forbidden: User "${this.options.user}" cannot ${verb} resource "${rbacResource}" in API group "${resource.group}" ${scope}`,
       { ...(name && { name }), group: resource.group, kind: resource.plural },
     );
   }
@@ -181,6 +284,24 @@ export class ApiServer {
     return text ? JSON.parse(text) : undefined;
   }
 
+  private verbOf(method: string, route: Route, params: URLSearchParams): Verb | null {
+    const { name, sub } = route;
+    if (sub) {
+      // A subresource takes the verbs of its object: eviction is a create, status a get/update/patch.
+      if (method === 'POST') return 'create';
+      if (method === 'GET') return 'get';
+      if (method === 'PUT') return 'update';
+      if (method === 'PATCH') return 'patch';
+      return null;
+    }
+    if (method === 'GET') return name ? 'get' : params.get('watch') === 'true' || params.get('watch') === '1' ? 'watch' : 'list';
+    if (method === 'POST' && !name) return 'create';
+    if (method === 'PUT' && name) return 'update';
+    if (method === 'PATCH' && name) return 'patch';
+    if (method === 'DELETE' && name) return 'delete';
+    return null;
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (this.outage !== null) {
       return this.send(res, this.outage, status(this.outage, 'ServiceUnavailable', 'the server is currently unable to handle the request'));
@@ -189,137 +310,170 @@ export class ApiServer {
       return this.send(res, 401, status(401, 'Unauthorized', 'Unauthorized'));
     }
     const url = new URL(req.url ?? '/', 'http://sim');
+    if (url.pathname.replace(/\/$/, '') === '/api/v1' && req.method === 'GET') return this.send(res, 200, this.discovery());
     const route = this.route(url.pathname);
     if ('error' in route) return this.send(res, 404, route.error);
-    const { resource, namespace, name } = route;
     const method = req.method ?? 'GET';
-    const verb: Verb | null =
-      method === 'GET'
-        ? name
-          ? 'get'
-          : url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1'
-            ? 'watch'
-            : 'list'
-        : method === 'POST' && !name
-          ? 'create'
-          : method === 'PUT' && name
-            ? 'update'
-            : method === 'PATCH' && name
-              ? 'patch'
-              : method === 'DELETE' && name
-                ? 'delete'
-                : null;
+    const verb = this.verbOf(method, route, url.searchParams);
     if (!verb) return this.send(res, 405, status(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`));
-    const denied = this.forbidden(verb, route);
-    if (denied) return this.send(res, 403, denied);
-
+    let body: unknown;
     try {
+      body = method === 'GET' ? undefined : await this.body(req);
+    } catch (e) {
+      return this.send(res, 400, status(400, 'BadRequest', `invalid JSON: ${(e as Error).message}`));
+    }
+    const denied = this.forbidden(verb, route, body);
+    if (denied) return this.send(res, 403, denied);
+    if (verb === 'watch') {
+      try {
+        return this.watch(req, res, route.resource, route.namespace, url.searchParams);
+      } catch (e) {
+        if (e instanceof SelectorError) return this.send(res, 400, status(400, 'BadRequest', e.message));
+        throw e;
+      }
+    }
+    const { code, out } = this.answer(verb, route, body, url.searchParams, req.headers['content-type'] ?? '');
+    this.onExchange?.({ verb, resource: route.resource, subresource: route.sub, request: body, code, response: out });
+    this.send(res, code, out);
+  }
+
+  private answer(verb: Verb, route: Route, body: unknown, params: URLSearchParams, contentType: string): { code: number; out: unknown } {
+    const { resource, namespace, name, sub } = route;
+    const fail = (code: number, reason: string, message: string, details?: Record<string, unknown>) => ({ code, out: status(code, reason, message, details) });
+    try {
+      if (sub && sub !== 'status') {
+        const handler = this.subresources.get(`${resourceKey(resource)}/${sub}`);
+        if (!handler) return fail(404, 'NotFound', 'the server could not find the requested resource');
+        const answer = handler({ verb, namespace, name: name!, body });
+        return { code: answer.code, out: answer.body };
+      }
       switch (verb) {
         case 'get':
-          return this.send(res, 200, this.store.require(resource, namespace, name!));
+          return { code: 200, out: this.store.require(resource, namespace, name!) };
         case 'list': {
-          const selector = parseLabelSelector(url.searchParams.get('labelSelector'));
-          const items = this.store.list(resource, namespace).filter((o) => matchesLabels(o.metadata.labels, selector));
-          return this.send(res, 200, {
-            kind: `${resource.kind}List`,
-            apiVersion: apiVersionOf(resource),
-            metadata: { resourceVersion: String(this.store.currentRv) },
-            items,
-          });
+          const selector = parseLabelSelector(params.get('labelSelector'));
+          const fields = parseFieldSelector(params.get('fieldSelector'), resource);
+          const items = this.store.list(resource, namespace).filter((o) => matchesLabels(o.metadata.labels, selector) && matchesFields(o, fields));
+          return {
+            code: 200,
+            out: { kind: `${resource.kind}List`, apiVersion: apiVersionOf(resource), metadata: { resourceVersion: String(this.store.currentRv) }, items },
+          };
         }
-        case 'watch':
-          return this.watch(req, res, resource, namespace, url.searchParams);
         case 'create': {
-          const input = (await this.body(req)) as K8sObject;
-          if (!input || typeof input !== 'object' || !input.metadata)
-            return this.send(res, 400, status(400, 'BadRequest', 'the body must be an object with metadata'));
+          const input = body as K8sObject;
+          if (!input || typeof input !== 'object' || !input.metadata) return fail(400, 'BadRequest', 'the body must be an object with metadata');
           if (resource.namespaced) {
             if (input.metadata.namespace && input.metadata.namespace !== namespace) {
-              return this.send(res, 400, status(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request'));
+              return fail(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
             }
             input.metadata.namespace = namespace;
           }
-          return this.send(res, 201, this.store.create(resource, input));
+          this.admit({ verb: 'create', resource, namespace, name: input.metadata.name, object: input, oldObject: null });
+          return { code: 201, out: this.store.create(resource, input) };
         }
         case 'update': {
-          const input = (await this.body(req)) as K8sObject;
+          const input = body as K8sObject;
           if (!input?.metadata?.resourceVersion) {
-            return this.send(
-              res,
+            return fail(
               422,
-              status(
-                422,
-                'Invalid',
-                `${resourceKey(resource)} "${name}" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`,
-              ),
+              'Invalid',
+              `${resourceKey(resource)} "${name}" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`,
             );
           }
-          if (input.metadata.name !== name) return this.send(res, 400, status(400, 'BadRequest', 'the name of the object does not match the name on the URL'));
+          if (input.metadata.name !== name) return fail(400, 'BadRequest', 'the name of the object does not match the name on the URL');
           input.metadata.namespace = namespace;
           this.beforeWrite?.('update', resource, namespace, name!);
-          const out = this.store.update(resource, input, { expectRv: input.metadata.resourceVersion, keepStatus: resource.statusSubresource });
-          return this.send(res, 200, out);
+          const current = this.store.require(resource, namespace, name!);
+          const next =
+            sub === 'status' ? { ...current, status: input.status, metadata: { ...current.metadata, resourceVersion: input.metadata.resourceVersion } } : input;
+          this.admit({ verb: 'update', resource, namespace, name, object: next, oldObject: current });
+          return { code: 200, out: this.write(resource, next, current, sub, input.metadata.resourceVersion) };
         }
         case 'patch':
-          return await this.patch(req, res, resource, namespace, name!);
+          return this.patch(resource, namespace, name!, sub, body, contentType);
         case 'delete': {
-          this.store.delete(resource, namespace, name!);
-          return this.send(res, 200, {
-            kind: 'Status',
-            apiVersion: 'v1',
-            metadata: {},
-            status: 'Success',
-            details: { name, group: resource.group, kind: resource.plural },
-          });
+          const grace = deleteGrace(body, params);
+          const handler = this.deleteHandlers.get(resourceKey(resource));
+          const current = this.store.require(resource, namespace, name!);
+          this.admit({ verb: 'delete', resource, namespace, name, object: null, oldObject: current });
+          const gone = handler ? handler(namespace, name!, grace) : this.store.requestDelete(resource, namespace, name!, this.options.clock.now());
+          // An object kept by its finalizers (or a pod's grace) is answered as the object; one gone at once as a Status.
+          if (gone.metadata.deletionTimestamp && this.store.get(resource, namespace, name!)) return { code: 200, out: gone };
+          return {
+            code: 200,
+            out: {
+              kind: 'Status',
+              apiVersion: 'v1',
+              metadata: {},
+              status: 'Success',
+              details: { name, group: resource.group, kind: resource.plural, uid: gone.metadata.uid },
+            },
+          };
         }
+        case 'watch':
+          return fail(405, 'MethodNotAllowed', 'watch');
       }
     } catch (e) {
-      if (e instanceof StoreError)
-        return this.send(res, e.code, status(e.code, e.reason, e.message, { ...(name && { name }), group: resource.group, kind: resource.plural }));
-      if (e instanceof SelectorError) return this.send(res, 400, status(400, 'BadRequest', e.message));
-      if (e instanceof SyntaxError) return this.send(res, 400, status(400, 'BadRequest', `invalid JSON: ${e.message}`));
+      if (e instanceof StoreError) return fail(e.code, e.reason, e.message, { ...(name && { name }), group: resource.group, kind: resource.plural });
+      if (e instanceof ApiError) return fail(e.code, e.reason, e.message, e.details);
+      if (e instanceof SelectorError) return fail(400, 'BadRequest', e.message);
+      if (e instanceof PatchError) return fail(422, 'Invalid', e.message);
       throw e;
     }
   }
 
-  private async patch(req: IncomingMessage, res: ServerResponse, resource: ResourceDef, namespace: string | undefined, name: string): Promise<void> {
-    const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim();
+  /**
+   * The main endpoint of a kind with a status subresource keeps the stored status; the
+   * status subresource changes only the status.
+   */
+  private write(resource: ResourceDef, next: K8sObject, current: K8sObject, sub: string | undefined, expectRv: string | undefined): K8sObject {
+    if (sub === 'status') {
+      const merged = { ...current, status: next.status, metadata: { ...current.metadata, ...(expectRv !== undefined && { resourceVersion: expectRv }) } };
+      return this.store.update(resource, merged, { expectRv });
+    }
+    return this.store.update(resource, next, { expectRv, keepStatus: resource.statusSubresource });
+  }
+
+  private patch(
+    resource: ResourceDef,
+    namespace: string | undefined,
+    name: string,
+    sub: string | undefined,
+    patch: unknown,
+    rawType: string,
+  ): { code: number; out: unknown } {
+    const contentType = rawType.split(';')[0]!.trim();
     this.beforeWrite?.('patch', resource, namespace, name);
     const current = this.store.require(resource, namespace, name);
-    const patch = await this.body(req);
     let next: K8sObject;
-    try {
-      if (contentType === 'application/merge-patch+json') next = mergePatch(current, patch) as K8sObject;
-      else if (contentType === 'application/json-patch+json') next = jsonPatch(current, patch) as K8sObject;
-      else if (contentType === 'application/strategic-merge-patch+json' && resource.strategicMerge) next = strategicMergePatch(current, patch) as K8sObject;
-      else {
-        return this.send(
-          res,
+    if (contentType === 'application/merge-patch+json') next = mergePatch(current, patch) as K8sObject;
+    else if (contentType === 'application/json-patch+json') next = jsonPatch(current, patch) as K8sObject;
+    else if (contentType === 'application/strategic-merge-patch+json' && resource.strategicMerge) next = strategicMergePatch(current, patch) as K8sObject;
+    else {
+      return {
+        code: 415,
+        out: status(
           415,
-          status(
-            415,
-            'UnsupportedMediaType',
-            `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json${resource.strategicMerge ? ', application/strategic-merge-patch+json' : ''}`,
-          ),
-        );
-      }
-    } catch (e) {
-      if (e instanceof PatchError) return this.send(res, 422, status(422, 'Invalid', e.message));
-      throw e;
+          'UnsupportedMediaType',
+          `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json${resource.strategicMerge ? ', application/strategic-merge-patch+json' : ''}`,
+        ),
+      };
     }
     // A patch that sets metadata.resourceVersion is a precondition (optimistic concurrency), as in kube-apiserver.
     const expectRv = next.metadata?.resourceVersion;
     next.metadata = { ...next.metadata, name, ...(namespace && { namespace }) };
-    const out = this.store.update(resource, next, { expectRv, keepStatus: resource.statusSubresource });
-    this.send(res, 200, out);
+    this.admit({ verb: 'patch', resource, namespace, name, object: next, oldObject: current });
+    return { code: 200, out: this.write(resource, next, current, sub, expectRv) };
   }
 
   private watch(req: IncomingMessage, res: ServerResponse, resource: ResourceDef, namespace: string | undefined, params: URLSearchParams): void {
     const selector = parseLabelSelector(params.get('labelSelector'));
+    const fields = parseFieldSelector(params.get('fieldSelector'), resource);
     const rvParam = params.get('resourceVersion');
     const bookmarks = params.get('allowWatchBookmarks') === 'true';
     const timeoutSeconds = Number(params.get('timeoutSeconds') ?? '0');
-    const inScope = (o: K8sObject) => (namespace === undefined || o.metadata.namespace === namespace) && matchesLabels(o.metadata.labels, selector);
+    const inScope = (o: K8sObject) =>
+      (namespace === undefined || o.metadata.namespace === namespace) && matchesLabels(o.metadata.labels, selector) && matchesFields(o, fields);
 
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
     const write = (type: string, object: unknown) => res.write(`${JSON.stringify({ type, object })}\n`);
@@ -362,4 +516,12 @@ export class ApiServer {
     this.watches.add(end);
     req.on('close', end);
   }
+}
+
+/** `gracePeriodSeconds` of a DELETE: the DeleteOptions body, else the query parameter. */
+function deleteGrace(body: unknown, params: URLSearchParams): number | undefined {
+  const fromBody = (body as { gracePeriodSeconds?: unknown } | undefined)?.gracePeriodSeconds;
+  if (typeof fromBody === 'number') return fromBody;
+  const q = params.get('gracePeriodSeconds');
+  return q === null ? undefined : Number(q);
 }

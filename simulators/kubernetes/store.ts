@@ -13,6 +13,10 @@ export interface ResourceDef {
   statusSubresource: boolean;
   /** Whether strategic merge patch is accepted (built-in kinds only; never for custom resources). */
   strategicMerge: boolean;
+  /** Subresources served under `…/{name}/<sub>` (e.g. `eviction`, `status`). */
+  subresources?: string[];
+  /** Field selectors a list or watch accepts besides metadata.name and metadata.namespace. */
+  fieldSelectors?: string[];
 }
 
 interface K8sMetadata {
@@ -26,6 +30,9 @@ interface K8sMetadata {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   ownerReferences?: unknown[];
+  finalizers?: string[];
+  deletionTimestamp?: string;
+  deletionGracePeriodSeconds?: number;
   [key: string]: unknown;
 }
 
@@ -197,6 +204,15 @@ export class ObjectStore {
       if (current.status === undefined) delete next.status;
       else next.status = structuredClone(current.status);
     }
+    // Deletion is requested and immutable; the object goes once its finalizers are gone (and a pod's grace ran out).
+    if (current.metadata.deletionTimestamp) {
+      next.metadata.deletionTimestamp = current.metadata.deletionTimestamp;
+      if (current.metadata.deletionGracePeriodSeconds !== undefined) next.metadata.deletionGracePeriodSeconds = current.metadata.deletionGracePeriodSeconds;
+      else delete next.metadata.deletionGracePeriodSeconds;
+      if (!next.metadata.finalizers?.length && next.metadata.deletionGracePeriodSeconds === undefined) {
+        return this.delete(r, next.metadata.namespace, next.metadata.name);
+      }
+    }
     if (sameContent(current, next)) return structuredClone(current);
     if (JSON.stringify(current.spec) !== JSON.stringify(next.spec)) next.metadata.generation = (current.metadata.generation ?? 1) + 1;
     next.metadata.resourceVersion = String(++this.rv);
@@ -211,6 +227,25 @@ export class ObjectStore {
     if (!current) return null;
     change(current);
     return this.update(r, current);
+  }
+
+  /**
+   * A DELETE as the API server takes it: an object with finalizers (or a pod with a grace
+   * period, `graceSeconds` > 0) gets a deletionTimestamp and stays; anything else goes now.
+   */
+  requestDelete(r: ResourceDef, namespace: string | undefined, name: string, at: number, graceSeconds?: number): K8sObject {
+    const current = this.require(r, namespace, name);
+    const finalizers = current.metadata.finalizers ?? [];
+    if (!finalizers.length && !(graceSeconds && graceSeconds > 0)) return this.delete(r, namespace, name);
+    if (current.metadata.deletionTimestamp) return current;
+    const key = objectKey(r.namespaced ? namespace : undefined, name);
+    const next = structuredClone(current);
+    next.metadata.deletionTimestamp = new Date(at).toISOString();
+    if (graceSeconds && graceSeconds > 0) next.metadata.deletionGracePeriodSeconds = graceSeconds;
+    next.metadata.resourceVersion = String(++this.rv);
+    this.bucket(r).set(key, next);
+    this.record(r, 'MODIFIED', next);
+    return structuredClone(next);
   }
 
   delete(r: ResourceDef, namespace: string | undefined, name: string): K8sObject {

@@ -37,6 +37,8 @@ export const DOCUMENTS = {
     __typename ... on DisableMaintenanceResult { restartedVmIds failures { vmId message } warnings fillOperation { id } } ${BLOCKED} } }`,
   clearMaintenanceError: `mutation ClearError($nodeId: ID!, $reason: String) { result: clearMaintenanceError(nodeId: $nodeId, reason: $reason) {
     __typename ... on ClusterNode { id maintenancePhase cordoned } ${BLOCKED} } }`,
+  confirmNodeDown: `mutation ConfirmNodeDown($nodeId: ID!, $reason: String) { result: confirmNodeDown(nodeId: $nodeId, reason: $reason) {
+    __typename ... on ClusterNode { id availability } ${BLOCKED} } }`,
   configureNode: `mutation Configure($nodeId: ID!, $policy: SchedulingPolicy!, $reason: String) { result: configureNode(nodeId: $nodeId, policy: $policy, reason: $reason) {
     __typename ... on ClusterNode { id schedulingPolicy } ${BLOCKED} } }`,
   setVmMaintenanceStrategy: `mutation Strategy($vmId: ID, $selector: VmSelectorInput, $strategy: String, $reason: String) {
@@ -56,4 +58,7 @@ export const DOCUMENTS = {
   progress: `subscription Progress($id: ID!) { operationProgress(id: $id) {
     operation { ${OPERATION} rollout { currentWave nodesDone nodesTotal } }
     steps { workloadKind workloadId state reason error } } }`,
+  leadership: `query Leadership { leadership { role replica epoch leaseExpiresAt takeovers leader { address epoch leaseExpiresAt } } }`,
+  stepDown: `mutation StepDown($reason: String) { result: stepDown(reason: $reason) {
+    __typename ... on Leadership { role replica epoch leader { address epoch } } ${ERROR} } }`,
 } as const;

@@ -4,10 +4,11 @@ import type { CliIo } from './output.ts';
 import { UsageError, type Verb } from './verb.ts';
 import { clusterVerbs } from './verbs/cluster.ts';
 import { operationVerbs } from './verbs/operations.ts';
+import { leadershipVerb } from './verbs/leadership.ts';
 import { rolloutVerb } from './verbs/rollout.ts';
 
 /** The client verbs of `lockkeeper` (rollout:T2), one module per group. */
-export const CLIENT_VERBS: readonly Verb[] = [...clusterVerbs, ...operationVerbs, rolloutVerb];
+export const CLIENT_VERBS: readonly Verb[] = [...clusterVerbs, ...operationVerbs, rolloutVerb, leadershipVerb];
 
 /**
  * Mutations no client verb sends, and why (the parity test of rollout:T2 accepts only

@@ -1,3 +1,5 @@
+import type { NodeMaintenanceBackend } from './node-maintenance.ts';
+import type { PodDrainBackend } from './pod-drain.ts';
 import type { ClusterEventListener, ClusterNode, ClusterShard, ClusterVm, RunStrategy, SecondaryStatus, VmMaintenanceTracking } from './types.ts';
 
 /** Which workload kinds a backend serves. Optional behaviour is found here, never by plugin name. */
@@ -93,6 +95,14 @@ export interface ClusterBackend {
 
   /** Optional controls of a simulated backend; real backends leave this undefined. */
   readonly simulation?: SimulationControls;
+
+  // --- optional, by what the backend can do (Kubernetes: k8s: rules in docs/rules.md)
+  /** Draining a node of its other pods (k8s:K1–K10); absent when the backend runs no pods. */
+  readonly podDrain?: PodDrainBackend;
+  /** Harvester's node maintenance state, migration cancel and delegation (k8s:H1–H9, k8s:C9). */
+  readonly nodeMaintenance?: NodeMaintenanceBackend;
+  /** k8s:U7: confirms that a node which stopped reporting is really down (stage 2 of node-down handling). */
+  confirmNodeDown?(nodeId: string): Promise<void>;
 
   close(): Promise<void>;
 }

@@ -1,6 +1,7 @@
 /** Value types a backend reports. Plain data: safe to copy, compare and serialise. */
 import type { NodeSelectorTerm } from '../domain/placement.ts';
 import type { ShardPolicy } from '../domain/storage/shards.ts';
+import type { EvictionStrategy } from '../domain/vm/eviction.ts';
 import type { RunStrategy } from '../domain/vm/types.ts';
 
 // The domain owns these rules; the plugin contract keeps their names.
@@ -27,6 +28,11 @@ export interface ClusterNode {
    * (`nodeReattached`). A rollout's health gate (rollout:O7) takes either as "restarted".
    */
   bootId?: string | null;
+  /**
+   * k8s:H1/H5: Harvester's maintenance state written on the node (by Harvester or by
+   * Lockkeeper, k8s:H3); absent or null when none. Such a node takes no VM.
+   */
+  maintenanceMark?: 'REQUESTED' | 'RUNNING' | 'COMPLETED' | null;
 }
 
 export const VM_STATUSES = ['Running', 'Stopped', 'Starting', 'Stopping', 'Migrating'] as const;
@@ -74,6 +80,8 @@ export interface ClusterVm {
   nodeSelector: Record<string, string>;
   requiredNodeAffinity: NodeSelectorTerm[];
   tracking: VmMaintenanceTracking | null;
+  /** k8s:E1: KubeVirt's effective eviction strategy; null when nothing sets it; absent when the backend has none. */
+  evictionStrategy?: EvictionStrategy | null;
 }
 
 export interface ClusterShard {

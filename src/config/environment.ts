@@ -17,5 +17,10 @@ export function applyEnvironment(config: LockkeeperConfig, env: NodeJS.ProcessEn
       insecure: isTrue(env.LOCKKEEPER_INSECURE) || config.server.insecure,
     },
     database: { ...config.database, url: env.LOCKKEEPER_DATABASE_URL ?? config.database.url },
+    // A replica's own address (a pod IP) is known only where it runs (ha:L5).
+    ha: {
+      ...config.ha,
+      ...((env.LOCKKEEPER_ADVERTISE_URL ?? config.ha.advertiseUrl) && { advertiseUrl: env.LOCKKEEPER_ADVERTISE_URL ?? config.ha.advertiseUrl }),
+    },
   };
 }

@@ -2,6 +2,7 @@
  * The config file's shape and every default of it: code that needs a setting takes it
  * from the config parsed at start (or from DEFAULT_CONFIG), never states a default again.
  */
+import { DEFAULT_POD_DRAIN_OPTIONS } from '../domain/pods/drain.ts';
 import { z } from 'zod';
 
 const pluginEntrySchema = z
@@ -22,6 +23,21 @@ const serverSettingsSchema = z
     insecure: z.boolean().default(false),
     /** Browser origins (e.g. "https://ops.example.com") allowed to call the API: CORS and CSRF checks. */
     allowedOrigins: z.array(z.string().min(1)).default([]),
+  })
+  .strict();
+
+/** k8s:K4, Lockkeeper's column (Harvester's values); `disableEviction` is not offered. */
+const podDrainSettingsSchema = z
+  .object({
+    ignoreDaemonSets: z.boolean().default(DEFAULT_POD_DRAIN_OPTIONS.ignoreDaemonSets),
+    deleteEmptyDirData: z.boolean().default(DEFAULT_POD_DRAIN_OPTIONS.deleteEmptyDirData),
+    /** Evict pods that no controller manages. */
+    force: z.boolean().default(DEFAULT_POD_DRAIN_OPTIONS.force),
+    /** −1: each pod's own terminationGracePeriodSeconds; 0: at once. */
+    gracePeriodSeconds: z.number().int().min(-1).default(DEFAULT_POD_DRAIN_OPTIONS.gracePeriodSeconds),
+    skipWaitForDeleteTimeoutSeconds: z.number().int().min(0).default(DEFAULT_POD_DRAIN_OPTIONS.skipWaitForDeleteTimeoutSeconds),
+    /** Label selector of the pods to drain (virt-launcher pods are always left out: k8s:K1). */
+    podSelector: z.string().default(DEFAULT_POD_DRAIN_OPTIONS.podSelector),
   })
   .strict();
 
@@ -56,6 +72,8 @@ const operationSettingsSchema = z
       .default(30 * 60_000),
     /** Wait before a migration that failed for a transient reason is tried again. */
     migrationRetryDelayMs: z.number().int().min(0).default(10_000),
+    /** k8s:K4: the pod drain of maintenance on backends that run pods (Kubernetes); a request may override each. */
+    podDrain: podDrainSettingsSchema.prefault({}),
   })
   .strict();
 
@@ -99,6 +117,31 @@ const limitSettingsSchema = z
   })
   .strict();
 
+/** k8s:A3: the HTTPS listener of the maintenance-strategy admission webhook; absent: no webhook. */
+const admissionWebhookSchema = z
+  .object({
+    /** In a cluster: 0.0.0.0, behind the Service of deploy/admission-webhook.yaml. */
+    host: z.string().min(1).default('127.0.0.1'),
+    port: z.number().int().min(0).max(65535).default(8443),
+    /** PEM certificate (chain) and key; relative paths are resolved against the config file's directory. */
+    certFile: z.string().min(1),
+    keyFile: z.string().min(1),
+  })
+  .strict();
+
+/** Several replicas on PostgreSQL (ha:L1); unused on SQLite. */
+const haSettingsSchema = z
+  .object({
+    /** How long the leader's lease lasts without a renewal, by the database's clock. */
+    leaseTtlMs: z.number().int().min(200).max(600_000).default(10_000),
+    /** How often the leader renews it and stand-bys try to take it. */
+    leaseRenewMs: z.number().int().min(50).max(300_000).default(2000),
+    /** The URL other replicas and clients reach this one at (GET /control/v1/leader); default the address it listens on. */
+    advertiseUrl: z.string().url().optional(),
+  })
+  .strict()
+  .refine((ha) => ha.leaseRenewMs * 2 <= ha.leaseTtlMs, { message: 'leaseRenewMs must be at most half of leaseTtlMs', path: ['leaseRenewMs'] });
+
 // `prefault({})`: an absent section is parsed as an empty one, so its defaults are the ones above.
 export const configSchema = z
   .object({
@@ -115,6 +158,8 @@ export const configSchema = z
     operations: operationSettingsSchema.prefault({}),
     auth: authSettingsSchema.prefault({}),
     limits: limitSettingsSchema.prefault({}),
+    ha: haSettingsSchema.prefault({}),
+    admissionWebhook: admissionWebhookSchema.optional(),
   })
   .strict();
 

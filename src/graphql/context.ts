@@ -8,6 +8,8 @@ import type { RolloutEngine } from '../operations/rollouts/engine.ts';
 import type { StorageEngine } from '../operations/storage/engine.ts';
 import type { AuditLog } from '../store/audit-log.ts';
 import type { EventLog } from '../store/event-log.ts';
+import type { Leadership } from '../leadership/leadership.ts';
+import type { EventWakeup } from '../events/event-wakeup.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
 
 /** What the server shares with every request. */
@@ -23,6 +25,10 @@ export interface AppServices {
   events: EventLog;
   clock: Clock;
   auth: AuthService;
+  /** Which replica leads (ha:L1). */
+  leadership: Leadership;
+  /** Wakes event-log subscribers when events were committed, here or on another replica (ha:E1). */
+  eventWakeup: EventWakeup;
 }
 
 export interface GraphQLContext extends AppServices {

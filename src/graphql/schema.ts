@@ -9,10 +9,12 @@ import './types/workload-change.ts';
 import './types/operation.ts';
 import './types/storage-mutations.ts';
 import './types/maintenance.ts';
+import './types/node-down.ts';
 import './types/rollout.ts';
 import './types/event-log.ts';
 import './types/tokens.ts';
 import './types/audit.ts';
+import './types/leadership.ts';
 import { SIMULATION_TYPE_PREFIX } from './types/simulation.ts';
 
 export interface SchemaOptions {

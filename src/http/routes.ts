@@ -21,6 +21,8 @@ interface RoutesDeps {
   metricsScope: 'public' | Scope;
   /** The Neon-compatible REST facade under /control/v1. */
   neonFacade: Mount;
+  /** Neon's GET /control/v1/leader and PUT /control/v1/step_down (ha:L5). */
+  leaderEndpoints: Mount;
   yoga: LockkeeperYoga;
   maxBodyBytes: number;
 }
@@ -52,7 +54,7 @@ export function lockkeeperRoutes(deps: RoutesDeps): RouteTable {
       // The dashboard (rollout:W1); GraphiQL stays at /graphql.
       ...DASHBOARD_PATHS.map((path) => ({ method: 'GET', path, handle: dashboardFile(path) })),
     ],
-    mounts: [deps.neonFacade],
+    mounts: [deps.leaderEndpoints, deps.neonFacade],
     fallback: graphqlOverHttp(deps.yoga, deps.maxBodyBytes),
   };
 }

@@ -1,5 +1,9 @@
 /**
- * Opening the embedded SQLite store (docs/architecture.md §3): resolve the file, refuse anything
+ * Opening the store. `file:` URLs (the default) open the embedded SQLite store
+ * (docs/architecture.md §3); `postgres://` / `postgresql://` URLs open PostgreSQL
+ * (postgresql-database.ts, ha:DB1).
+ *
+ * SQLite: resolve the file, refuse anything
  * that is not a SQLite database, set pragmas, apply migrations, then hand out a Prisma
  * client on the better-sqlite3 driver adapter.
  *
@@ -13,9 +17,12 @@ import { fileURLToPath } from 'node:url';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import BetterSqlite3 from 'better-sqlite3';
 import { PrismaClient } from './generated/client.ts';
+import type { Database } from './database-handle.ts';
 import type { HotPath } from './hot-path-sql.ts';
 import { migrate, type MigrateResult } from './migrate.ts';
 import { sqliteHotPath } from './sqlite-hot-path.ts';
+
+export type { Database, DatabaseDialect } from './database-handle.ts';
 
 export const DATABASE_URL_ENV = 'LOCKKEEPER_DATABASE_URL';
 export const DEFAULT_DATABASE_URL = 'file:./data/lockkeeper.db';
@@ -32,25 +39,15 @@ export interface OpenDatabaseOptions {
   cwd?: string;
   /** SQLite busy_timeout for our connections; default {@link DEFAULT_BUSY_TIMEOUT_MS}. */
   busyTimeoutMs?: number;
-  /** Where the migrations live; default `prisma/migrations/` of this checkout. */
+  /** Where the migrations live; default `prisma/migrations/` (SQLite) or `prisma/migrations-postgresql/` of this checkout. */
   migrationsDir?: string;
-}
-
-export interface Database {
-  prisma: PrismaClient;
-  /** Absolute path of the SQLite file. */
-  file: string;
-  /** What the migrator did while opening. */
-  migrations: MigrateResult;
-  /** Disconnects Prisma. Idempotent: later calls return the same promise. */
-  close(): Promise<void>;
 }
 
 /** The database could not be opened: not a SQLite file, locked, unreadable, bad migrations... */
 export class DatabaseOpenError extends Error {
   override readonly name = 'DatabaseOpenError';
   constructor(
-    /** Absolute path of the database file (or the URL when it could not be resolved). */
+    /** Absolute path of the database file (or the URL when it could not be resolved); for PostgreSQL the URL without its password. */
     readonly file: string,
     cause: unknown,
   ) {
@@ -78,7 +75,7 @@ export function resolveDatabaseFile(url: string, cwd: string = process.cwd()): s
   } else if (url.startsWith('file:')) {
     path = url.slice('file:'.length).replace(/\?.*$/, '');
   } else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
-    throw new Error(`unsupported database URL ${JSON.stringify(url)}: only SQLite file: URLs are supported`);
+    throw new Error(`unsupported database URL ${JSON.stringify(url)}: use file:<path> (SQLite) or postgresql://… (PostgreSQL)`);
   } else {
     path = url;
   }
@@ -114,16 +111,6 @@ function assertSqliteFile(file: string): void {
   }
 }
 
-/** The hot path of each client openDatabase made, on that client's own connection. */
-const hotPaths = new WeakMap<PrismaClient, HotPath>();
-
-/** The hot path (hot-path-sql.ts) for a client that openDatabase opened. */
-export function hotPathOf(prisma: PrismaClient): HotPath {
-  const hotPath = hotPaths.get(prisma);
-  if (!hotPath) throw new Error('this Prisma client was not opened by openDatabase: it has no hot path');
-  return hotPath;
-}
-
 /**
  * Prisma's better-sqlite3 adapter, keeping the connection it opens so that the hot path
  * writes on the same connection (sqlite-hot-path.ts says why). The adapter holds it in its
@@ -141,9 +128,25 @@ class ConnectionKeepingAdapter extends PrismaBetterSqlite3 {
   }
 }
 
-/** Opens (creating when missing) and migrates the SQLite database, then returns a Prisma client on it. */
+/** Whether the URL selects PostgreSQL (ha:DB1). */
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(url);
+}
+
+/**
+ * Opens and migrates the database the URL names (SQLite: creating the file when missing),
+ * then returns a Prisma client on it.
+ */
 export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<Database> {
   const url = options.url ?? process.env[DATABASE_URL_ENV] ?? DEFAULT_DATABASE_URL;
+  if (isPostgresUrl(url)) {
+    const { openPostgresDatabase } = await import('./postgresql-database.ts');
+    return openPostgresDatabase(
+      url,
+      options.migrationsDir ? { migrationsDir: options.migrationsDir } : {},
+      (where, cause) => new DatabaseOpenError(where, cause),
+    );
+  }
   let file: string;
   try {
     file = resolveDatabaseFile(url, options.cwd ?? process.cwd());
@@ -178,10 +181,11 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<D
   // exist by now, so nothing is ever created here).
   const adapter = new ConnectionKeepingAdapter({ url: file, timeout: busyTimeoutMs, fileMustExist: true });
   const prisma = new PrismaClient({ adapter });
+  let hotPath: HotPath;
   try {
     await prisma.$connect();
     if (!adapter.connection) throw new Error('the database adapter did not connect');
-    hotPaths.set(prisma, sqliteHotPath(adapter.connection));
+    hotPath = sqliteHotPath(adapter.connection);
     // Per-connection settings. better-sqlite3 is built with foreign keys on and its
     // `timeout` sets busy_timeout; say both explicitly. synchronous=NORMAL is SQLite's
     // recommendation for WAL: durable against a killed process, only a power cut can lose
@@ -197,7 +201,9 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<D
   let closing: Promise<void> | undefined;
   return {
     prisma,
+    dialect: 'sqlite',
     file,
+    hotPath,
     migrations,
     close: () => (closing ??= prisma.$disconnect()),
   };

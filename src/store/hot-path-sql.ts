@@ -65,16 +65,33 @@ export interface JournalBatch {
 /**
  * The writes of an operation's hot path, by hand rather than through Prisma's query
  * compiler, which costs more than the writes themselves there (it serialises every
- * parameter to JSON and back). One implementation per database dialect (SQLite:
- * sqlite-hot-path.ts), chosen when the database is opened (`hotPathOf` in database.ts).
+ * parameter to JSON and back). One implementation per database dialect (ha:DB3:
+ * sqlite-hot-path.ts, postgresql-hot-path.ts), chosen when the database is opened
+ * (`Database.hotPath`); the repositories take it.
  */
 export interface HotPath {
-  /** Commits one journal batch in one transaction of its own. */
-  commit(batch: JournalBatch): Promise<void>;
   /**
    * Upserts steps, given as a JSON array of {@link StepRow}s, keyed by (operationId,
    * workloadKind, workloadId): a statement to commit with other writes through Prisma
    * (a new operation and its first steps).
    */
   upsertSteps(rowsJson: string): Prisma.Sql;
+  /** A journal batch as statements, to commit through Prisma in one transaction with the fence (ha:L3). Events keep their order. */
+  journalStatements(batch: JournalBatch): Prisma.Sql[];
+  /**
+   * Commits a journal batch in one transaction of its own, without Prisma (SQLite, where
+   * no fence opens the transaction: the fast path). Absent: the batch goes through
+   * {@link journalStatements}.
+   */
+  commitDirect?(batch: JournalBatch): Promise<void>;
+  /** Ends every transaction of the repositories where other replicas must hear of new events (ha:E1); none on SQLite (one process). */
+  readonly notifyEvents?: Prisma.Sql;
 }
+
+/** What an upserted step row changes when it exists (its identity and plan stay): the same in both dialects. */
+export const STEP_UPSERT_CHANGES = `ON CONFLICT ("operationId", "workloadKind", "workloadId") DO UPDATE SET
+  "state" = excluded."state", "reason" = excluded."reason", "error" = excluded."error",
+  "fromNodeId" = excluded."fromNodeId", "toNodeId" = excluded."toNodeId",
+  "startedAt" = excluded."startedAt", "finishedAt" = excluded."finishedAt", "detail" = excluded."detail"`;
+
+export const quotedColumns = (columns: readonly string[]) => columns.map((c) => `"${c}"`).join(', ');

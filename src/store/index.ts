@@ -3,5 +3,5 @@
  * directly.
  */
 export { openDatabase, type Database } from './database.ts';
-export { PrismaClient } from './generated/client.ts';
+export { Prisma, PrismaClient } from './generated/client.ts';
 export type { ApiToken, Event, Operation, OperationStep } from './generated/client.ts';

@@ -109,12 +109,13 @@ export function readMigrations(migrationsDir: string = defaultMigrationsDir): Mi
     });
 }
 
-interface MigrationRow {
+/** A row of `_prisma_migrations` as both dialects' runners read it. */
+export interface MigrationRow {
   id: string;
   checksum: string;
-  finished_at: string | number | null;
+  finished_at: string | number | Date | null;
   migration_name: string;
-  rolled_back_at: string | number | null;
+  rolled_back_at: string | number | Date | null;
 }
 
 /** Timestamps in the format Prisma's CLI writes into `_prisma_migrations` on SQLite. */
@@ -128,8 +129,8 @@ function recordedMigrations(db: BetterSqlite3.Database): MigrationRow[] {
     .all() as MigrationRow[];
 }
 
-/** Checks the recorded history against the files; throws a {@link MigrationError} on any mismatch. */
-function verifyHistory(rows: MigrationRow[], files: MigrationFile[]): Set<string> {
+/** Checks the recorded history against the files; throws a {@link MigrationError} on any mismatch. Returns the applied names. */
+export function verifyHistory(rows: MigrationRow[], files: MigrationFile[]): Set<string> {
   const byName = new Map(files.map((file) => [file.name, file]));
   const applied = new Set<string>();
   for (const row of rows) {

@@ -23,6 +23,10 @@ export class PolicyStore {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly events: EventLog,
+    /** Commits writes in one transaction (Repositories.commit: fenced on PostgreSQL). */
+    private readonly commit: (writes: PendingWrite[]) => Promise<void> = async (writes) => {
+      await prisma.$transaction(writes);
+    },
   ) {}
 
   async load(): Promise<void> {
@@ -78,7 +82,7 @@ export class PolicyStore {
     details?: object,
   ): Promise<{ from: SchedulingPolicy; to: SchedulingPolicy }> {
     const transition = this.prepare(nodeId, event, operationId, at, details);
-    await this.prisma.$transaction([...alsoWrite, ...transition.writes]);
+    await this.commit([...alsoWrite, ...transition.writes]);
     transition.applied();
     return { from: transition.from, to: transition.to };
   }

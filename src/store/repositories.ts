@@ -1,6 +1,6 @@
 import type { OperationSnapshot, StepRecord } from '../domain/operations.ts';
-import { hotPathOf } from './database.ts';
 import { EventLog, eventRow, type LoggedEvent } from './event-log.ts';
+import type { HotPath } from './hot-path-sql.ts';
 import type { PrismaClient } from './index.ts';
 import { MaintenanceStateStore } from './maintenance-state-store.ts';
 import { OperationRepository, progressRow, stepRow } from './operation-repository.ts';
@@ -21,25 +21,64 @@ export interface Repositories {
   commitJournal(batch: { steps: { operationId: string; step: StepRecord }[]; operations: OperationSnapshot[]; events: LoggedEvent[] }): Promise<void>;
 }
 
-export function createRepositories(prisma: PrismaClient): Repositories {
-  const hotPath = hotPathOf(prisma);
+/**
+ * What opens every transaction of the leader's operations (ha:L3, ha:L7): on PostgreSQL with
+ * several replicas, the fence statement that fails the transaction unless this replica's
+ * epoch still leads; nothing on SQLite, where one process owns the file.
+ */
+export interface Fence {
+  /** The statements to run first; throws when this replica may not write at all (a stand-by). */
+  statements(): PendingWrite[];
+  /** A fenced transaction failed (perhaps refused by the fence). */
+  failed(error: unknown): void;
+}
+
+const NO_FENCE: Fence = { statements: () => [], failed: () => {} };
+
+export function createRepositories(
+  prisma: PrismaClient,
+  /** The database's hot path (`Database.hotPath`). */
+  hotPath: HotPath,
+  fence: Fence = NO_FENCE,
+  /** Called after every commit: the readers of the event log on this replica look again (ha:E1). */
+  committed: () => void = () => {},
+): Repositories {
   const events = new EventLog(prisma);
+  const commit = async (writes: PendingWrite[], fenceStatements = fence.statements()) => {
+    const notify = hotPath.notifyEvents ? [prisma.$executeRaw(hotPath.notifyEvents)] : [];
+    try {
+      await prisma.$transaction([...fenceStatements, ...writes, ...notify]);
+    } catch (e) {
+      fence.failed(e);
+      throw e;
+    }
+    committed();
+  };
   return {
     operations: new OperationRepository(prisma, hotPath),
     events,
-    policies: new PolicyStore(prisma, events),
+    policies: new PolicyStore(prisma, events, commit),
     maintenanceStates: new MaintenanceStateStore(prisma, events),
-    vmTracking: new VmTrackingRepository(prisma),
-    commit: async (writes) => {
-      await prisma.$transaction(writes);
-    },
-    commitJournal: (batch) => {
+    vmTracking: new VmTrackingRepository(prisma, commit),
+    commit: (writes) => commit(writes),
+    commitJournal: async (journal) => {
       const now = new Date();
-      return hotPath.commit({
-        steps: batch.steps.map(({ operationId, step }) => stepRow(operationId, step)),
-        progress: batch.operations.map((op) => progressRow(op, now)),
-        events: batch.events.map(eventRow),
-      });
+      const batch = {
+        steps: journal.steps.map(({ operationId, step }) => stepRow(operationId, step)),
+        progress: journal.operations.map((op) => progressRow(op, now)),
+        events: journal.events.map(eventRow),
+      };
+      // Asked first: a stand-by may not write at all (it throws).
+      const fenceStatements = fence.statements();
+      if (hotPath.commitDirect && !fenceStatements.length && !hotPath.notifyEvents) {
+        await hotPath.commitDirect(batch);
+        committed();
+        return;
+      }
+      await commit(
+        hotPath.journalStatements(batch).map((sql) => prisma.$executeRaw(sql)),
+        fenceStatements,
+      );
     },
   };
 }

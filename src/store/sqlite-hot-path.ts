@@ -1,25 +1,25 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { Prisma } from './generated/client.ts';
-import { EVENT_COLUMNS, PROGRESS_COLUMNS, STEP_COLUMNS, type HotPath, type JournalBatch } from './hot-path-sql.ts';
+import { EVENT_COLUMNS, PROGRESS_COLUMNS, quotedColumns, STEP_COLUMNS, STEP_UPSERT_CHANGES, type HotPath, type JournalBatch } from './hot-path-sql.ts';
 
-const quoted = (columns: readonly string[]) => columns.map((c) => `"${c}"`).join(', ');
 const params = (columns: readonly string[]) => columns.map(() => '?').join(', ');
 
-const ON_STEP_CONFLICT = `ON CONFLICT ("operationId", "workloadKind", "workloadId") DO UPDATE SET
-  "state" = excluded."state", "reason" = excluded."reason", "error" = excluded."error",
-  "fromNodeId" = excluded."fromNodeId", "toNodeId" = excluded."toNodeId",
-  "startedAt" = excluded."startedAt", "finishedAt" = excluded."finishedAt", "detail" = excluded."detail"`;
-
-const UPSERT_STEP = `INSERT INTO "OperationStep" (${quoted(STEP_COLUMNS)}) VALUES (${params(STEP_COLUMNS)}) ${ON_STEP_CONFLICT}`;
+const UPSERT_STEP = `INSERT INTO "OperationStep" (${quotedColumns(STEP_COLUMNS)}) VALUES (${params(STEP_COLUMNS)}) ${STEP_UPSERT_CHANGES}`;
 const UPDATE_PROGRESS = `UPDATE "Operation" SET ${PROGRESS_COLUMNS.map((c) => `"${c}" = ?`).join(', ')} WHERE "id" = ?`;
-const INSERT_EVENT = `INSERT INTO "Event" (${quoted(EVENT_COLUMNS)}) VALUES (${params(EVENT_COLUMNS)})`;
+/** The same UPDATE as a Prisma statement: its text around the parameters. */
+const UPDATE_PROGRESS_PARTS = UPDATE_PROGRESS.split('?');
+const INSERT_EVENT = `INSERT INTO "Event" (${quotedColumns(EVENT_COLUMNS)}) VALUES (${params(EVENT_COLUMNS)})`;
 
 // Many rows as one JSON parameter that SQLite unpacks with json_each (Prisma's `createMany`
 // compiles each row and costs seconds for a 10 000-step plan). `WHERE true` lets SQLite
 // parse ON CONFLICT after a SELECT (its documented upsert quirk).
 const UPSERT_STEPS_JSON = [
-  `INSERT INTO "OperationStep" (${quoted(STEP_COLUMNS)}) SELECT ${STEP_COLUMNS.map((_, i) => `r.value->>${i}`).join(', ')} FROM json_each(`,
-  `) AS r WHERE true ${ON_STEP_CONFLICT}`,
+  `INSERT INTO "OperationStep" (${quotedColumns(STEP_COLUMNS)}) SELECT ${STEP_COLUMNS.map((_, i) => `r.value->>${i}`).join(', ')} FROM json_each(`,
+  `) AS r WHERE true ${STEP_UPSERT_CHANGES}`,
+];
+const INSERT_EVENTS_JSON = [
+  `INSERT INTO "Event" (${quotedColumns(EVENT_COLUMNS)}) SELECT ${EVENT_COLUMNS.map((_, i) => `r.value->>${i}`).join(', ')} FROM json_each(`,
+  `) AS r ORDER BY r.key`,
 ];
 
 /** How long a group commit waits between looks at a Prisma transaction still open on the connection. */
@@ -45,11 +45,17 @@ export function sqliteHotPath(connection: BetterSqlite3.Database): HotPath {
     for (const row of batch.progress) updateProgress.run(row);
     for (const row of batch.events) insertEvent.run(row);
   });
+  const upsertSteps = (rowsJson: string) => Prisma.sql(UPSERT_STEPS_JSON, rowsJson);
   return {
-    async commit(batch) {
+    async commitDirect(batch) {
       while (connection.inTransaction) await new Promise((resolve) => setTimeout(resolve, TRANSACTION_POLL_MS));
       write(batch);
     },
-    upsertSteps: (rowsJson) => Prisma.sql(UPSERT_STEPS_JSON, rowsJson),
+    upsertSteps,
+    journalStatements: ({ steps, progress, events }) => [
+      ...(steps.length ? [upsertSteps(JSON.stringify(steps))] : []),
+      ...progress.map((row) => Prisma.sql(UPDATE_PROGRESS_PARTS, ...row)),
+      ...(events.length ? [Prisma.sql(INSERT_EVENTS_JSON, JSON.stringify(events))] : []),
+    ],
   };
 }

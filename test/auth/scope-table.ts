@@ -27,6 +27,7 @@ export const MUTATIONS: Record<string, Entry> = {
   clearMaintenanceError: { scope: 'operator', query: 'mutation { clearMaintenanceError(nodeId: "404") { __typename } }' },
   setVmMaintenanceStrategy: { scope: 'operator', query: 'mutation { setVmMaintenanceStrategy(vmId: "404", strategy: "Migrate") { __typename } }' },
   configureNode: { scope: 'admin', query: 'mutation { configureNode(nodeId: "404", policy: PAUSE) { __typename } }' },
+  confirmNodeDown: { scope: 'operator', query: 'mutation { confirmNodeDown(nodeId: "404", reason: "scope test") { __typename } }' },
   createToken: { scope: 'admin', query: () => `mutation { createToken(name: "${unique()}", scope: VIEWER) { __typename } }` },
   revokeToken: { scope: 'admin', query: 'mutation { revokeToken(token: "no-such-token") { __typename } }' },
   startRollout: { scope: 'operator', query: 'mutation { startRollout(input: { nodes: ["404"], action: MAINTENANCE, reason: "scope test" }) { __typename } }' },
@@ -35,6 +36,8 @@ export const MUTATIONS: Record<string, Entry> = {
   continueRollout: { scope: 'operator', query: 'mutation { continueRollout(id: "404", nodeId: "404") { __typename } }' },
   cancelRollout: { scope: 'operator', query: 'mutation { cancelRollout(id: "404") { __typename } }' },
   simulation: { scope: 'admin', query: 'mutation { simulation { restartNode(nodeId: "404") { __typename } } }' },
+  // On SQLite there is no stand-by: an allowed call answers a typed PreconditionFailedError.
+  stepDown: { scope: 'admin', query: 'mutation { stepDown(reason: "scope test") { __typename } }' },
 };
 
 export const SUBSCRIPTIONS: Record<string, Entry> = {

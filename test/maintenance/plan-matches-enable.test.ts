@@ -201,6 +201,7 @@ describe('maintenancePlan predicts what enableMaintenanceMode does', () => {
           for (const e of plan.refusals.length ? [] : plan.vms) {
             if (e.action.kind === 'MIGRATE') seen.migrate++;
             else if (e.action.kind === 'NONE') seen.none++;
+            else if (e.action.kind !== 'STOP') throw new Error(`the fake has no eviction strategies: ${e.action.kind}`);
             else if (e.action.restart === 'NEVER') seen.stopNever++;
             else if (e.action.restart === 'AFTER_ENABLE') seen.afterEnable++;
             else seen.afterDisable++;

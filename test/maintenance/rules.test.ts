@@ -11,7 +11,7 @@ afterEach(async () => {
 const on1 = (name: string, extra: object = {}) => ({ namespace: 'default', name, nodeId: '1', ...extra });
 
 describe('V: strategies', () => {
-  it('vm:V1: a value outside the four exact strings is a typed error naming the field and value; removing is allowed', async () => {
+  it("vm:V1, k8s:A6: a value outside the four exact strings is a typed error naming the field and value (the webhook's words); removing is allowed", async () => {
     t = await maintenanceApp(cluster([on1('a')]));
     const bad = await t.gql(
       'mutation { r: setVmMaintenanceStrategy(vmId: "default/a", strategy: "migrate") { __typename ... on InvalidInputError { field value message } } }',

@@ -1,3 +1,4 @@
+import { refuseWrites } from '../support/test-database.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ShardSpec, TopologySpec } from '../../plugins/fake/index.ts';
 import { createTestApp, type TestApp } from '../support/graphql-app.ts';
@@ -89,11 +90,11 @@ describe('failures (storage:X1–X6)', () => {
 
   it('storage:S1: a policy change that cannot be persisted does not take effect', async () => {
     t = await createTestApp({ topology: twoNodes(1) });
-    await t.db.prisma.$executeRawUnsafe('PRAGMA query_only = ON');
+    await refuseWrites(t.db, true);
     const res = await t.gql('mutation { configureNode(nodeId: "1", policy: PAUSE) { __typename } }');
     expect(res.errors?.[0]?.message).toBe('Unexpected error.');
     expect(t.app.storage.policyOf('1')).toBe('ACTIVE');
-    await t.db.prisma.$executeRawUnsafe('PRAGMA query_only = OFF');
+    await refuseWrites(t.db, false);
     expect(await policyOf(t, '1')).toBe('ACTIVE');
   });
 

@@ -39,7 +39,7 @@ describe('resolveDatabaseFile', () => {
 
   it('refuses in-memory and non-file URLs', () => {
     expect(() => resolveDatabaseFile('file::memory:')).toThrow(/in-memory/);
-    expect(() => resolveDatabaseFile('postgresql://db/lk')).toThrow(/only SQLite file: URLs/);
+    expect(() => resolveDatabaseFile('mysql://db/lk')).toThrow(/use file:<path> \(SQLite\) or postgresql:/);
   });
 });
 

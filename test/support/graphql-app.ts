@@ -1,6 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { VirtualClock } from './virtual-clock.ts';
 import type { ClusterBackend } from '../../src/cluster/backend.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -8,7 +5,9 @@ import { yogaClient } from './yoga-client.ts';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
 import type { AuthSettings, LimitSettings, OperationSettings } from '../../src/config/schema.ts';
 import { buildApp, type App } from '../../src/server.ts';
-import { openDatabase, type Database } from '../../src/store/index.ts';
+import { isPostgresUrl } from '../../src/store/database.ts';
+import type { Database } from '../../src/store/index.ts';
+import { ioIdle, openTestDatabase } from './test-database.ts';
 import { createSimulatedCluster, type CreateSimulatedClusterOptions, type SimulatedCluster } from '../../plugins/fake/index.ts';
 
 export interface TestApp {
@@ -25,7 +24,7 @@ export interface TestApp {
 export interface TestAppOptions extends CreateSimulatedClusterOptions {
   backend?: (c: SimulatedCluster) => ClusterBackend;
   settings?: Partial<OperationSettings>;
-  /** Reuse a database file (restart tests). */
+  /** Reuse a database (restart tests): a SQLite file or a PostgreSQL URL (`Database.file`). */
   databaseFile?: string;
   /** Access control and limits; default: none configured (auth off while the database has no token). */
   security?: TestSecurity;
@@ -38,17 +37,18 @@ interface TestSecurity {
   now?: () => number;
 }
 
-/** An app over a simulated cluster on a virtual clock and a fresh SQLite file, not listening. */
+/** An app over a simulated cluster on a virtual clock and a fresh database (SQLite, or PostgreSQL: test-database.ts), not listening. */
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const clock = options.clock instanceof VirtualClock ? options.clock : new VirtualClock();
   const { backend: wrap, settings, databaseFile, security, ...clusterOptions } = options;
   const cluster = createSimulatedCluster({ ...clusterOptions, clock });
-  const file = databaseFile ?? join(mkdtempSync(join(tmpdir(), 'lk-test-')), 'lockkeeper.db');
-  const db = await openDatabase({ url: `file:${file}` });
+  const db = await openTestDatabase(databaseFile ? { url: isPostgresUrl(databaseFile) ? databaseFile : `file:${databaseFile}` } : {});
+  clock.waitForIo(ioIdle(db));
   const app = buildApp({
     backend: wrap ? wrap(cluster) : cluster,
     log: createLogger('silent'),
     prisma: db.prisma,
+    hotPath: db.hotPath,
     clock,
     config: {
       ...DEFAULT_CONFIG,

@@ -1,13 +1,13 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { systemClock } from '../../src/cluster/clock.ts';
+import { systemClock, type Clock } from '../../src/cluster/clock.ts';
 import { createLogger } from '../../src/logger.ts';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
 import type { OperationSettings } from '../../src/config/schema.ts';
 import { buildApp, type App } from '../../src/server.ts';
 import { openDatabase, type Database } from '../../src/store/index.ts';
-import { createKubevirtBackend, type KubevirtBackend } from '../../plugins/kubevirt/index.ts';
+import { createKubevirtBackend, type KubevirtBackend, type KubevirtOptionsInput } from '../../plugins/kubevirt/index.ts';
 import { K8sSim, type K8sSimOptions } from '../../simulators/kubernetes/index.ts';
 import { yogaClient } from './yoga-client.ts';
 
@@ -39,8 +39,11 @@ export async function kubevirtApp(
   seed: (sim: K8sSim) => void,
   settings: Partial<OperationSettings> = {},
   simOptions: K8sSimOptions = {},
+  /** One clock for the simulator, the plugin and the engine (a VirtualClock in tests of timing); plugin options on top. */
+  more: { clock?: Clock; plugin?: KubevirtOptionsInput } = {},
 ): Promise<KubevirtTestApp> {
-  const sim = await K8sSim.start(simOptions);
+  const clock = more.clock ?? systemClock;
+  const sim = await K8sSim.start({ clock, ...simOptions });
   seed(sim);
   const backend = await createKubevirtBackend({
     kubeconfigPath: sim.kubeconfigFile(),
@@ -48,13 +51,16 @@ export async function kubevirtApp(
     watchBackoffMaxMs: 200,
     vmActionTimeoutMs: 10_000,
     migrationTimeoutMs: 10_000,
+    ...more.plugin,
+    clock,
   });
   const db = await openDatabase({ url: `file:${join(mkdtempSync(join(tmpdir(), 'lk-kv-')), 'lockkeeper.db')}` });
   const app = buildApp({
     backend,
     log: createLogger('silent'),
     prisma: db.prisma,
-    clock: systemClock,
+    hotPath: db.hotPath,
+    clock,
     config: { ...DEFAULT_CONFIG, operations: { ...DEFAULT_CONFIG.operations, migrationRetryDelayMs: 100, ...settings } },
     onClose: () => db.close(),
   });

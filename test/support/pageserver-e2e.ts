@@ -53,6 +53,7 @@ export function pageserverWorlds(afterEach: (fn: () => Promise<void>) => void) {
       backend,
       log: createLogger('silent'),
       prisma: db.prisma,
+      hotPath: db.hotPath,
       clock: systemClock,
       config: { ...DEFAULT_CONFIG, operations: { ...DEFAULT_CONFIG.operations, ...settings } },
       onClose: () => db.close(),

@@ -1,6 +1,6 @@
 /**
- * Compares the live SQLite schema with Prisma's model metadata, so that a schema.prisma
- * edit without its migration is caught (docs/architecture.md §3).
+ * Compares the live schema (SQLite, or PostgreSQL: ha:DB2) with Prisma's model metadata, so
+ * that a schema.prisma edit without its migration is caught (docs/architecture.md §3).
  *
  * The metadata is the DMMF datamodel that `prisma generate` hands to generators; our
  * generator src/store/dmmf-generator.mjs saves it to src/store/generated/datamodel.json
@@ -13,6 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type BetterSqlite3 from 'better-sqlite3';
+import type pg from 'pg';
 import { MIGRATIONS_TABLE } from '../../src/store/migrate.ts';
 
 // ---- DMMF (the subset we read) -------------------------------------------------------
@@ -105,6 +106,19 @@ const SQLITE_TYPES: Record<string, string> = {
   Bytes: 'BLOB',
 };
 
+/** Prisma scalar → the column type Prisma's PostgreSQL migrations declare, as `format_type` prints it. */
+const POSTGRES_TYPES: Record<string, string> = {
+  String: 'text',
+  Int: 'integer',
+  BigInt: 'bigint',
+  Float: 'double precision',
+  Decimal: 'numeric(65,30)',
+  Boolean: 'boolean',
+  DateTime: 'timestamp(3) without time zone',
+  Json: 'jsonb',
+  Bytes: 'bytea',
+};
+
 const REFERENTIAL_ACTIONS: Record<string, string> = {
   Cascade: 'CASCADE',
   Restrict: 'RESTRICT',
@@ -128,8 +142,9 @@ function expectedDefault(field: DmmfField): string | null {
   return null;
 }
 
-/** The schema the Prisma models describe. */
-export function expectedSchema(datamodel: Pick<GeneratedDatamodel, 'models' | 'indexes'>): SchemaShape {
+/** The schema the Prisma models describe, in the dialect's column types. */
+export function expectedSchema(datamodel: Pick<GeneratedDatamodel, 'models' | 'indexes'>, dialect: 'sqlite' | 'postgresql' = 'sqlite'): SchemaShape {
+  const types = dialect === 'sqlite' ? SQLITE_TYPES : POSTGRES_TYPES;
   const models = new Map(datamodel.models.map((model) => [model.name, model]));
   const tableName = (model: DmmfModel) => model.dbName ?? model.name;
   const columnName = (model: DmmfModel, fieldName: string) => {
@@ -162,7 +177,7 @@ export function expectedSchema(datamodel: Pick<GeneratedDatamodel, 'models' | 'i
       }
       const name = field.dbName ?? field.name;
       table.columns[name] = {
-        type: field.kind === 'enum' ? 'TEXT' : (SQLITE_TYPES[field.type] ?? `unknown Prisma type ${field.type}`),
+        type: field.kind === 'enum' ? types.String! : (types[field.type] ?? `unknown Prisma type ${field.type}`),
         notNull: field.isRequired,
         default: expectedDefault(field),
       };
@@ -259,6 +274,67 @@ export function liveSchema(db: BetterSqlite3.Database): SchemaShape {
     }
     schema[name] = normaliseTable(table);
   }
+  return schema;
+}
+
+const PG_ACTIONS: Record<string, string> = { a: 'NO ACTION', r: 'RESTRICT', c: 'CASCADE', n: 'SET NULL', d: 'SET DEFAULT' };
+
+/**
+ * The schema of a live PostgreSQL database's current schema (the migrator's table left out).
+ * Defaults are read as PostgreSQL prints them, less the `::text` casts it adds to string
+ * literals; a `nextval(…)` default is SERIAL, Prisma's autoincrement.
+ */
+export async function livePostgresSchema(client: pg.ClientBase): Promise<SchemaShape> {
+  const { rows: columns } = await client.query<{ table: string; column: string; type: string; notnull: boolean; dflt: string | null }>(
+    `SELECT c.relname AS table, a.attname AS column, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS notnull,
+            pg_get_expr(d.adbin, d.adrelid) AS dflt
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+       JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+       LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+      WHERE c.relkind = 'r' AND n.nspname = current_schema() AND c.relname <> $1
+      ORDER BY c.relname, a.attnum`,
+    [MIGRATIONS_TABLE],
+  );
+  const { rows: indexes } = await client.query<{ table: string; primary: boolean; unique: boolean; columns: string[] }>(
+    `SELECT c.relname AS table, i.indisprimary AS primary, i.indisunique AS unique,
+            array(SELECT a.attname::text FROM unnest(i.indkey) WITH ORDINALITY k(attnum, ord)
+                  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum ORDER BY k.ord) AS columns
+       FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = current_schema() AND c.relname <> $1`,
+    [MIGRATIONS_TABLE],
+  );
+  const { rows: fks } = await client.query<{ table: string; columns: string[]; target: string; references: string[]; ondelete: string; onupdate: string }>(
+    `SELECT c.relname AS table, t.relname AS target, f.confdeltype AS ondelete, f.confupdtype AS onupdate,
+            array(SELECT a.attname::text FROM unnest(f.conkey) WITH ORDINALITY k(attnum, ord)
+                  JOIN pg_attribute a ON a.attrelid = f.conrelid AND a.attnum = k.attnum ORDER BY k.ord) AS columns,
+            array(SELECT a.attname::text FROM unnest(f.confkey) WITH ORDINALITY k(attnum, ord)
+                  JOIN pg_attribute a ON a.attrelid = f.confrelid AND a.attnum = k.attnum ORDER BY k.ord) AS references
+       FROM pg_constraint f JOIN pg_class c ON c.oid = f.conrelid JOIN pg_class t ON t.oid = f.confrelid
+       JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE f.contype = 'f' AND n.nspname = current_schema()`,
+  );
+  const schema: SchemaShape = {};
+  const table = (name: string): TableShape =>
+    (schema[name] ??= { columns: {}, primaryKey: [], autoincrement: false, uniqueIndexes: [], indexes: [], foreignKeys: [] });
+  for (const c of columns) {
+    const serial = c.dflt?.startsWith('nextval(') ?? false;
+    if (serial) table(c.table).autoincrement = true;
+    table(c.table).columns[c.column] = { type: c.type, notNull: c.notnull, default: serial ? null : (c.dflt?.replace(/::text$/, '') ?? null) };
+  }
+  for (const i of indexes) {
+    if (i.primary) table(i.table).primaryKey = i.columns;
+    else (i.unique ? table(i.table).uniqueIndexes : table(i.table).indexes).push(i.columns.join(','));
+  }
+  for (const f of fks) {
+    table(f.table).foreignKeys.push({
+      columns: f.columns,
+      table: f.target,
+      references: f.references,
+      onDelete: PG_ACTIONS[f.ondelete] ?? f.ondelete,
+      onUpdate: PG_ACTIONS[f.onupdate] ?? f.onupdate,
+    });
+  }
+  for (const name of Object.keys(schema)) schema[name] = normaliseTable(schema[name]!);
   return schema;
 }
 

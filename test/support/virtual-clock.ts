@@ -11,6 +11,7 @@ export class VirtualClock implements Clock {
   private current: number;
   private seq = 0;
   private timers: Timer[] = [];
+  private readonly ioWaits: (() => Promise<void>)[] = [];
 
   constructor(start = Date.UTC(2026, 0, 1)) {
     this.current = start;
@@ -32,6 +33,15 @@ export class VirtualClock implements Clock {
     };
   }
 
+  /**
+   * Also waits for `idle` (e.g. a PostgreSQL pool with no query in flight) before each timer:
+   * a database across a socket answers later than SQLite's few event-loop turns, and time
+   * must not run ahead of the writes it triggered.
+   */
+  waitForIo(idle: () => Promise<void>): void {
+    this.ioWaits.push(idle);
+  }
+
   get pendingTimers(): number {
     return this.timers.length;
   }
@@ -44,7 +54,7 @@ export class VirtualClock implements Clock {
   async advance(ms: number): Promise<void> {
     const target = this.current + ms;
     for (;;) {
-      await flushMicrotasks();
+      await this.settle();
       const next = this.nextDue(target);
       if (!next) break;
       this.timers = this.timers.filter((t) => t !== next);
@@ -52,7 +62,15 @@ export class VirtualClock implements Clock {
       next.fn();
     }
     this.current = target;
+    await this.settle();
+  }
+
+  private async settle(): Promise<void> {
     await flushMicrotasks();
+    for (const idle of this.ioWaits) {
+      await idle();
+      await flushMicrotasks();
+    }
   }
 
   /** Advances until no timer is pending or `limitMs` has passed. */

@@ -95,10 +95,20 @@ export const clusterVerbs: Verb[] = [
   },
   {
     name: 'node',
-    usage: 'node policy <node> <POLICY> [--reason R]   set a storage node’s scheduling policy by hand (admin)',
-    mutations: ['configureNode'],
+    usage:
+      'node policy <node> <POLICY> [--reason R]   set a storage node’s scheduling policy by hand (admin)\n' +
+      'node confirm-down <node> [--reason R]       the node is really down: node-down handling may take it out of service (k8s:U7)',
+    mutations: ['configureNode', 'confirmNodeDown'],
     async run(ctx) {
-      if (arg(ctx, 0, 'sub-command (policy)') !== 'policy') throw new UsageError(`unknown node sub-command "${ctx.args[0]}"`);
+      const sub = arg(ctx, 0, 'sub-command (policy, confirm-down)');
+      if (sub === 'confirm-down') {
+        const nodeId = arg(ctx, 1, 'node id');
+        const { result } = await ctx.client.request(DOCUMENTS.confirmNodeDown, { nodeId, reason: stringOption(ctx, 'reason') ?? null });
+        if (result.__typename !== 'ClusterNode') throw refused(result);
+        ctx.io.out(ctx.json ? json(result) : `node ${nodeId}: confirmed down; it is taken out of service once vmMigrationTimeout has passed\n`);
+        return EXIT.DONE;
+      }
+      if (sub !== 'policy') throw new UsageError(`unknown node sub-command "${ctx.args[0]}"`);
       const result = (
         await ctx.client.request(DOCUMENTS.configureNode, {
           nodeId: arg(ctx, 1, 'node id'),

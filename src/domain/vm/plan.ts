@@ -3,6 +3,7 @@
  * Pure: the same plan is shown as a dry run and followed by the run, so the targets it
  * predicts are the ones the run asks for.
  */
+import { evictionMethod } from './eviction.ts';
 import { describeReason, nonMigratableReasons } from './migratability.ts';
 import { byNamespaceName } from './order.ts';
 import { precheckMaintenance } from './prechecks.ts';
@@ -23,10 +24,18 @@ const stopForever = (forced: boolean): VmAction => ({ kind: 'STOP', restart: 'NE
 const isHalted = (vm: MaintVm): boolean => vm.runStrategy === 'Halted' || vm.status === 'Stopped';
 
 /** The action for a VM running on the node, before targets are predicted (MIGRATE gets its target later). */
-function decideAction(nodeId: string, s: EffectiveStrategy, reasons: NonMigratableReason[], force: boolean): VmAction | 'MIGRATE' {
+function decideAction(nodeId: string, s: EffectiveStrategy, vm: MaintVm, reasons: NonMigratableReason[], force: boolean): VmAction | 'MIGRATE' {
   const migratable = reasons.length === 0;
   if (force && s.labelled) return stopForever(true); // vm:F1, whatever the label's value
-  if (force) return migratable ? 'MIGRATE' : stopForever(true); // vm:F2
+  // k8s:E4: under force the non-migratable VMs are halted, whatever their eviction strategy (vm:F2).
+  if (force && !migratable) return stopForever(true);
+  if (s.strategy === 'Migrate') {
+    // k8s:E5: a Migrate/unlabelled VM leaves by its eviction strategy.
+    const method = evictionMethod(vm.evictionStrategy);
+    if (method === 'EVICT') return { kind: 'EVICT' };
+    if (method === 'EXTERNAL') return { kind: 'EXTERNAL' };
+  }
+  if (force) return 'MIGRATE'; // vm:F2 (migratable here)
   switch (s.strategy) {
     case 'ShutdownAndRestartAfterEnable':
       return { kind: 'STOP', restart: 'AFTER_ENABLE', track: true, restartNodeId: null, forced: false };
@@ -47,7 +56,7 @@ interface Draft {
 
 function draftEntry(vm: MaintVm, input: PlanInput, warnings: string[]): Draft {
   const s = effectiveStrategy(vm.maintenanceStrategyLabel);
-  const base = { vmId: vm.id, strategy: s.strategy, labelled: s.labelled, labelValid: s.labelValid };
+  const base = { vmId: vm.id, strategy: s.strategy, labelled: s.labelled, labelValid: s.labelValid, evictionStrategy: vm.evictionStrategy ?? null };
   if (vm.nodeId !== input.nodeId) {
     return { vm, entry: { ...base, nonMigratable: [], action: { kind: 'NONE', why: 'NOT_RUNNING' }, blocksEnable: false } };
   }
@@ -58,8 +67,9 @@ function draftEntry(vm: MaintVm, input: PlanInput, warnings: string[]): Draft {
     warnings.push(`VM ${vm.id} has an invalid maintenance strategy "${vm.maintenanceStrategyLabel}"; treated as Migrate`);
   }
   const reasons = nonMigratableReasons(vm, input.nodeId, input.nodes);
-  const decided = decideAction(input.nodeId, s, reasons, input.force);
-  const blocksEnable = !input.force && s.strategy === 'Migrate' && reasons.length > 0;
+  const decided = decideAction(input.nodeId, s, vm, reasons, input.force);
+  // vm:N4: only a VM that would be migrated blocks (k8s:E5: EVICT and EXTERNAL need no migration).
+  const blocksEnable = !input.force && s.strategy === 'Migrate' && reasons.length > 0 && evictionMethod(vm.evictionStrategy) === 'MIGRATE';
   // A placeholder target for MIGRATE; `predictTargets` fills it in.
   const action: VmAction = decided === 'MIGRATE' ? { kind: 'MIGRATE', targetNodeId: '' } : decided;
   return { vm, entry: { ...base, nonMigratable: reasons, action, blocksEnable } };
@@ -118,6 +128,13 @@ export function planMaintenance(input: PlanInput): MaintenancePlan {
   const drafts = covered.map((vm) => draftEntry(vm, input, warnings));
   predictTargets(drafts, input, warnings);
   const entries = drafts.map((d) => d.entry);
+  const unset = drafts.filter((d) => d.entry.action.kind === 'MIGRATE' && d.vm.evictionStrategy === null).map((d) => d.vm.id);
+  if (unset.length) {
+    // k8s:E5 Decision: said, not silent.
+    warnings.push(
+      `${unset.length} VM(s) have no eviction strategy (none on the VMI or in the KubeVirt CR, so KubeVirt's default None would evict them); Lockkeeper live-migrates them as Migrate: ${unset.join(', ')}`,
+    );
+  }
   const blocking = nonMigratableRefusal(entries);
   if (blocking) refusals.push(blocking);
   return { nodeId, force, refusals, vms: entries, warnings };

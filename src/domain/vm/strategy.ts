@@ -5,7 +5,7 @@ import { matchesLabels } from '../labels.ts';
 export const MAINTENANCE_STRATEGIES = ['Migrate', 'ShutdownAndRestartAfterEnable', 'ShutdownAndRestartAfterDisable', 'Shutdown'] as const;
 export type MaintenanceStrategy = (typeof MAINTENANCE_STRATEGIES)[number];
 
-function isMaintenanceStrategy(value: string): value is MaintenanceStrategy {
+export function isMaintenanceStrategy(value: string): value is MaintenanceStrategy {
   return (MAINTENANCE_STRATEGIES as readonly string[]).includes(value);
 }
 
@@ -44,8 +44,11 @@ export function isRestartStrategy(value: string): value is RestartStrategy {
 export function parseStrategyInput(value: string | null): MaintenanceStrategy | null {
   if (value === null) return null;
   if (isMaintenanceStrategy(value)) return value;
-  throw new InvalidInputError('strategy', value, `invalid maintenance mode strategy: ${value}`);
+  throw new InvalidInputError('strategy', value, invalidStrategyMessage(value));
 }
+
+/** Harvester's words for a bad value, here and in the admission webhook (vm:V1, k8s:A2, k8s:A6). */
+export const invalidStrategyMessage = (value: string): string => `invalid maintenance mode strategy: ${value}`;
 
 /** vm:V3: which VMs a bulk-labelling request covers (namespace and/or equality label selector). */
 export interface VmSelector {

@@ -3,6 +3,7 @@
  * domain imports nothing of ours, so these mirror the cluster types structurally.
  */
 import type { NodeSelectorTerm } from '../placement.ts';
+import type { EvictionStrategy } from './eviction.ts';
 import type { MaintenanceStrategy } from './strategy.ts';
 
 export const MAINTENANCE_PHASES = ['VALIDATING', 'DRAINING', 'EVACUATING', 'COMPLETED', 'ERROR'] as const;
@@ -22,6 +23,8 @@ export interface MaintNode {
   labels: Record<string, string>;
   /** Null when the node is not in maintenance. */
   maintenancePhase: MaintenancePhase | null;
+  /** k8s:H5: Harvester's maintenance annotations on the node (whoever wrote them); absent/null: none. */
+  externalMaintenance?: 'REQUESTED' | 'RUNNING' | 'COMPLETED' | null;
 }
 
 export interface MaintVm {
@@ -39,6 +42,11 @@ export interface MaintVm {
   nodeSelector: Record<string, string>;
   requiredNodeAffinity: NodeSelectorTerm[];
   tracking: VmTracking | null;
+  /**
+   * k8s:E1: KubeVirt's effective eviction strategy; null when nothing sets it (VMI nor
+   * cluster); absent when the backend has no such notion. Both mean live migration (k8s:E5).
+   */
+  evictionStrategy?: EvictionStrategy | null;
 }
 
 /** Restart tracking (vm:T1): where the VM was stopped, under which strategy, and its run strategy before. */
@@ -62,6 +70,10 @@ export type VmAction =
    * `track` is false for Shutdown and under force (vm:F1): nothing is recorded.
    */
   | { kind: 'STOP'; restart: 'NEVER' | 'AFTER_ENABLE' | 'AFTER_DISABLE'; track: boolean; restartNodeId: string | null; forced: boolean }
+  /** k8s:E5: eviction strategy `None`: its launcher pod is evicted; the run strategy decides whether it restarts (no tracking). */
+  | { kind: 'EVICT' }
+  /** k8s:E5: eviction strategy `External`: left alone for an outside controller; ERROR at the deadline if it stays. */
+  | { kind: 'EXTERNAL' }
   /** Nothing to do: the VM is already halted (vm:M2), or not running. */
   | { kind: 'NONE'; why: 'ALREADY_HALTED' | 'NOT_RUNNING' };
 
@@ -73,6 +85,8 @@ export interface VmPlanEntry {
   /** False when the label holds an invalid value (vm:V2: treated as Migrate, with a warning). */
   labelValid: boolean;
   nonMigratable: NonMigratableReason[];
+  /** k8s:E1: null when nothing sets it (or the backend has none). */
+  evictionStrategy: EvictionStrategy | null;
   action: VmAction;
   /** Set when this VM alone makes the request fail (vm:N4: non-migratable Migrate VM without force). */
   blocksEnable: boolean;

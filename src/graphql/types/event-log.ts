@@ -54,8 +54,8 @@ builder.queryField('eventLog', (t) =>
   }),
 );
 
-/** How often a live event-log subscription looks for new entries. */
-const POLL_MS = 250;
+/** How often a live event-log subscription looks for new entries when no wake-up came (ha:E1: commits wake it at once). */
+const POLL_MS = 1000;
 
 builder.subscriptionField('eventLog', (t) =>
   t.field({
@@ -82,6 +82,6 @@ async function* tail(ctx: GraphQLContext, args: FilterArgs): AsyncGenerator<Even
       after = row.seq;
       yield row;
     }
-    if (rows.length < 500) await new Promise((resolve) => setTimeout(resolve, POLL_MS).unref());
+    if (rows.length < 500) await ctx.eventWakeup.wait(POLL_MS);
   }
 }

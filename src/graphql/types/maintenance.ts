@@ -1,7 +1,10 @@
 import { ConflictError, InvalidInputError, NotFoundError, PreconditionFailedError, UnavailableError } from '../../domain/errors.ts';
 import { describeReason, nonMigratableReasons } from '../../domain/vm/migratability.ts';
 import { MAINTENANCE_PHASES, type VmPlanEntry } from '../../domain/vm/types.ts';
+import { POD_BLOCK_CAUSES, type PodDrainOptions, type PodPlanEntry } from '../../domain/pods/drain.ts';
+import type { CancelledMigration } from '../../cluster/node-maintenance.ts';
 import { audited } from '../../operations/core/audited.ts';
+import { podDrainRefusal } from '../../operations/maintenance/pod-drain-plan.ts';
 import type { DisableResult, MaintenancePlanView } from '../../operations/maintenance/engine.ts';
 import type { MaintenanceState } from '../../store/maintenance-state-store.ts';
 import type { RequestMeta } from '../../domain/operations.ts';
@@ -56,7 +59,15 @@ builder.objectFields(VmType, (t) => ({
   }),
 }));
 
-const VmActionEnum = builder.enumType('VmMaintenanceAction', { values: ['MIGRATE', 'STOP', 'NONE'] as const });
+const VmActionEnum = builder.enumType('VmMaintenanceAction', {
+  values: {
+    MIGRATE: { value: 'MIGRATE' },
+    STOP: { value: 'STOP' },
+    EVICT: { value: 'EVICT', description: 'k8s:E5: eviction strategy None: its launcher pod is evicted; its run strategy decides a restart.' },
+    EXTERNAL: { value: 'EXTERNAL', description: 'k8s:E5: eviction strategy External: left to an outside controller; ERROR at the deadline if it stays.' },
+    NONE: { value: 'NONE' },
+  } as const,
+});
 const VmRestartEnum = builder.enumType('VmMaintenanceRestart', {
   values: { NEVER: { value: 'NEVER' }, AFTER_ENABLE: { value: 'AFTER_ENABLE' }, AFTER_DISABLE: { value: 'AFTER_DISABLE' } } as const,
 });
@@ -87,6 +98,11 @@ const PlanEntryType = builder.objectRef<VmPlanEntry>('VmMaintenancePlanEntry').i
     noActionReason: t.string({ nullable: true, resolve: (e) => (e.action.kind === 'NONE' ? e.action.why : null) }),
     blocksEnable: t.exposeBoolean('blocksEnable', { description: 'This VM alone makes enable fail without force (vm:N4).' }),
     nonMigratableReasons: t.stringList({ resolve: (e) => e.nonMigratable.map(describeReason) }),
+    evictionStrategy: t.string({
+      nullable: true,
+      description: 'k8s:E1: KubeVirt’s effective eviction strategy (VMI, else KubeVirt CR); null when nothing sets it (then Migrate live-migrates, k8s:E5).',
+      resolve: (e) => e.evictionStrategy,
+    }),
   }),
 });
 
@@ -109,12 +125,88 @@ export const ShardPlanType = builder.objectRef<MaintenancePlanView['shards'][num
   }),
 });
 
+const PodVerdictEnum = builder.enumType('PodDrainAction', {
+  values: {
+    EVICT: { value: 'EVICT', description: 'Evicted through the Eviction API (PDBs honoured, k8s:K5).' },
+    SKIP: { value: 'SKIP', description: 'Left on the node (DaemonSet, mirror pod, long deleting, k8s:K2).' },
+    ERROR: { value: 'ERROR', description: 'Blocks the drain until its option allows it (k8s:K3).' },
+  } as const,
+});
+
+const PodPlanType = builder.objectRef<PodPlanEntry>('PodDrainPlanEntry').implement({
+  description: 'What the pod drain would do to one pod of the node (k8s:K1–K3).',
+  fields: (t) => ({
+    id: t.id({ description: 'namespace/name', resolve: (p) => `${p.namespace}/${p.name}` }),
+    namespace: t.exposeString('namespace'),
+    name: t.exposeString('name'),
+    action: t.field({ type: PodVerdictEnum, resolve: (p) => p.verdict.action }),
+    reason: t.string({
+      nullable: true,
+      description: 'SKIP: DELETING, DAEMONSET, MIRROR, HARVESTER_SHUTDOWN_VM; ERROR: DAEMONSET, DAEMONSET_MISSING, EMPTY_DIR, UNREPLICATED.',
+      resolve: (p) => (p.verdict.action === 'SKIP' ? p.verdict.why : p.verdict.action === 'ERROR' ? p.verdict.cause : null),
+    }),
+    override: t.string({
+      nullable: true,
+      description: 'ERROR: the podDrain option that allows it.',
+      resolve: (p) => (p.verdict.action === 'ERROR' ? POD_BLOCK_CAUSES[p.verdict.cause].override : null),
+    }),
+    warning: t.string({ nullable: true, resolve: (p) => (p.verdict.action === 'ERROR' ? null : p.verdict.warning) }),
+  }),
+});
+
+const PodDrainOptionsType = builder.objectRef<PodDrainOptions>('PodDrainOptions').implement({
+  description: 'k8s:K4: the pod drain’s options in force.',
+  fields: (t) => ({
+    ignoreDaemonSets: t.exposeBoolean('ignoreDaemonSets'),
+    deleteEmptyDirData: t.exposeBoolean('deleteEmptyDirData'),
+    force: t.exposeBoolean('force', { description: 'Evict pods that no controller manages.' }),
+    gracePeriodSeconds: t.exposeInt('gracePeriodSeconds'),
+    skipWaitForDeleteTimeoutSeconds: t.exposeInt('skipWaitForDeleteTimeoutSeconds'),
+    podSelector: t.exposeString('podSelector'),
+  }),
+});
+
+const PodDrainInput = builder.inputType('PodDrainInput', {
+  description: 'k8s:K4: overrides of the pod drain’s options (config operations.podDrain) for this request.',
+  fields: (t) => ({
+    ignoreDaemonSets: t.boolean({ required: false }),
+    deleteEmptyDirData: t.boolean({ required: false }),
+    force: t.boolean({ required: false, description: 'Evict pods that no controller manages (kubectl --force).' }),
+    gracePeriodSeconds: t.int({ required: false, description: '−1: each pod’s own; 0: at once; > 0: overrides the pod’s own (k8s:K7).' }),
+    skipWaitForDeleteTimeoutSeconds: t.int({ required: false }),
+    podSelector: t.string({ required: false }),
+  }),
+});
+
+type PodDrainArg = { [K in keyof PodDrainOptions]?: PodDrainOptions[K] | null } | null | undefined;
+/** The input as overrides (absent and null fields keep the configured value); bad values are typed errors. */
+function podDrainOverrides(input: PodDrainArg): Partial<PodDrainOptions> | undefined {
+  if (!input) return undefined;
+  if (input.gracePeriodSeconds != null && input.gracePeriodSeconds < -1)
+    throw new InvalidInputError(
+      'podDrain.gracePeriodSeconds',
+      String(input.gracePeriodSeconds),
+      'gracePeriodSeconds must be −1 (the pod’s own), 0 or positive',
+    );
+  if (input.skipWaitForDeleteTimeoutSeconds != null && input.skipWaitForDeleteTimeoutSeconds < 0)
+    throw new InvalidInputError('podDrain.skipWaitForDeleteTimeoutSeconds', String(input.skipWaitForDeleteTimeoutSeconds), 'must be 0 or positive');
+  return Object.fromEntries(Object.entries(input).filter(([, v]) => v != null)) as Partial<PodDrainOptions>;
+}
+
+const DelegateType = builder.objectRef<{ controller: string; reason: string }>('MaintenanceDelegate').implement({
+  description: 'k8s:H9: Harvester’s controllers do the work; Lockkeeper requests and follows.',
+  fields: (t) => ({ controller: t.exposeString('controller'), reason: t.exposeString('reason') }),
+});
+
 export const PlanType = builder.objectRef<MaintenancePlanView>('MaintenancePlan').implement({
   description: 'What enableMaintenanceMode would do now; nothing is changed by asking.',
   fields: (t) => ({
     nodeId: t.exposeID('nodeId'),
     force: t.exposeBoolean('force'),
-    accepted: t.boolean({ description: 'Enable would be accepted.', resolve: (p) => p.refusals.length === 0 && p.shardRefusal === null }),
+    accepted: t.boolean({
+      description: 'Enable would be accepted.',
+      resolve: (p) => p.refusals.length === 0 && p.shardRefusal === null && !p.pods?.blockers.length,
+    }),
     refusals: t.field({
       type: [RefusalType],
       resolve: (p) => [
@@ -126,6 +218,15 @@ export const PlanType = builder.objectRef<MaintenancePlanView>('MaintenancePlan'
               : [],
         })),
         ...(p.shardRefusal ? [{ code: 'SHARD_DRAIN_REFUSED' as const, message: p.shardRefusal.message, blockers: [] }] : []),
+        ...(p.pods?.blockers.length
+          ? [
+              {
+                code: 'POD_DRAIN_BLOCKED' as const,
+                message: podDrainRefusal(p.nodeId, p.pods).message,
+                blockers: podDrainRefusal(p.nodeId, p.pods).blockers,
+              },
+            ]
+          : []),
       ],
     }),
     shards: t.field({
@@ -134,6 +235,19 @@ export const PlanType = builder.objectRef<MaintenancePlanView>('MaintenancePlan'
       resolve: (p) => p.shards,
     }),
     vms: t.field({ type: [PlanEntryType], resolve: (p) => p.vms }),
+    pods: t.field({
+      type: [PodPlanType],
+      description:
+        'k8s:K1–K3: the node’s other pods (virt-launcher pods are handled per VM) and what the drain does to each; empty when the backend runs no pods.',
+      resolve: (p) => p.pods?.pods ?? [],
+    }),
+    podDrainOptions: t.field({ type: PodDrainOptionsType, nullable: true, resolve: (p) => p.podDrainOptions }),
+    delegatedTo: t.field({
+      type: DelegateType,
+      nullable: true,
+      description: 'k8s:H9: set on Harvester clusters, where Harvester’s controllers do the work; null when Lockkeeper acts itself.',
+      resolve: (p) => p.delegate,
+    }),
     warnings: t.exposeStringList('warnings'),
   }),
 });
@@ -141,8 +255,12 @@ export const PlanType = builder.objectRef<MaintenancePlanView>('MaintenancePlan'
 builder.queryField('maintenancePlan', (t) =>
   t.field({
     type: PlanType,
-    args: { nodeId: t.arg.id({ required: true }), force: t.arg.boolean({ required: false, defaultValue: false }) },
-    resolve: (_, args, ctx) => typedBackendCall(() => ctx.maintenance.plan(String(args.nodeId), args.force ?? false)),
+    args: {
+      nodeId: t.arg.id({ required: true }),
+      force: t.arg.boolean({ required: false, defaultValue: false }),
+      podDrain: t.arg({ type: PodDrainInput, required: false }),
+    },
+    resolve: (_, args, ctx) => typedBackendCall(() => ctx.maintenance.plan(String(args.nodeId), args.force ?? false, podDrainOverrides(args.podDrain))),
   }),
 );
 
@@ -150,8 +268,18 @@ const FailureType = builder.objectRef<{ vmId: string; message: string }>('VmRest
   fields: (t) => ({ vmId: t.exposeID('vmId'), message: t.exposeString('message') }),
 });
 
+const CancelledMigrationType = builder.objectRef<CancelledMigration>('CancelledMigration').implement({
+  description: 'k8s:C9: a migration of Lockkeeper’s that disable cancelled, and where its VM is now (k8s:C3: read, not assumed).',
+  fields: (t) => ({
+    vmId: t.exposeID('vmId'),
+    migration: t.exposeString('migration', { description: 'The VirtualMachineInstanceMigration deleted.' }),
+    nodeId: t.exposeID('nodeId', { nullable: true, description: 'Where the VM runs after the cancel; null when it does not run.' }),
+  }),
+});
+
 const DisableResultType = builder.objectRef<DisableResult>('DisableMaintenanceResult').implement({
   fields: (t) => ({
+    cancelledMigrations: t.field({ type: [CancelledMigrationType], resolve: (r) => r.cancelledMigrations }),
     node: t.field({ type: ClusterNodeType, resolve: (r) => r.node }),
     fillOperation: t.field({
       type: OperationType,
@@ -188,6 +316,7 @@ builder.mutationFields((t) => ({
       force: t.arg.boolean({ required: false, defaultValue: false, description: 'Stop labelled and non-migratable VMs instead of refusing (vm:F1–F3).' }),
       reason: t.arg.string({ required: false }),
       deadlineSeconds: t.arg.int({ required: false, description: 'Default 30 min (config operations.maintenanceDeadlineMs).' }),
+      podDrain: t.arg({ type: PodDrainInput, required: false, description: 'k8s:K4: this request’s pod drain options.' }),
     },
     errors: { types: [NotFoundError, UnavailableError, ConflictError, PreconditionFailedError, InvalidInputError] },
     resolve: (_, args, ctx) =>
@@ -197,7 +326,11 @@ builder.mutationFields((t) => ({
         return typedBackendCall(() =>
           ctx.maintenance.enable(
             String(args.nodeId),
-            { force: args.force ?? false, ...(args.deadlineSeconds != null && { deadlineMs: args.deadlineSeconds * 1000 }) },
+            {
+              force: args.force ?? false,
+              ...(args.deadlineSeconds != null && { deadlineMs: args.deadlineSeconds * 1000 }),
+              podDrain: podDrainOverrides(args.podDrain),
+            },
             m,
           ),
         );

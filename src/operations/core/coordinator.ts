@@ -1,4 +1,5 @@
 import type { Clock } from '../../cluster/clock.ts';
+import { UnavailableError } from '../../domain/errors.ts';
 import type { OperationKind, OperationOutcome, OperationSnapshot, OperationState, RequestMeta, StepRecord } from '../../domain/operations.ts';
 import type { EventBus } from '../../events/bus.ts';
 import type { Logger } from '../../logger.ts';
@@ -18,6 +19,8 @@ export interface CoordinatorDeps {
   clock: Clock;
   log: Logger;
   observer: OperationObserver;
+  /** False on a stand-by replica (ha:L2): it admits and changes nothing; default always true. */
+  mayAct?: () => boolean;
 }
 
 /**
@@ -42,8 +45,9 @@ export class OperationCoordinator {
     this.engines.push(engine);
   }
 
-  /** Prepares every engine and resumes the operations that were running when the process stopped. */
+  /** Prepares every engine and resumes the operations that were running when the process stopped (or the previous leader lost its lease: ha:L4). */
   async start(): Promise<void> {
+    this.stopping = false;
     for (const engine of this.engines) {
       if (!(await engine.prepare())) continue;
       for (const operation of await this.deps.store.operations.interrupted(engine.kinds)) engine.resume(operation);
@@ -58,13 +62,29 @@ export class OperationCoordinator {
     await this.journal.flush();
   }
 
-  /** True once shutdown began: runs that end now leave their record for the next start. */
+  /**
+   * This replica stopped leading (ha:L3): halt every run at once, as on shutdown, and write
+   * nothing more (what is queued is dropped: the fence would refuse it, and the next leader
+   * resumes from what was committed). start() takes them up again if it leads again.
+   */
+  suspend(): void {
+    this.stopping = true;
+    for (const engine of this.engines) engine.stop();
+    for (const run of this.live.all()) run.halt();
+    this.live.clear();
+    this.journal.discard();
+  }
+
+  /** True once shutdown (or suspend) began: runs that end now leave their record for the next start. */
   get stopped(): boolean {
     return this.stopping;
   }
 
-  /** Runs `fn` alone among every admission and state change of every operation kind. */
+  /** Runs `fn` alone among every admission and state change of every operation kind; refused on a stand-by. */
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.deps.mayAct && !this.deps.mayAct()) {
+      return Promise.reject(new UnavailableError('this replica is a stand-by: the leader runs operations (GET /control/v1/leader says which replica leads)'));
+    }
     return this.lock.run(fn);
   }
 

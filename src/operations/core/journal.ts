@@ -24,6 +24,8 @@ export class Journal {
   private events: LoggedEvent[] = [];
   private flushing: Promise<void> | null = null;
   private scheduled = false;
+  /** Bumped by discard(): a batch of an older generation that fails is not queued again. */
+  private generation = 0;
 
   constructor(
     private readonly store: Pick<Repositories, 'commitJournal'>,
@@ -66,6 +68,18 @@ export class Journal {
     this.afterFlush(operations, steps);
   }
 
+  /**
+   * Forgets everything queued, and a failing batch in flight is not queued again: this
+   * replica stopped leading (ha:L3), so its writes would be refused, and the next leader
+   * resumes from what was committed.
+   */
+  discard(): void {
+    this.generation++;
+    this.steps = new Map();
+    this.operations = new Map();
+    this.events = [];
+  }
+
   private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;
@@ -80,9 +94,11 @@ export class Journal {
   }
 
   private async write(steps: { operationId: string; step: StepRecord }[], operations: OperationSnapshot[], events: LoggedEvent[]) {
+    const generation = this.generation;
     try {
       await this.store.commitJournal({ steps, operations, events });
     } catch (e) {
+      if (generation !== this.generation) throw e;
       // Put the batch back so nothing is lost; newer queued values win over older ones.
       for (const s of steps) {
         const key = `${s.operationId}\u0000${s.step.workloadKind}\u0000${s.step.workloadId}`;

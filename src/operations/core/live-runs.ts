@@ -32,6 +32,12 @@ export class LiveRuns {
     if (this.runs.get(run.snapshot.id) === run) this.runs.delete(run.snapshot.id);
   }
 
+  /** Forgets every run and part (this replica stopped leading). */
+  clear(): void {
+    this.runs.clear();
+    this.parts.clear();
+  }
+
   get(operationId: string): LiveRun | undefined {
     return this.runs.get(operationId);
   }

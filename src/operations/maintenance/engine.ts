@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { isBackendError } from '../../cluster/errors.ts';
+import type { CancelledMigration } from '../../cluster/node-maintenance.ts';
 import type { ClusterEvent, ClusterNode, ClusterVm } from '../../cluster/types.ts';
+import type { PodDrainOptions, PodDrainPlan } from '../../domain/pods/drain.ts';
 import { InvalidInputError, NotFoundError, PreconditionFailedError } from '../../domain/errors.ts';
 import { describeReason } from '../../domain/vm/migratability.ts';
 import { nextPhase, type PhaseEvent } from '../../domain/vm/phase.ts';
@@ -16,8 +18,10 @@ import type { InterruptedOperation } from '../../store/operation-repository.ts';
 import type { LiveRun } from '../core/live-runs.ts';
 import type { EngineDeps } from '../core/engine-deps.ts';
 import type { OperationKindEngine } from '../core/operation-kind.ts';
+import { DelegatedMaintenanceRun } from './delegated-run.ts';
 import { MigrationLimiter } from './migration-limiter.ts';
-import { MaintenanceRun, type MaintenanceHost } from './run.ts';
+import { podDrainOptionsOf, podDrainPlanOf, podDrainRefusal } from './pod-drain-plan.ts';
+import { MaintenanceRun, type MaintenanceHost, type MaintenanceRunOptions } from './run.ts';
 import { stepsOf } from './steps.ts';
 import { TrackingStore } from './tracking-store.ts';
 
@@ -27,6 +31,11 @@ const MAINTENANCE: readonly ['MAINTENANCE'] = ['MAINTENANCE'];
 export interface MaintenancePlanView extends MaintenancePlan {
   shards: StepRecord[];
   shardRefusal: Error | null;
+  /** k8s:K1–K3: the node's other pods and their verdicts; null when the backend runs no pods. */
+  pods: PodDrainPlan | null;
+  podDrainOptions: PodDrainOptions | null;
+  /** k8s:H9: who does the work: null = Lockkeeper itself. */
+  delegate: { controller: string; reason: string } | null;
 }
 
 export interface DisableResult {
@@ -35,6 +44,8 @@ export interface DisableResult {
   fillOperationId: string | null;
   restarted: string[];
   trackingCleared: string[];
+  /** k8s:C9: Lockkeeper's own migrations it cancelled, with where each VM is now (k8s:C3). */
+  cancelledMigrations: CancelledMigration[];
   failures: { vmId: string; message: string }[];
   warnings: string[];
 }
@@ -89,7 +100,7 @@ export class MaintenanceEngine implements OperationKindEngine {
     return true;
   }
 
-  resume({ snapshot: stored, steps }: InterruptedOperation): void {
+  resume({ snapshot: stored, steps, params }: InterruptedOperation): void {
     const state = this.states.get(nodeOf(stored));
     if (!state || (state.phase !== 'DRAINING' && state.phase !== 'EVACUATING')) return;
     const snapshot = { ...stored, counts: countsOf(steps) };
@@ -97,7 +108,10 @@ export class MaintenanceEngine implements OperationKindEngine {
       { operation: snapshot.id, node: snapshot.nodeId, phase: state.phase },
       `resuming maintenance of node ${snapshot.nodeId} in phase ${state.phase}`,
     );
-    this.launch(snapshot, steps, state.deadline ?? this.deps.clock.now(), state.phase);
+    this.launch(snapshot, steps, state.deadline ?? this.deps.clock.now(), state.phase, {
+      force: state.force,
+      podDrain: this.deps.backend.podDrain ? ((params['podDrain'] as PodDrainOptions | undefined) ?? podDrainOptionsOf(this.deps.settings, undefined)) : null,
+    });
   }
 
   stop(): void {
@@ -114,6 +128,7 @@ export class MaintenanceEngine implements OperationKindEngine {
       roles: n.roles,
       labels: n.labels,
       maintenancePhase: this.states.phaseOf(n.id),
+      externalMaintenance: n.maintenanceMark ?? null,
     }));
   }
 
@@ -126,22 +141,41 @@ export class MaintenanceEngine implements OperationKindEngine {
   }
 
   /** What enable would do now, changing nothing (the `maintenancePlan` query): VMs and, on a hyperconverged node, shards. */
-  async plan(nodeId: string, force: boolean): Promise<MaintenancePlanView> {
+  async plan(nodeId: string, force: boolean, podDrain?: Partial<PodDrainOptions>): Promise<MaintenancePlanView> {
     const { nodes, vms } = await this.view();
     const plan = planMaintenance({ nodeId, force, nodes, vms });
     if (this.deps.backend.capabilities.replicaHealth === false) {
       plan.warnings.push('LastHealthyReplica (vm:N1) not checked: the backend cannot see volume replicas (e.g. Longhorn is not installed)');
     }
-    const shards = plan.refusals.some((r) => r.code === 'NOT_FOUND') ? null : await this.core.planPart('DRAIN', nodeId, this.deps.clock.now());
-    return { ...plan, shards: shards?.steps ?? [], shardRefusal: shards?.refusal ?? null };
+    const found = !plan.refusals.some((r) => r.code === 'NOT_FOUND');
+    const shards = found ? await this.core.planPart('DRAIN', nodeId, this.deps.clock.now()) : null;
+    const podDrainOptions = this.deps.backend.podDrain ? podDrainOptionsOf(this.deps.settings, podDrain) : null;
+    const pods = found && podDrainOptions ? await podDrainPlanOf(this.deps.backend, nodeId, podDrainOptions, this.deps.clock.now()) : null;
+    if (pods) plan.warnings.push(...pods.warnings);
+    return { ...plan, shards: shards?.steps ?? [], shardRefusal: shards?.refusal ?? null, pods, podDrainOptions, delegate: this.delegateView() };
   }
 
-  async enable(nodeId: string, options: { force: boolean; deadlineMs?: number }, meta: RequestMeta): Promise<OperationSnapshot> {
+  /** k8s:H9: whose controllers do the maintenance work on this cluster. */
+  private delegateView(): { controller: string; reason: string } | null {
+    const d = this.deps.backend.nodeMaintenance?.delegate;
+    return d ? { controller: d.controller, reason: d.reason } : null;
+  }
+
+  async enable(
+    nodeId: string,
+    options: { force: boolean; deadlineMs?: number; podDrain?: Partial<PodDrainOptions> },
+    meta: RequestMeta,
+  ): Promise<OperationSnapshot> {
     return this.core.exclusive(async () => {
       const { nodes, vms } = await this.view();
       const plan = planMaintenance({ nodeId, force: options.force, nodes, vms });
       const [refusal] = plan.refusals;
       if (refusal) throw this.refusal(nodeId, refusal, plan);
+      // k8s:K3: pods the options forbid to evict refuse the request before anything is written.
+      const podDrain = this.deps.backend.podDrain ? podDrainOptionsOf(this.deps.settings, options.podDrain) : null;
+      const pods = podDrain ? await podDrainPlanOf(this.deps.backend, nodeId, podDrain, this.deps.clock.now()) : null;
+      if (pods?.blockers.length) throw podDrainRefusal(nodeId, pods);
+      if (pods) plan.warnings.push(...pods.warnings);
       // Another operation on the node (a storage drain or fill is its own maintenance): one at a time.
       const running = this.core.live.holder(nodeId);
       if (running) {
@@ -166,7 +200,7 @@ export class MaintenanceEngine implements OperationKindEngine {
       const state: MaintenanceState = { phase: 'DRAINING', deadline, force: options.force, reason: meta.reason };
       const { store } = this.deps;
       await store.commit([
-        store.operations.create(snapshot, { force: options.force, deadline: new Date(deadline).toISOString(), warnings: plan.warnings }),
+        store.operations.create(snapshot, { force: options.force, deadline: new Date(deadline).toISOString(), warnings: plan.warnings, podDrain }),
         ...store.operations.writeSteps(steps.map((step) => ({ operationId: id, step }))),
         ...this.states.writes(nodeId, state, {
           at: now,
@@ -182,7 +216,7 @@ export class MaintenanceEngine implements OperationKindEngine {
         { operation: id, node: nodeId, force: options.force, vms: steps.length },
         `maintenance of node ${nodeId} started (${steps.length} VM action(s))`,
       );
-      this.launch(snapshot, steps, deadline, 'DRAINING');
+      this.launch(snapshot, steps, deadline, 'DRAINING', { force: options.force, podDrain });
       await this.publishNode(nodeId);
       return snapshot;
     });
@@ -200,8 +234,9 @@ export class MaintenanceEngine implements OperationKindEngine {
         await this.core.journal.flush();
         await this.endOperation(run, 'CANCELLED', 'DISABLED');
       }
+      const cancelledMigrations = await this.cancelOwnMigrations(nodeId);
       // An unreachable node cannot be uncordoned now; that must not keep its VMs off (vm:T4).
-      const uncordonWarning = await this.deps.backend.uncordonNode(nodeId).then(
+      const uncordonWarning = await this.leaveNode(nodeId).then(
         () => null,
         (e: unknown) => {
           if (!isBackendError(e, 'Unavailable')) throw e;
@@ -218,7 +253,7 @@ export class MaintenanceEngine implements OperationKindEngine {
       const fill = await this.core.releasePart('DRAIN', nodeId, meta);
       if (fill.warning) result.warnings.push(fill.warning);
       await this.publishNode(nodeId);
-      return { ...result, fillOperationId: fill.operationId, node: (await this.deps.backend.getNode(nodeId)) ?? node };
+      return { ...result, cancelledMigrations, fillOperationId: fill.operationId, node: (await this.deps.backend.getNode(nodeId)) ?? node };
     });
   }
 
@@ -229,7 +264,8 @@ export class MaintenanceEngine implements OperationKindEngine {
       const phase = this.states.phaseOf(nodeId);
       if (phase !== 'ERROR')
         throw new PreconditionFailedError('NOT_IN_ERROR', `node ${nodeId} is ${phase ? `in maintenance phase ${phase}` : 'not in maintenance'}, not in ERROR`);
-      await this.deps.backend.uncordonNode(nodeId);
+      await this.cancelOwnMigrations(nodeId);
+      await this.leaveNode(nodeId);
       await this.writeState(nodeId, null, null, 'errorCleared', meta);
       await this.publishNode(nodeId);
       return (await this.deps.backend.getNode(nodeId))!;
@@ -260,6 +296,26 @@ export class MaintenanceEngine implements OperationKindEngine {
 
   // --- internals
 
+  /** k8s:C9 (a): Lockkeeper's own migrations off the node still running are cancelled; where each VM ended is logged (k8s:C3). */
+  private async cancelOwnMigrations(nodeId: string): Promise<CancelledMigration[]> {
+    const marks = this.deps.backend.nodeMaintenance;
+    if (!marks || marks.delegate) return [];
+    const cancelled = await marks.cancelMigrations(nodeId);
+    for (const c of cancelled) {
+      this.deps.log.info(
+        { node: nodeId, vm: c.vmId, migration: c.migration, now: c.nodeId },
+        `migration ${c.migration} of VM ${c.vmId} cancelled; the VM is on ${c.nodeId ? `node ${c.nodeId}` : 'no node (not running)'}`,
+      );
+    }
+    return cancelled;
+  }
+
+  /** Out of maintenance on the node: uncordon, and (k8s:H4) Harvester's annotations and the drain taint go in the same update. */
+  private leaveNode(nodeId: string): Promise<void> {
+    const marks = this.deps.backend.nodeMaintenance;
+    return marks ? marks.clearMaintenance(nodeId) : this.deps.backend.uncordonNode(nodeId);
+  }
+
   private async view(): Promise<{ nodes: MaintNode[]; vms: ClusterVm[] }> {
     const [clusterNodes, vms] = await Promise.all([this.deps.backend.listNodes(), this.deps.backend.listVms()]);
     for (const n of clusterNodes) this.nodeNames.set(n.id, n.name);
@@ -280,8 +336,14 @@ export class MaintenanceEngine implements OperationKindEngine {
     return new PreconditionFailedError('NON_MIGRATABLE_VMS', refusal.message, null, blockers);
   }
 
-  private launch(snapshot: OperationSnapshot, steps: StepRecord[], deadline: number, phase: MaintenancePhase): void {
-    this.core.launch(new MaintenanceRun(this.host, snapshot, steps, deadline, phase));
+  private launch(snapshot: OperationSnapshot, steps: StepRecord[], deadline: number, phase: MaintenancePhase, options: MaintenanceRunOptions): void {
+    // k8s:H9: on a Harvester cluster Harvester's controllers do the work; Lockkeeper requests and follows.
+    const delegate = this.deps.backend.nodeMaintenance?.delegate;
+    this.core.launch(
+      delegate
+        ? new DelegatedMaintenanceRun(this.host, snapshot, steps, deadline, phase, options, delegate)
+        : new MaintenanceRun(this.host, snapshot, steps, deadline, phase, options),
+    );
   }
 
   private runOn(nodeId: string): LiveRun | undefined {
@@ -334,7 +396,7 @@ export class MaintenanceEngine implements OperationKindEngine {
   }
 
   /** vm:D1, vm:T2, vm:T4, vm:T5, vm:D2: restart tracked VMs; one failure does not stop the others. */
-  private async restartOnDisable(node: ClusterNode): Promise<Omit<DisableResult, 'node' | 'fillOperationId'>> {
+  private async restartOnDisable(node: ClusterNode): Promise<Omit<DisableResult, 'node' | 'fillOperationId' | 'cancelledMigrations'>> {
     const { backend, clock, log } = this.deps;
     const { nodes, vms } = await this.view();
     const load = vmLoadByNode(vms);
@@ -363,13 +425,9 @@ export class MaintenanceEngine implements OperationKindEngine {
         const message = e instanceof Error ? e.message : String(e);
         failures.push({ vmId: vm.id, message });
         log.warn({ vm: vm.id, node: node.id, err: e }, `restart of VM ${vm.id} after maintenance failed: ${message}`);
-        await this.deps.store.events.append({
-          at: clock.now(),
-          type: 'VM_RESTART_FAILED',
-          nodeId: node.id,
-          operationId: null,
-          payload: { vm: vm.id, message },
-        });
+        await this.deps.store.commit([
+          this.deps.store.events.append({ at: clock.now(), type: 'VM_RESTART_FAILED', nodeId: node.id, operationId: null, payload: { vm: vm.id, message } }),
+        ]);
       }
     }
     return { restarted, trackingCleared, failures, warnings };

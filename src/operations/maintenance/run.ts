@@ -1,7 +1,9 @@
 import { isBackendError } from '../../cluster/errors.ts';
 import { retry } from '../../cluster/retry.ts';
 import type { ClusterBackend } from '../../cluster/backend.ts';
+import type { NodeMaintenanceMark } from '../../cluster/node-maintenance.ts';
 import type { ClusterVm, RunStrategy } from '../../cluster/types.ts';
+import type { PodDrainOptions } from '../../domain/pods/drain.ts';
 import {
   countsOf,
   nodeOf,
@@ -17,7 +19,9 @@ import type { LiveRun } from '../core/live-runs.ts';
 import { StepRun, type FinishedStepState, type StepRunHost } from '../core/step-run.ts';
 import type { OperationSettings } from '../../config/schema.ts';
 import type { MigrationLimiter } from './migration-limiter.ts';
-import { VM_STEP } from './steps.ts';
+import { PodDrainPhase } from './pod-drain-phase.ts';
+import { isDepartureStep, isStopStep, VM_STEP } from './steps.ts';
+import { evictVm } from './vm-eviction.ts';
 import type { TrackingStore } from './tracking-store.ts';
 
 /**
@@ -40,6 +44,13 @@ export interface MaintenanceHost extends StepRunHost<MaintenanceRun> {
   ): LiveRun;
 }
 
+/** What a run was started with besides its steps (kept in the operation's params, so a resumed run has it). */
+export interface MaintenanceRunOptions {
+  force: boolean;
+  /** k8s:K4: the pod drain's options; null: no pod drain (the backend runs no pods). */
+  podDrain: PodDrainOptions | null;
+}
+
 const WAITING_SAMPLE = 20;
 const RECHECK_MS = 15_000;
 
@@ -54,22 +65,24 @@ const isRunning = (vm: ClusterVm) => vm.status !== 'Stopped';
  * ERROR with every VM still on the node and its blocker (vm:M5).
  */
 export class MaintenanceRun extends StepRun<MaintenanceRun> {
-  private readonly steps: StepRecord[];
+  protected readonly steps: StepRecord[];
   private readonly shardSteps: StepRecord[];
   private shardRun: LiveRun | null = null;
   /** How the shard drain ended; null while it runs. */
   private shardEnd: { outcome: OperationOutcome; failure: string | null } | null = null;
   /** Set while a backend call waits to be retried (shown in waitingOn). */
-  private retryNote: string | null = null;
+  protected retryNote: string | null = null;
   /**
    * Every action has been issued: stops sent, node cordoned, migrations queued (vm:M2 → vm:M3).
    * A queued migration counts as issued even while it waits for a slot, as a KubeVirt
    * migration object waits in its Pending phase.
    */
   private issuedAll: boolean;
-  private blockers = new Map<string, string>();
+  protected blockers = new Map<string, string>();
   /** STOP_AND_RESTART VMs that are stopped and wait for the node to empty (vm:M4). */
   private readonly stoppedForRestart = new Set<string>();
+  /** The node's other pods, once the VMs are gone (k8s:K9). */
+  private podDrain: PodDrainPhase | null = null;
 
   constructor(
     protected override readonly host: MaintenanceHost,
@@ -77,6 +90,7 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
     steps: StepRecord[],
     readonly deadlineAt: number,
     public phase: MaintenancePhase,
+    protected readonly options: MaintenanceRunOptions = { force: false, podDrain: null },
   ) {
     super(host, snapshot);
     this.steps = steps.filter((s) => s.workloadKind === 'vm').sort((a, b) => a.seq - b.seq);
@@ -117,18 +131,24 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
         );
       }
       if (this.phase === 'DRAINING') {
+        // k8s:H3: the request goes on the node first, as Harvester's API writes it, before any stop.
+        await this.markNode('REQUESTED');
+        if (this.halted) return;
         // vm:M2 (a): stops first, in namespace/name order; tracking is recorded before each stop.
-        for (const step of this.steps) if (step.state === 'PLANNED' && step.action !== VM_STEP.MIGRATE) this.launch(step, () => this.stopOne(step));
+        for (const step of this.steps) if (step.state === 'PLANNED' && isStopStep(step)) this.launch(step, () => this.stopOne(step));
         // vm:M2 (b): cordon, so nothing new lands here and restarts go elsewhere.
         await this.retrying('cordon', () => host.backend.cordonNode(this.nodeId));
         if (this.halted) return;
         // vm:M2 (c): live-migrate the rest, within the cluster and per-node limits.
         for (const step of this.steps) if (step.state === 'PLANNED' && step.action === VM_STEP.MIGRATE) this.launch(step, () => this.migrateOne(step));
+        // k8s:E5: eviction strategies None (evict the launcher pod) and External (left alone), after the cordon.
+        for (const step of this.steps) if (step.state === 'PLANNED' && isDepartureStep(step)) this.launchDeparture(step);
         this.issuedAll = true;
       } else {
         for (const step of this.steps) {
           if (step.state !== 'PLANNED' && step.state !== 'MOVING') continue;
-          this.launch(step, () => (step.action === VM_STEP.MIGRATE ? this.migrateOne(step) : this.stopOne(step)));
+          if (isDepartureStep(step)) this.launchDeparture(step);
+          else this.launch(step, () => (step.action === VM_STEP.MIGRATE ? this.migrateOne(step) : this.stopOne(step)));
         }
       }
       for (;;) {
@@ -137,6 +157,7 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
         if (this.phase === 'DRAINING' && this.issuedAll) await this.enterPhase('EVACUATING');
         const onNode = await this.runningOnNode();
         if (this.halted) return;
+        if (onNode !== null) this.settleDepartures(onNode);
         if (onNode === null) {
           if (host.clock.now() >= this.deadlineAt) {
             await this.end('FAILED', `DEADLINE_EXCEEDED: ${this.retryNote}`);
@@ -153,7 +174,18 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
           return;
         }
         if (actionsDone && onNode.length === 0 && this.shardEnd) {
+          // k8s:K9: the node's other pods go once no VM runs there; COMPLETED waits for them.
+          const drained = await this.drainPods();
+          if (this.halted) return;
+          if (drained !== null) {
+            await this.end('FAILED', drained);
+            return;
+          }
+          // k8s:H3: migrations, evictions and the pod drain are done: `running`, then `completed` at COMPLETED.
+          await this.markNode('RUNNING');
           await this.restartAfterEnable();
+          if (this.halted) return;
+          await this.markNode('COMPLETED');
           if (this.halted) return;
           await this.end('SUCCEEDED', null);
           return;
@@ -182,7 +214,78 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
     }
   }
 
-  private async enterPhase(phase: MaintenancePhase): Promise<void> {
+  /** k8s:H3: Harvester's node state, on backends that keep it. */
+  protected async markNode(mark: NodeMaintenanceMark): Promise<void> {
+    const marks = this.host.backend.nodeMaintenance;
+    if (!marks) return;
+    await this.retrying(`mark node ${this.nodeId} ${mark.toLowerCase()}`, () => marks.markMaintenance(this.nodeId, mark, { forced: this.options.force }));
+  }
+
+  /** k8s:K5–K8 on backends that run pods; null when done, else why the maintenance fails. */
+  private async drainPods(): Promise<string | null> {
+    const backend = this.host.backend.podDrain;
+    const options = this.options.podDrain;
+    if (!backend || !options) return null;
+    const { host } = this;
+    this.podDrain = new PodDrainPhase({
+      backend,
+      clock: host.clock,
+      log: host.log,
+      nodeId: this.nodeId,
+      deadlineAt: this.deadlineAt,
+      options,
+      halted: () => this.halted,
+      progress: () => this.showWaiting([]),
+      event: (type, payload) => host.journal.event({ type, nodeId: this.nodeId, operationId: this.snapshot.id, at: host.clock.now(), payload }),
+    });
+    const outcome = await this.retrying(`drain the pods of node ${this.nodeId}`, () => this.podDrain!.run());
+    switch (outcome.kind) {
+      case 'DONE':
+      case 'HALTED':
+        this.podDrain = null;
+        return null;
+      case 'REFUSED':
+        return `POD_DRAIN_REFUSED: ${outcome.message}`;
+      case 'FAILED':
+        return `POD_EVICTION_FAILED: ${outcome.message}`;
+      case 'DEADLINE':
+        host.log.warn({ node: this.nodeId, operation: this.snapshot.id }, `maintenance of node ${this.nodeId} missed its deadline; ${outcome.message}`);
+        return `DEADLINE_EXCEEDED: ${outcome.message}`;
+    }
+  }
+
+  /** k8s:E5: EVICT steps evict the launcher pod; WAIT_EXTERNAL steps only wait. Both end when the VM has left (settleDepartures). */
+  private launchDeparture(step: StepRecord): void {
+    if (step.state === 'PLANNED') this.startStep(step);
+    if (step.action !== VM_STEP.EVICT) return;
+    const backend = this.host.backend.podDrain;
+    if (!backend) return this.finishStep(step, 'FAILED', 'REJECTED', 'the backend cannot evict pods');
+    this.launch(step, () =>
+      evictVm(
+        { backend, clock: this.host.clock, deadlineAt: this.deadlineAt, halted: () => this.halted, grace: this.options.podDrain?.gracePeriodSeconds ?? -1 },
+        step.workloadId,
+        (note) => {
+          if (note) this.blockers.set(step.workloadId, note);
+          else this.blockers.delete(step.workloadId);
+          this.nudge();
+        },
+      ).then((failure) => {
+        if (failure) this.finishStep(step, 'FAILED', 'EVICTION_FAILED', failure);
+      }),
+    );
+  }
+
+  /** EVICT and WAIT_EXTERNAL steps whose VM is no longer running on the node are done. */
+  private settleDepartures(onNode: ClusterVm[]): void {
+    const still = new Set(onNode.map((vm) => vm.id));
+    for (const step of this.steps) {
+      if (step.state !== 'MOVING' || !isDepartureStep(step) || still.has(step.workloadId)) continue;
+      this.blockers.delete(step.workloadId);
+      this.finishStep(step, 'MOVED', step.reason, null);
+    }
+  }
+
+  protected async enterPhase(phase: MaintenancePhase): Promise<void> {
     this.phase = phase;
     await this.host.setPhase(this, phase);
   }
@@ -282,7 +385,7 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
   }
 
   /** The VMs still running on the node; null while the backend cannot be read (retryable error). */
-  private async runningOnNode(): Promise<ClusterVm[] | null> {
+  protected async runningOnNode(): Promise<ClusterVm[] | null> {
     try {
       const vms = (await this.host.backend.listVms({ nodeId: this.nodeId })).filter(isRunning);
       if (this.retryNote?.startsWith('reading')) this.retryNote = null;
@@ -296,7 +399,7 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
   }
 
   /** Transient backend errors are retried until the deadline; anything else is thrown. */
-  private async retrying<T>(what: string, action: () => Promise<T>): Promise<T> {
+  protected async retrying<T>(what: string, action: () => Promise<T>): Promise<T> {
     const { clock, settings, log } = this.host;
     return retry(
       async (attempt) => {
@@ -319,11 +422,13 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
     );
   }
 
-  private describe(vm: ClusterVm): string {
+  protected describe(vm: ClusterVm): string {
     const step = this.steps.find((s) => s.workloadId === vm.id);
     if (!step) return 'not part of the plan (started on the node after maintenance began)';
+    if (step.action === VM_STEP.WAIT_EXTERNAL) return 'eviction strategy External: waiting for an external controller to move it (Lockkeeper leaves it alone)';
     if (vm.status === 'Migrating') return 'migrating';
     if (vm.status === 'Stopping') return 'stopping';
+    if (step.action === VM_STEP.EVICT) return 'eviction strategy None: launcher pod evicted, waiting for it to go';
     if (step.state === 'PLANNED') return step.action === VM_STEP.MIGRATE ? 'waiting for a migration slot' : 'waiting to stop';
     if (step.state === 'FAILED') return `stuck: ${step.error ?? step.reason}`;
     return step.action === VM_STEP.MIGRATE ? 'migrating' : 'stopping';
@@ -339,21 +444,24 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
     return { type: `VM_${step.action}_${state}`, payload: { vm: step.workloadId, to: step.toNodeId, reason, error } };
   }
 
-  private showWaiting(onNode: ClusterVm[]): void {
+  protected showWaiting(onNode: ClusterVm[]): void {
     const reasons = onNode.slice(0, WAITING_SAMPLE).map((vm) => `${vm.id}: ${this.blockers.get(vm.id) ?? this.describe(vm)}`);
     const shardsLeft = this.shardEnd ? 0 : (this.shardRun?.snapshot.counts.planned ?? 0) + (this.shardRun?.snapshot.counts.moving ?? 0);
     const shardNote = shardsLeft ? `; ${shardsLeft} shard cut-over(s) to go` : '';
     const retry = this.retryNote ? `; ${this.retryNote}` : '';
+    const pods = onNode.length || shardsLeft ? null : (this.podDrain?.waiting() ?? null);
     const waiting: WaitingOn = {
-      kind: onNode.length ? 'VMS_ON_NODE' : shardsLeft ? 'SHARDS' : 'RESTARTS',
+      kind: onNode.length ? 'VMS_ON_NODE' : shardsLeft ? 'SHARDS' : pods ? 'PODS_ON_NODE' : 'RESTARTS',
       description:
         (onNode.length
           ? `${onNode.length} VM(s) still running on node ${this.nodeId}: ${reasons.join('; ')}${shardNote}`
           : shardsLeft
             ? `${shardsLeft} shard cut-over(s) to go`
-            : 'waiting for stops to finish') + retry,
+            : pods
+              ? pods.description
+              : 'waiting for stops to finish') + retry,
       nodeId: this.nodeId,
-      workloadIds: onNode.slice(0, WAITING_SAMPLE).map((vm) => vm.id),
+      workloadIds: pods ? pods.podIds.slice(0, WAITING_SAMPLE) : onNode.slice(0, WAITING_SAMPLE).map((vm) => vm.id),
       since: this.snapshot.startedAt,
     };
     this.setWaiting(waiting);

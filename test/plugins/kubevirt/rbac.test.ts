@@ -3,6 +3,7 @@ import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/ku
 import { MAINTENANCE_STRATEGY_LABEL } from '../../../src/domain/labels.ts';
 import { clusterRoleRules } from '../../support/deploy-rbac.ts';
 import { K8sSim, type PolicyRule } from '../../../simulators/kubernetes/index.ts';
+import { eventually } from '../../support/kubevirt-app.ts';
 
 const triples = (rules: PolicyRule[]) =>
   new Set(rules.flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}.${g}`)))));
@@ -19,14 +20,26 @@ describe('deploy/rbac.yaml: least privilege', () => {
   it('the ClusterRole grants exactly what the plugin calls, with the API server enforcing it', async () => {
     const rules = clusterRoleRules();
     expect(rules.flatMap((r) => [...r.apiGroups, ...r.resources, ...r.verbs])).not.toContain('*');
-    sim = await K8sSim.start();
+    sim = await K8sSim.start({ msPerGraceSecond: 1 });
     sim.setRules(rules);
     sim.addNode('node-1');
     sim.addNode('node-2');
+    sim.addNode('node-3');
     sim.addPvc('default', 'disk');
     sim.addReplica('pvc-disk', 'node-1', true);
     sim.addVm({ name: 'vm', nodeName: 'node-1', claims: ['disk'] });
-    backend = await createKubevirtBackend({ kubeconfigPath: sim.kubeconfigFile() });
+    sim.addVm({ name: 'evicted', nodeName: 'node-2', evictionStrategy: 'None' });
+    sim.addVm({ name: 'held', nodeName: 'node-2' });
+    sim.addPod({ name: 'agent', nodeName: 'node-2', owner: { kind: 'DaemonSet', name: 'agent' } });
+    sim.addPod({ name: 'web', nodeName: 'node-2', owner: { kind: 'ReplicaSet', name: 'web' } });
+    sim.setKubevirtConfig({ evictionStrategy: 'LiveMigrate' });
+    sim.setHarvesterUpgrade(false);
+    sim.holdMigrations({ pending: (m) => m.spec?.vmiName === 'held' });
+    backend = await createKubevirtBackend({
+      kubeconfigPath: sim.kubeconfigFile(),
+      migrationTimeoutMs: 500,
+      nodeDown: { enable: true, period: 1, vmMigrationTimeout: 1 },
+    });
 
     // Every method the maintenance engine uses, each path that calls the API.
     await backend.listNodes();
@@ -45,6 +58,21 @@ describe('deploy/rbac.yaml: least privilege', () => {
     await backend.startVm('default/vm', { runStrategy: 'Always', nodeId: 'node-1' });
     await backend.setVmMaintenanceStrategyLabel('default/vm', null);
     expect(sim.vm('default', 'vm')!.metadata.labels?.[MAINTENANCE_STRATEGY_LABEL]).toBeUndefined();
+    // The pod drain (k8s:K1, k8s:K5, k8s:K8) and a None VM's eviction (k8s:E5).
+    const pods = await backend.podDrain.listNodePods('node-2', '');
+    expect(pods.find((p) => p.name === 'agent')?.controllerFound).toBe(true);
+    expect(await backend.podDrain.evictPod({ namespace: 'default', name: 'web' }, 0)).toEqual({ kind: 'EVICTED' });
+    await backend.podDrain.podGone({ namespace: 'default', name: 'web', uid: pods.find((p) => p.name === 'web')!.uid });
+    expect(await backend.podDrain.evictVmPod('default/evicted', 0)).toEqual({ kind: 'EVICTED' });
+    // Harvester's node state (k8s:H3, k8s:H4) and migration cancel (k8s:C9): a held migration times out and is deleted.
+    await backend.nodeMaintenance.markMaintenance('node-2', 'REQUESTED', { forced: false });
+    await backend.nodeMaintenance.clearMaintenance('node-2');
+    await expect(backend.migrateVm('default/held', { fromNodeId: 'node-2' })).rejects.toThrow(/cancelled \(deleted\)/);
+    expect(await backend.nodeMaintenance.cancelMigrations('node-2')).toEqual([]);
+    // Node down (k8s:U3): the drain taint and the Drained condition (nodes/status).
+    sim.setNodeReady('node-3', false);
+    await eventually(() => (sim.node('node-3')!.status.conditions ?? []).some((c: { type: string }) => c.type === 'Drained'));
+    await backend.confirmNodeDown('node-3');
 
     const called = new Set(sim.calls.map((c) => `${c.verb} ${c.resource}.${c.group}`));
     // Nothing was refused (the calls above all succeeded), and nothing granted goes unused.

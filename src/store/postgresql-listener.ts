@@ -1,0 +1,46 @@
+/**
+ * PostgreSQL's LISTEN side of the event wake-up (ha:E1): one dedicated connection per replica
+ * listening on `lockkeeper_events`, whose payload is the newest `seq` committed (sent by the
+ * NOTIFY that ends every transaction of the repositories: postgresql-hot-path.ts). A lost
+ * connection is opened again; readers poll meanwhile.
+ */
+import pg from 'pg';
+
+const EVENTS_CHANNEL = 'lockkeeper_events';
+const RECONNECT_MS = 1000;
+
+export function listenForEvents(url: string, onEvent: (seq: number) => void): { close(): Promise<void> } {
+  let client: pg.Client | null = null;
+  let closed = false;
+  let retry: NodeJS.Timeout | undefined;
+  const connect = async () => {
+    if (closed) return;
+    const c = new pg.Client({ connectionString: url });
+    c.on('notification', (message) => {
+      if (message.channel === EVENTS_CHANNEL) onEvent(Number(message.payload ?? 0));
+    });
+    c.on('error', () => {
+      void c.end().catch(() => {});
+      if (client === c) client = null;
+      if (!closed) retry = setTimeout(() => void connect(), RECONNECT_MS);
+    });
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${EVENTS_CHANNEL}`);
+      if (closed) await c.end();
+      else client = c;
+    } catch {
+      await c.end().catch(() => {});
+      if (!closed) retry = setTimeout(() => void connect(), RECONNECT_MS);
+    }
+  };
+  const started = connect();
+  return {
+    close: async () => {
+      closed = true;
+      clearTimeout(retry);
+      await started;
+      await client?.end().catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,98 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { TRACKING_NODE_ANNOTATION } from '../../plugins/kubevirt/index.ts';
+import { MAINTENANCE_STRATEGY_LABEL } from '../../src/domain/labels.ts';
+import { DRAIN_REQUESTED, MAINTAIN_STATUS, type K8sSim, type RecordedCall } from '../../simulators/kubernetes/index.ts';
+import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
+
+/** k8s:scenario-9 through GraphQL: on a Harvester cluster Lockkeeper requests and follows; Harvester's controllers act (k8s:H2, k8s:H9). */
+let t: KubevirtTestApp;
+afterEach(async () => {
+  await t?.stop();
+});
+
+async function gql(query: string) {
+  const res = await t.gql(query);
+  if (res.errors) throw new Error(JSON.stringify(res.errors));
+  return res.data;
+}
+const phase = () => t.app.maintenance.stateOf('n1')?.phase ?? null;
+/** What Lockkeeper itself wrote (the simulated Harvester and KubeVirt write to the store, not over HTTP). */
+const writes = (): RecordedCall[] => t.sim.calls.filter((c) => !['get', 'list', 'watch'].includes(c.verb));
+
+function seed(sim: K8sSim): void {
+  for (const n of ['n1', 'n2', 'n3']) sim.addNode(n, { roles: ['worker'] });
+  sim.addVm({ name: 'web', nodeName: 'n1', evictionStrategy: 'LiveMigrate' });
+  sim.addVm({ name: 'batch', nodeName: 'n1', evictionStrategy: 'LiveMigrate', labels: { [MAINTENANCE_STRATEGY_LABEL]: 'ShutdownAndRestartAfterDisable' } });
+  sim.addPod({ name: 'api-1', nodeName: 'n1', owner: { kind: 'ReplicaSet', name: 'api' }, labels: { app: 'api' } });
+}
+
+describe('k8s:scenario-9: delegation to Harvester', () => {
+  it('enable writes only the request, follows DRAINING → EVACUATING → COMPLETED from Harvester, disable does what Harvester’s API does, Lockkeeper itself halts, migrates and evicts nothing', async () => {
+    t = await kubevirtApp(seed, {}, { harvester: true, msPerGraceSecond: 1, harvesterRetryMs: 50 });
+    const { port } = await t.app.start(0, '127.0.0.1');
+    const health = await (await fetch(`http://127.0.0.1:${port}/healthz`)).json();
+    expect(health.maintenance).toEqual({ mode: 'delegate', controller: 'Harvester', reason: 'CRD settings.harvesterhci.io found at start' });
+    const plan = (await gql(`{ maintenancePlan(nodeId: "n1") { accepted delegatedTo { controller reason } } }`)).maintenancePlan;
+    expect(plan).toEqual({ accepted: true, delegatedTo: { controller: 'Harvester', reason: 'CRD settings.harvesterhci.io found at start' } });
+
+    const from = t.sim.calls.length;
+    const op = (await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1") { ... on Operation { id } } }`)).r;
+    await eventually(() => phase() === 'COMPLETED');
+    const log = (await gql(`{ eventLog(after: 0, first: 100, nodeId: "n1") { events { type payload } } }`)).eventLog.events;
+    const phases = log
+      .filter((e: { type: string }) => e.type === 'MAINTENANCE_PHASE_CHANGED')
+      .map((e: { payload: unknown }) => (typeof e.payload === 'string' ? JSON.parse(e.payload) : e.payload).to);
+    expect(phases).toEqual(['DRAINING', 'EVACUATING', 'COMPLETED']);
+    await eventually(async () => (await gql(`{ operation(id: "${op.id}") { ... on Operation { state } } }`)).operation.state === 'SUCCEEDED');
+    // Lockkeeper wrote exactly Harvester's API request; everything else was Harvester's and KubeVirt's doing.
+    expect(t.sim.calls.slice(from).filter((c) => !['get', 'list', 'watch'].includes(c.verb))).toEqual([
+      expect.objectContaining({ verb: 'patch', resource: 'nodes', name: 'n1', body: { metadata: { annotations: { [DRAIN_REQUESTED]: 'true' } } } }),
+    ]);
+    expect(t.sim.node('n1')!.metadata.annotations?.[MAINTAIN_STATUS]).toBe('completed');
+    expect(t.sim.node('n1')!.spec.unschedulable).toBe(true);
+    expect(t.sim.vm('default', 'batch')!.spec.runStrategy).toBe('Halted');
+    expect(t.sim.vm('default', 'batch')!.metadata.annotations?.[TRACKING_NODE_ANNOTATION]).toBe('n1');
+    expect(t.sim.vmi('default', 'web')!.status.nodeName).not.toBe('n1');
+    // KubeVirt evacuated it after Harvester's eviction of its launcher pod (k8s:E2, k8s:E4).
+    expect(t.sim.migrations('default').map((m) => m.metadata.generateName)).toEqual(['kubevirt-evacuation-']);
+    expect(t.sim.pod('default', 'api-1')).toBeNull();
+
+    // Disable: k8s:H4's node update, and the RestartAfterDisable VM Harvester tracked is started again.
+    const before = writes().length;
+    const result = (await gql(`mutation { r: disableMaintenanceMode(nodeId: "n1") { ... on DisableMaintenanceResult { restartedVmIds node { cordoned } } } }`))
+      .r;
+    expect(result).toEqual({ restartedVmIds: ['default/batch'], node: { cordoned: false } });
+    expect(writes()[before]).toMatchObject({
+      verb: 'patch',
+      resource: 'nodes',
+      body: { metadata: { annotations: { [MAINTAIN_STATUS]: null } }, spec: { unschedulable: null } },
+    });
+    expect(t.sim.node('n1')!.metadata.annotations ?? {}).toEqual({});
+    expect(t.sim.vm('default', 'batch')!.spec.runStrategy).toBe('Always');
+  });
+
+  it('a Harvester failure (its control-plane check refuses two control-plane nodes) shows as ERROR with its message', async () => {
+    t = await kubevirtApp(
+      (sim) => {
+        sim.addNode('n1', { roles: ['control-plane'] });
+        sim.addNode('n2', { roles: ['control-plane'] });
+        sim.addNode('n3', { roles: ['worker'] });
+        sim.addVm({ name: 'web', nodeName: 'n1' });
+      },
+      {},
+      { harvester: true, harvesterRetryMs: 50 },
+    );
+    // Lockkeeper's own quorum rule (vm:P4) accepts it; Harvester's (k8s:H8) does not.
+    expect((await gql(`{ maintenancePlan(nodeId: "n1") { accepted } }`)).maintenancePlan.accepted).toBe(true);
+    const op = (await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1") { ... on Operation { id } } }`)).r;
+    await eventually(() => phase() === 'ERROR');
+    const ended = async () => (await gql(`{ operation(id: "${op.id}") { ... on Operation { state error } } }`)).operation;
+    await eventually(async () => (await ended()).state === 'FAILED');
+    expect((await ended()).error).toBe(
+      "HARVESTER_FAILED: Harvester's controller removed the maintenance request from node n1: draining of this node is not possible: another controlplane is already in maintenance mode, cannot place current node in maintenance mode",
+    );
+    expect(t.sim.harvester!.lastError.get('n1')).toContain('another controlplane is already in maintenance mode');
+    expect(t.sim.node('n1')!.metadata.annotations ?? {}).toEqual({});
+    expect(t.sim.migrations('default')).toEqual([]);
+  });
+});

@@ -1,0 +1,176 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
+import { DEFAULT_CONFIG } from '../../../src/config/defaults.ts';
+import { K8sSim } from '../../../simulators/kubernetes/index.ts';
+import { eventually } from '../../support/kubevirt-app.ts';
+
+/** The plugin and the simulator on the rules the scenarios do not reach (k8s:K5, K6, E2, E3, C4, C5, C10, U7). */
+let sim: K8sSim;
+let backend: KubevirtBackend | null = null;
+afterEach(async () => {
+  await backend?.close();
+  backend = null;
+  await sim?.close();
+});
+
+async function start(options: Parameters<typeof K8sSim.start>[0] = {}, plugin: Record<string, unknown> = {}) {
+  sim = await K8sSim.start({ msPerGraceSecond: 1, ...options });
+  for (const n of ['n1', 'n2']) sim.addNode(n);
+  return async () => (backend = await createKubevirtBackend({ kubeconfigPath: sim.kubeconfigFile(), ...plugin }));
+}
+const evictions = () => sim.calls.filter((c) => c.resource === 'pods/eviction');
+/** An eviction as kubectl would send it (plain fetch, for the simulator's own answers). */
+async function evict(name: string, namespace = 'default') {
+  const res = await fetch(`${sim.url}/api/v1/namespaces/${namespace}/pods/${name}/eviction`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${sim.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace } }),
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+const launcherOf = (vm: string) =>
+  sim.store.list(sim.def('pods')).find((p) => p.metadata.labels?.['vm.kubevirt.io/name'] === vm && !p.metadata.labels?.['kubevirt.io/migrationJobUID'])!;
+
+describe('k8s:K5 Eviction version, k8s:K6 answers', () => {
+  it('policy/v1beta1 only when discovery lists pods/eviction there; v1 otherwise', async () => {
+    const connect = await start();
+    sim.api.evictionVersion = 'v1beta1';
+    sim.addPod({ name: 'web', nodeName: 'n1', owner: { kind: 'ReplicaSet', name: 'web' } });
+    const b = await connect();
+    expect(await b.podDrain.evictPod({ namespace: 'default', name: 'web' }, 5)).toEqual({ kind: 'EVICTED' });
+    expect(evictions()[0]!.body).toMatchObject({ apiVersion: 'policy/v1beta1', kind: 'Eviction' });
+  });
+
+  it('403 NamespaceTerminating, 404 gone, 429 naming the budget (also a stale one), 500 for two budgets', async () => {
+    const connect = await start();
+    sim.addPod({ name: 'web', nodeName: 'n1', owner: { kind: 'ReplicaSet', name: 'web' }, labels: { app: 'web' } });
+    sim.addPod({ name: 'api', nodeName: 'n1', owner: { kind: 'ReplicaSet', name: 'api' }, labels: { app: 'api', tier: 'x' } });
+    sim.addPdb('default', 'web-pdb', { matchLabels: { app: 'web' }, minAvailable: 1 });
+    sim.addPdb('default', 'a', { matchLabels: { app: 'api' }, maxUnavailable: 1 });
+    sim.addPdb('default', 'b', { matchLabels: { tier: 'x' }, maxUnavailable: 1 });
+    const b = await connect();
+    const pd = b.podDrain;
+    expect(await pd.evictPod({ namespace: 'default', name: 'nope' }, 0)).toEqual({ kind: 'GONE' });
+    expect(await pd.evictPod({ namespace: 'default', name: 'web' }, 0)).toEqual({
+      kind: 'BLOCKED',
+      budget: 'web-pdb',
+      message: "Cannot evict pod as it would violate the pod's disruption budget.: The disruption budget web-pdb needs 1 healthy pods and has 1 currently",
+    });
+    expect(await pd.evictPod({ namespace: 'default', name: 'api' }, 0)).toMatchObject({
+      kind: 'FAILED',
+      status: 500,
+      message: expect.stringContaining('more than one PodDisruptionBudget'),
+    });
+    // A budget whose status lags its generation (the disruption controller has not seen the change yet).
+    sim.pods.pausePdbSync = true;
+    sim.store.mutate(sim.def('poddisruptionbudgets', 'policy'), 'default', 'web-pdb', (p) => (p.spec.minAvailable = 0));
+    expect(await pd.evictPod({ namespace: 'default', name: 'web' }, 0)).toMatchObject({
+      kind: 'BLOCKED',
+      budget: 'web-pdb',
+      message: expect.stringContaining('is still being processed'),
+    });
+    sim.pods.terminatingNamespaces.add('default');
+    expect(await pd.evictPod({ namespace: 'default', name: 'web' }, 0)).toMatchObject({ kind: 'NAMESPACE_TERMINATING' });
+  });
+});
+
+describe("k8s:E2, k8s:E3: KubeVirt's eviction of launcher pods, as the simulator answers it", () => {
+  it('None passes; LiveMigrate not migratable is denied; migratable is marked and evacuated, then its completed pod passes; External is marked and never migrated', async () => {
+    await start();
+    sim.addVm({ name: 'none', nodeName: 'n1', evictionStrategy: 'None' });
+    sim.addVm({ name: 'stuck', nodeName: 'n1', evictionStrategy: 'LiveMigrate', gpu: true });
+    sim.addVm({ name: 'lm', nodeName: 'n1', evictionStrategy: 'LiveMigrate' });
+    sim.addVm({ name: 'ext', nodeName: 'n1', evictionStrategy: 'External' });
+    sim.addVm({ name: 'bare', nodeName: 'n1', liveMigratableCondition: false, evictionStrategy: 'LiveMigrateIfPossible' });
+    const webhook = 'admission webhook "virt-launcher-eviction-interceptor.kubevirt.io" denied the request: ';
+    expect((await evict(launcherOf('none').metadata.name)).status).toBe(201);
+    expect(await evict(launcherOf('stuck').metadata.name)).toMatchObject({
+      status: 429,
+      body: { message: `${webhook}VMI default/stuck is configured with an eviction strategy but is not live-migratable` },
+    });
+    // No LiveMigratable condition at all: not migratable for an eviction (k8s:E6's other side); IfPossible then passes.
+    expect((await evict(launcherOf('bare').metadata.name)).status).toBe(201);
+    const lmPod = launcherOf('lm').metadata.name;
+    expect(await evict(lmPod)).toMatchObject({ status: 429, body: { message: `${webhook}Eviction triggered evacuation of VMI default/lm` } });
+    expect(sim.vmi('default', 'lm')!.status.evacuationNodeName).toBe('n1');
+    await eventually(() => sim.vmi('default', 'lm')?.status?.nodeName === 'n2');
+    expect(sim.migrations('default').find((m) => m.spec.vmiName === 'lm')!.metadata.generateName).toBe('kubevirt-evacuation-');
+    expect((await evict(lmPod)).status).toBe(201);
+    const extPod = launcherOf('ext').metadata.name;
+    expect((await evict(extPod)).status).toBe(429);
+    expect(await evict(extPod)).toMatchObject({ status: 429, body: { message: expect.stringContaining('Evacuation in progress') } });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(sim.migrations('default').filter((m) => m.spec.vmiName === 'ext')).toEqual([]);
+  });
+
+  it('the drain taint route migrates every VMI that migrates on eviction, with no eviction (k8s:E3)', async () => {
+    await start();
+    sim.setKubevirtConfig({ evictionStrategy: 'LiveMigrate' });
+    sim.addVm({ name: 'a', nodeName: 'n1' });
+    sim.addVm({ name: 'none', nodeName: 'n1', evictionStrategy: 'None' });
+    sim.setNodeTaints('n1', [{ key: 'kubevirt.io/drain', effect: 'NoSchedule' }]);
+    await eventually(() => sim.vmi('default', 'a')?.status?.nodeName === 'n2');
+    expect(sim.vmi('default', 'a')!.spec.evictionStrategy).toBe('LiveMigrate');
+    expect(sim.vmi('default', 'none')!.status.nodeName).toBe('n1');
+    expect(sim.calls.filter((c) => c.resource === 'pods/eviction')).toEqual([]);
+  });
+});
+
+describe('k8s:C4, k8s:C5, k8s:C10', () => {
+  it('a second migration in flight for a VMI is refused; final ones beyond the newest 5 are collected, and all go with their VMI', async () => {
+    await start({ delays: { migrateMs: 1 } });
+    sim.addVm({ name: 'a', nodeName: 'n1' });
+    sim.holdMigrations({ pending: () => true });
+    const create = () =>
+      fetch(`${sim.url}/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstancemigrations`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${sim.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          apiVersion: 'kubevirt.io/v1',
+          kind: 'VirtualMachineInstanceMigration',
+          metadata: { generateName: 'm-' },
+          spec: { vmiName: 'a' },
+        }),
+      });
+    expect((await create()).status).toBe(201);
+    const second = await create();
+    expect(second.status).toBe(400);
+    expect(((await second.json()) as { message: string }).message).toMatch(
+      /in-flight migration detected\. Active migration job \(.+\) is currently already in progress for VMI a\./,
+    );
+    sim.holdMigrations({ pending: () => false });
+    sim.releaseMigrations();
+    for (let i = 0; i < 6; i++) {
+      await eventually(() => sim.migrations('default').every((m) => ['Succeeded', 'Failed'].includes(m.status?.phase)));
+      expect((await create()).status).toBe(201);
+    }
+    await eventually(() => sim.migrations('default').every((m) => ['Succeeded', 'Failed'].includes(m.status?.phase)) && sim.migrations('default').length === 5);
+    sim.store.mutate(sim.def('virtualmachines', 'kubevirt.io'), 'default', 'a', (v) => (v.spec.runStrategy = 'Halted'));
+    await eventually(() => sim.migrations('default').length === 0);
+  });
+
+  it("Lockkeeper's migration limits are KubeVirt's: 5 per cluster, 2 outbound per node", () => {
+    expect(DEFAULT_CONFIG.operations.maxParallelMigrations).toBe(5);
+    expect(DEFAULT_CONFIG.operations.maxOutboundMigrationsPerNode).toBe(2);
+  });
+});
+
+describe('k8s:U7 and k8s:H9 together', () => {
+  it("nodeDown.enable is ignored where Harvester's controllers run, and confirmNodeDown says so", async () => {
+    const connect = await start({ harvester: true }, { nodeDown: { enable: true, period: 1 } });
+    const b = await connect();
+    expect(b.nodeMaintenance.delegate?.controller).toBe('Harvester');
+    sim.setNodeReady('n1', false);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(sim.node('n1')!.spec.taints).toBeUndefined();
+    await expect(b.confirmNodeDown('n1')).rejects.toThrow(/node-down handling is Harvester's on this cluster/);
+  });
+
+  it('the config can force either mode', async () => {
+    const connect = await start({}, { harvester: 'delegate' });
+    expect((await connect()).nodeMaintenance.delegate?.reason).toBe('config: harvester = delegate');
+    await backend!.close();
+    backend = await createKubevirtBackend({ kubeconfigPath: sim.kubeconfigFile(), harvester: 'act' });
+    expect(backend.nodeMaintenance.delegate).toBeNull();
+  });
+});
