@@ -73,7 +73,14 @@ async function startLockkeeper(): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), 'lockkeeper-bench-'));
   const db = await openDatabase({ url: `file:${join(dir, 'bench.db')}` });
   const cluster = createSimulatedCluster({ topology: generateTopology({ nodes: NODES, vmsPerNode: VMS_PER_NODE }) });
-  const app = buildApp({ backend: cluster, log: createLogger('silent'), prisma: db.prisma, hotPath: db.hotPath, config: DEFAULT_CONFIG, onClose: () => db.close() });
+  const app = buildApp({
+    backend: cluster,
+    log: createLogger('silent'),
+    prisma: db.prisma,
+    hotPath: db.hotPath,
+    config: DEFAULT_CONFIG,
+    onClose: () => db.close(),
+  });
   const { url } = await app.start(0, '127.0.0.1');
   return {
     label: 'Lockkeeper',

@@ -76,7 +76,17 @@ describe('schema drift', () => {
   it('the checked-in migrations produce exactly the schema that schema.prisma describes', () => {
     expect(diffSchemas(expectedSchema(datamodel), live)).toEqual([]);
     // And the comparison is not vacuous.
-    expect(Object.keys(live).sort()).toEqual(['ApiToken', 'AuditEntry', 'Event', 'LeaderLease', 'NodeState', 'Operation', 'OperationPlan', 'OperationStep', 'VmTracking']);
+    expect(Object.keys(live).sort()).toEqual([
+      'ApiToken',
+      'AuditEntry',
+      'Event',
+      'LeaderLease',
+      'NodeState',
+      'Operation',
+      'OperationPlan',
+      'OperationStep',
+      'VmTracking',
+    ]);
     expect(live.OperationStep?.foreignKeys).toEqual([
       { columns: ['operationId'], table: 'Operation', references: ['id'], onDelete: 'CASCADE', onUpdate: 'CASCADE' },
     ]);
