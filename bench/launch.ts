@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 
 export const PROJECT_DIR = fileURLToPath(new URL('..', import.meta.url));
 
-export interface LaunchOptions {
+interface LaunchOptions {
   command: string;
   args: string[];
   cwd?: string;
@@ -34,7 +34,7 @@ export interface Launched {
 }
 
 /** A free loopback port: the server is told it, so the client can ask before any log line. */
-export function freePort(): Promise<number> {
+function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once('error', reject);

@@ -14,7 +14,7 @@ function findRoot(from: string): string {
   }
 }
 
-export const PROJECT_ROOT = findRoot(dirname(fileURLToPath(import.meta.url)));
+const PROJECT_ROOT = findRoot(dirname(fileURLToPath(import.meta.url)));
 
 /** True in the compiled build: its modules end in .js (this one is bundled into a chunk). */
 export const COMPILED = import.meta.url.endsWith('.js');

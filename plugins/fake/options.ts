@@ -18,7 +18,7 @@ const MAX_GENERATED_WORKLOADS = 2_000_000;
  * `topology: { generate: {...} }`: a cluster of any size as config, not code (the memory
  * benchmark's 100 000 shards + 10 000 VMs) — see generateTopology for each field.
  */
-export const generatedTopologySchema = z
+const generatedTopologySchema = z
   .object({
     generate: z
       .object({
