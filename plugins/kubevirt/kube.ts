@@ -26,6 +26,7 @@ export const RESOURCES = {
   crds: { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions' },
   kubevirts: { group: 'kubevirt.io', version: 'v1', plural: 'kubevirts' },
   upgrades: { group: 'harvesterhci.io', version: 'v1beta1', plural: 'upgrades' },
+  upgradePlans: { group: 'management.harvesterhci.io', version: 'v1beta1', plural: 'upgradeplans' },
   vms: { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachines' },
   vmis: { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachineinstances' },
   migrations: { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachineinstancemigrations' },

@@ -3,7 +3,7 @@ import { BackendError, notFound } from '../../src/cluster/errors.ts';
 import type { PluginContext } from '../../src/cluster/plugin.ts';
 import { nodeSubject, type KubeApi } from './api.ts';
 import type { ClusterCache } from './cache.ts';
-import { call, mergePatch, RESOURCES } from './kube.ts';
+import { call, mergePatch, RESOURCES, type Resource } from './kube.ts';
 import { CONDITION_ANNOTATION, CONDITION_MESSAGE_ANNOTATION, DRAIN_TAINT, type KObject } from './mapping.ts';
 import type { KubevirtOptions } from './options.ts';
 
@@ -112,15 +112,26 @@ export class NodeDownController {
     this.timers.set(nodeId, cancel);
   }
 
-  /** k8s:U2: any Harvester upgrade not Succeeded/Failed pauses everything, clean-up included. */
+  /**
+   * k8s:U2: any Harvester upgrade not Succeeded/Failed pauses everything, clean-up included:
+   * the in-tree controller's `Upgrade` objects (label `harvesterhci.io/upgradeState`) and
+   * upgrade-toolkit's cluster-scoped `UpgradePlan`s (`status.currentPhase`, empty = just
+   * created), as `isOnUpgradeV1` and `isOnUpgradeV2` read them. A kind that is not installed
+   * counts as no upgrade.
+   */
   private async upgradeRunning(): Promise<boolean> {
-    try {
-      const { items } = await this.api.listRaw(RESOURCES.upgrades, 'harvester-system');
-      return items.some((u) => !UPGRADE_DONE.includes(u.metadata?.labels?.['harvesterhci.io/upgradeState'] ?? ''));
-    } catch (e) {
-      if (e instanceof BackendError && e.code === 'NotFound') return false;
-      throw e;
-    }
+    const running = async (r: Resource, namespace: string | undefined, phase: (o: KObject) => string | undefined) => {
+      try {
+        return (await this.api.listRaw(r, namespace)).items.some((o) => !UPGRADE_DONE.includes(phase(o) ?? ''));
+      } catch (e) {
+        if (e instanceof BackendError && e.code === 'NotFound') return false;
+        throw e;
+      }
+    };
+    return (
+      (await running(RESOURCES.upgrades, 'harvester-system', (u) => u.metadata?.labels?.['harvesterhci.io/upgradeState'])) ||
+      (await running(RESOURCES.upgradePlans, undefined, (p) => p.status?.currentPhase))
+    );
   }
 
   private async reconcile(nodeId: string): Promise<void> {
@@ -132,7 +143,8 @@ export class NodeDownController {
     const touched = drained || hasTaint(node, DRAIN_TAINT) || hasTaint(node, OUT_OF_SERVICE_TAINT);
     // k8s:U2: only Unknown triggers; False does nothing (Harvester's branch is empty).
     if (ready?.status !== 'Unknown' && !(ready?.status === 'True' && touched)) return;
-    if (await this.upgradeRunning()) return;
+    // Paused, not forgotten: nothing else wakes an Unknown node (it sends no heartbeats), so look again after `period`.
+    if (await this.upgradeRunning()) return this.wakeAt(nodeId, this.clock.now() + this.options.period * 1000);
     const now = this.clock.now();
     if (ready.status === 'True') return this.recover(nodeId, node);
     if (!hasTaint(node, DRAIN_TAINT)) {
@@ -150,7 +162,11 @@ export class NodeDownController {
       await this.setDrained(nodeId, 'False', 'HarvesterNodeIsDraining');
       return;
     }
-    if (hasTaint(node, OUT_OF_SERVICE_TAINT)) return;
+    if (hasTaint(node, OUT_OF_SERVICE_TAINT)) {
+      // Harvester's "both taints" branch: a stage 2 cut short (a restart between its writes) is finished, not left half-done (k8s:U7).
+      if (drained.status !== 'True' || node.metadata?.annotations?.[CONDITION_ANNOTATION] !== DRAINED) await this.markDrained(nodeId);
+      return;
+    }
     // Stage 2 (k8s:U4), only after confirmation (k8s:U7 Decision).
     const due = Date.parse(drained.lastTransitionTime ?? new Date(now).toISOString()) + this.options.vmMigrationTimeout * 1000;
     if (now < due) return this.wakeAt(nodeId, due);
@@ -159,9 +175,14 @@ export class NodeDownController {
       return;
     }
     await this.addTaint(nodeId, { key: OUT_OF_SERVICE_TAINT, effect: 'NoExecute' });
+    await this.markDrained(nodeId);
+    this.log.warn({ node: nodeId }, `kubevirt: node ${nodeId} tainted ${OUT_OF_SERVICE_TAINT}: its pods are deleted and its VMs restart elsewhere`);
+  }
+
+  /** k8s:U4: `Drained=True` and the condition annotations Harvester's condition controller derives from it. */
+  private async markDrained(nodeId: string): Promise<void> {
     await this.setDrained(nodeId, 'True', 'HarvesterNodeIsDrained');
     await this.annotate(nodeId, { [CONDITION_ANNOTATION]: DRAINED, [CONDITION_MESSAGE_ANNOTATION]: DRAINED_MESSAGE });
-    this.log.warn({ node: nodeId }, `kubevirt: node ${nodeId} tainted ${OUT_OF_SERVICE_TAINT}: its pods are deleted and its VMs restart elsewhere`);
   }
 
   /** k8s:U5: Ready again: both taints by key, the Drained condition and its annotations go. */

@@ -42,6 +42,8 @@ const LONGHORN_REPLICAS = crd('longhorn.io', 'v1beta2', 'replicas', 'Replica');
 const HARVESTER_SETTINGS = crd('harvesterhci.io', 'v1beta1', 'settings', 'Setting', false);
 /** Harvester's upgrade objects, which pause node-down handling (k8s:U2). */
 const HARVESTER_UPGRADES = crd('harvesterhci.io', 'v1beta1', 'upgrades', 'Upgrade');
+/** upgrade-toolkit's cluster-scoped upgrade plans, which pause it too (k8s:U2, `isOnUpgradeV2`). */
+const HARVESTER_UPGRADE_PLANS = crd('management.harvesterhci.io', 'v1beta1', 'upgradeplans', 'UpgradePlan', false);
 const CRDS = builtIn('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false);
 
 export interface K8sSimOptions {
@@ -183,6 +185,14 @@ export class K8sSim {
       metadata: { name: 'hvst-upgrade', namespace: 'harvester-system', labels: { 'harvesterhci.io/upgradeState': running ? 'UpgradingNodes' : 'Succeeded' } },
       spec: { version: 'v1.6.1' },
     });
+  }
+
+  /** upgrade-toolkit's UpgradePlans are served (the CRD is installed); one named `plan` with `status.currentPhase` = `phase` (k8s:U2). */
+  setHarvesterUpgradePlan(phase: string): void {
+    this.installCrd(HARVESTER_UPGRADE_PLANS);
+    const def = this.def('upgradeplans', 'management.harvesterhci.io');
+    if (this.store.get(def, undefined, 'plan')) this.store.delete(def, undefined, 'plan');
+    this.store.create(def, { metadata: { name: 'plan' }, spec: { version: 'v1.7.0' }, status: { currentPhase: phase } });
   }
 
   /** The KubeVirt CR's `spec.configuration` (k8s:E1: `evictionStrategy`; k8s:E3: `migrations.nodeDrainTaintKey`). */

@@ -17,6 +17,10 @@ export const MIGRATION_FINALIZER = 'kubevirt.io/migrationJobFinalize';
 export const VMI_NAME_LABEL = 'kubevirt.io/vmi-name';
 export const MIGRATION_JOB_LABEL = 'kubevirt.io/migrationJobUID';
 export const EVACUATION_ANNOTATION = 'kubevirt.io/evacuationMigration';
+/** `defaultUnschedulablePendingTimeoutSeconds` (k8s:C10). */
+const UNSCHEDULABLE_PENDING_TIMEOUT_MS = 300_000;
+/** `virtv1.DomainAnnotation`: on a launcher pod, the name of its VMI (what KubeVirt's eviction webhook reads). */
+export const DOMAIN_ANNOTATION = 'kubevirt.io/domain';
 /** KubeVirt's `defaultFinalizedMigrationGarbageCollectionBuffer` (k8s:C4). */
 const FINALIZED_MIGRATIONS_KEPT = 5;
 const FINAL = ['Succeeded', 'Failed'];
@@ -358,6 +362,7 @@ export class KubevirtController {
           'vm.kubevirt.io/name': name,
           ...extraLabels,
         },
+        annotations: { [DOMAIN_ANNOTATION]: name },
         ownerReferences: [
           { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance', name, uid: vmi.metadata.uid, controller: true, blockOwnerDeletion: true },
         ],
@@ -450,8 +455,30 @@ export class KubevirtController {
       return this.setPhase(namespace, name, 'Pending');
     }
     if (phase === 'Pending') {
-      if (this.holds.pending(mig)) return;
+      if (this.holds.pending(mig)) return this.holdUnschedulable(mig);
       return this.startMigration(mig);
+    }
+  }
+
+  /**
+   * A held Pending migration's target pod is unschedulable: `handlePendingPodTimeout` deletes it
+   * after `defaultUnschedulablePendingTimeoutSeconds` (300 s, k8s:C10) pending, and the
+   * migration fails. (A pod pending for another reason would get 900 s; the simulator has none.)
+   */
+  private holdUnschedulable(mig: K8sObject): void {
+    const { namespace } = mig.metadata;
+    for (const pod of this.targetPods(namespace!, mig.metadata.uid!)) {
+      if (pod.spec?.nodeName || pod.status?.conditions?.some((c: { type: string }) => c.type === 'PodScheduled')) continue;
+      this.store.mutate(this.pods, namespace, pod.metadata.name, (p) => {
+        p.status = { ...p.status, conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/3 nodes are available' }] };
+      });
+      // Counted on the simulator's clock from now: the pod was created a moment ago, in the step before Pending.
+      this.later(UNSCHEDULABLE_PENDING_TIMEOUT_MS, () => {
+        const now = this.store.get(this.migrations, namespace, mig.metadata.name);
+        const target = this.store.get(this.pods, namespace, pod.metadata.name);
+        if (now?.status?.phase !== 'Pending' || now.metadata.deletionTimestamp || !target || target.spec?.nodeName) return;
+        this.fail(now, `unschedulable pod ${namespace}/${pod.metadata.name} timeout period exceeded`);
+      });
     }
   }
 

@@ -1,6 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- Kubernetes objects are free-form JSON here, read field by field */
 import type { SimClock } from './clock.ts';
-import { EVACUATION_ANNOTATION, MIGRATION_JOB_LABEL, type KubevirtController } from './kubevirt-controller.ts';
+import { DOMAIN_ANNOTATION, EVACUATION_ANNOTATION, type KubevirtController } from './kubevirt-controller.ts';
 import { ApiError } from './server.ts';
 import type { K8sObject, ObjectStore, ResourceDef, StoreEvent } from './store.ts';
 
@@ -21,6 +21,7 @@ export class KubevirtEviction {
   private readonly vmis: ResourceDef;
   private readonly migrations: ResourceDef;
   private readonly nodes: ResourceDef;
+  private readonly pods: ResourceDef;
   private readonly unsubscribe: () => void;
   private readonly failures = new Map<string, { count: number; until: number }>();
   private scheduled = false;
@@ -33,6 +34,7 @@ export class KubevirtEviction {
     this.vmis = store.def('virtualmachineinstances', 'kubevirt.io');
     this.migrations = store.def('virtualmachineinstancemigrations', 'kubevirt.io');
     this.nodes = store.def('nodes');
+    this.pods = store.def('pods');
     this.unsubscribe = store.subscribe((e) => this.onEvent(e));
   }
 
@@ -51,31 +53,40 @@ export class KubevirtEviction {
     return s === 'LiveMigrate' || (s === 'LiveMigrateIfPossible' && isMigratable(vmi));
   }
 
-  /** `pod-eviction-admitter.go`: denials are 429 with KubeVirt's message; None (and not-migratable IfPossible) pass. */
+  /**
+   * `pod-eviction-admitter.go` `Admit`: hotplug-disk pods of a live VMI and launcher pods by
+   * their VMI's strategy; denials are 429 with KubeVirt's own messages. The VMI is the one the
+   * pod's `kubevirt.io/domain` annotation names; completed pods, and VMIs without a strategy
+   * (None), pass.
+   */
   readonly webhook = (pod: K8sObject): void => {
-    if (pod.metadata.labels?.['kubevirt.io'] === 'hotplug-disk') {
-      const owner = (pod.metadata.ownerReferences ?? [])[0] as any;
-      if (owner && this.vmiOfPod(pod, owner.name)) throw this.denied(`cannot evict a hotplug-disk pod of a running VMI`);
-      return;
-    }
+    if (pod.metadata.labels?.['kubevirt.io'] === 'hotplug-disk') return this.admitHotplugPod(pod);
     if (pod.metadata.labels?.['kubevirt.io'] !== 'virt-launcher' || FINAL.includes(pod.status?.phase)) return;
-    if (pod.metadata.labels?.[MIGRATION_JOB_LABEL]) throw this.denied('Eviction of a migration target pod is not allowed');
-    const owner: any = (pod.metadata.ownerReferences ?? []).find((r: any) => r.kind === 'VirtualMachineInstance');
-    const vmi = owner ? this.vmiOfPod(pod, owner.name) : null;
-    if (!vmi || FINAL.includes(vmi.status?.phase)) return;
+    const vmiName = pod.metadata.annotations?.[DOMAIN_ANNOTATION];
+    if (!vmiName) return;
+    const vmi = this.store.get(this.vmis, pod.metadata.namespace, vmiName);
+    if (!vmi) throw this.denied(`kubevirt failed getting the vmi: virtualmachineinstances.kubevirt.io "${vmiName}" not found`);
     const strategy = this.strategyOf(vmi);
-    const id = `${vmi.metadata.namespace}/${vmi.metadata.name}`;
-    if (strategy === 'None') return;
-    if (strategy === 'LiveMigrateIfPossible' && !isMigratable(vmi)) return;
-    if (strategy === 'LiveMigrate' && !isMigratable(vmi)) throw this.denied(`VMI ${id} is configured with an eviction strategy but is not live-migratable`);
-    if (vmi.status?.evacuationNodeName) throw this.denied(`Evacuation in progress: Eviction triggered evacuation of VMI ${id}`);
+    const mark = strategy === 'LiveMigrate' || strategy === 'External' || (strategy === 'LiveMigrateIfPossible' && isMigratable(vmi));
+    if (strategy === 'LiveMigrate' && !isMigratable(vmi))
+      throw this.denied(`VMI ${vmi.metadata.name} is configured with an eviction strategy but is not live-migratable`);
+    if (!mark) return;
+    const evacuation = `Eviction triggered evacuation of VMI "${vmi.metadata.namespace}/${vmi.metadata.name}"`;
+    if (vmi.status?.evacuationNodeName) throw this.denied(`Evacuation in progress: ${evacuation}`);
+    if (vmi.status?.nodeName !== pod.spec?.nodeName) throw this.denied('Eviction request for target Pod');
     // markVMI: KubeVirt marks it for evacuation off the pod's node, then denies.
     this.store.mutate(this.vmis, vmi.metadata.namespace, vmi.metadata.name, (v) => (v.status.evacuationNodeName = pod.spec?.nodeName));
-    throw this.denied(`Eviction triggered evacuation of VMI ${id}`);
+    throw this.denied(evacuation);
   };
 
-  private vmiOfPod(pod: K8sObject, name: string): K8sObject | null {
-    return this.store.get(this.vmis, pod.metadata.namespace, name);
+  /** `admitHotplugPod`: denied while its owner, a live launcher pod, belongs to an existing VMI. */
+  private admitHotplugPod(pod: K8sObject): void {
+    const ownerName = ((pod.metadata.ownerReferences ?? [])[0] as { name?: string } | undefined)?.name;
+    const owner = ownerName ? this.store.get(this.pods, pod.metadata.namespace, ownerName) : null;
+    if (!owner || owner.metadata.labels?.['kubevirt.io'] !== 'virt-launcher' || FINAL.includes(owner.status?.phase)) return;
+    const vmiName = owner.metadata.annotations?.[DOMAIN_ANNOTATION];
+    if (!vmiName || !this.store.get(this.vmis, pod.metadata.namespace, vmiName)) return;
+    throw this.denied(`cannot evict hotplug pod: ${pod.metadata.name} associated with running vmi: ${vmiName} in namespace ${pod.metadata.namespace}`);
   }
 
   private denied(message: string): ApiError {

@@ -94,5 +94,8 @@ describe('k8s:scenario-4: eviction strategies', () => {
     expect(t.sim.vmi('default', 'ext')!.status.nodeName).toBe('n1');
     expect(migrationsOf('ext')).toEqual([]);
     expect(evictedPods.some((p) => p?.includes('-ext-'))).toBe(false);
+    // k8s:C8: Lockkeeper never evicts a launcher pod KubeVirt would mark for evacuation, so no VMI
+    // carries status.evacuationNodeName and disable has no evacuation to cancel (README: no evacuate-cancel).
+    expect(t.sim.store.list(t.sim.def('virtualmachineinstances', 'kubevirt.io')).filter((v) => v.status?.evacuationNodeName)).toEqual([]);
   }, 120_000);
 });

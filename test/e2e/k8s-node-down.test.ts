@@ -93,7 +93,7 @@ describe('k8s:scenario-8: node down', () => {
     expect(taintWrites().at(-1)!.at).toBe(t0 + 195_000);
   });
 
-  it('Ready=False, the option off, or a Harvester upgrade running: nothing; a drain taint without Drained starts the stage-2 clock when first seen (k8s:U8)', async () => {
+  it('k8s:U2: Ready=False, the option off, or a Harvester upgrade (Upgrade or UpgradePlan) running: nothing; a drain taint without Drained starts the stage-2 clock when first seen (k8s:U8)', async () => {
     const clock = new VirtualClock();
     await app(clock, (sim) => sim.setHarvesterUpgrade(true));
     t.sim.setNodeReady('n2', false, 'False');
@@ -103,6 +103,17 @@ describe('k8s:scenario-8: node down', () => {
     expect(taintKeys('n1')).toEqual([]);
     expect(taintKeys('n2')).toEqual([]);
     expect(taintWrites()).toEqual([]);
+    await t.stop();
+
+    // upgrade-toolkit's UpgradePlan pauses it as well (k8s:U2, isOnUpgradeV2); once it has ended, the paused node is handled.
+    await app(clock, (sim) => sim.setHarvesterUpgradePlan('Upgrading'));
+    t.sim.setNodeReady('n1', false);
+    await clock.advance(1_000_000);
+    await settle();
+    expect(taintWrites()).toEqual([]);
+    t.sim.setHarvesterUpgradePlan('Succeeded');
+    await clock.advance(15_000);
+    await eventually(() => taintKeys().includes('kubevirt.io/drain'));
     await t.stop();
 
     await app(clock, () => {}, { enable: false });
@@ -124,6 +135,25 @@ describe('k8s:scenario-8: node down', () => {
     await t.backend.confirmNodeDown('n1');
     await clock.advance(180_000);
     await eventually(() => taintKeys().includes(OUT_OF_SERVICE_TAINT));
+  });
+
+  it('k8s:U4 across a restart: a node left with both taints but Drained=False (the restart fell between the writes) is finished as Harvester does', async () => {
+    const clock = new VirtualClock();
+    await app(clock, (sim) => {
+      sim.setNodeReady('n1', false);
+      sim.setNodeTaints('n1', [
+        { key: 'kubevirt.io/drain', effect: 'NoSchedule' },
+        { key: OUT_OF_SERVICE_TAINT, effect: 'NoExecute' },
+      ]);
+      const at = new Date(clock.now()).toISOString();
+      sim.store.mutate(sim.def('nodes'), undefined, 'n1', (n) => {
+        n.metadata.annotations = { ...n.metadata.annotations, [NODE_DOWN_CONFIRMED]: at };
+        n.status.conditions.push({ type: 'Drained', status: 'False', reason: 'HarvesterNodeIsDraining', message: 'x', lastTransitionTime: at });
+      });
+    });
+    await eventually(() => drained()?.status === 'True' && t.sim.node('n1')!.metadata.annotations?.['harvesterhci.io/condition'] === 'Drained');
+    expect(drained()).toMatchObject({ reason: 'HarvesterNodeIsDrained', message: 'Node is draining due to kubelet/node not ready.' });
+    expect(taintWrites()).toEqual([]);
   });
 
   it('k8s:U1: the setting defaults to Harvester’s values but off, rejects period ≤ 0 and negative timeouts, and reads 0 as 180', () => {

@@ -51,6 +51,7 @@ describe('k8s:scenario-6: node state on a cluster without Harvester', () => {
     const running = history.findIndex((h) => h.kind === 'Node' && h.object.metadata.annotations?.[MAINTAIN_STATUS] === 'running');
     const vmisLeftAtRunning = history.slice(0, running).filter((h) => h.kind === 'VirtualMachineInstance');
     expect(vmisLeftAtRunning.length).toBeGreaterThan(0);
+    // k8s:H5/H6: `completed` is what Harvester's UI shows as "Maintenance" and what makes it offer power actions.
     expect(t.sim.node('n1')!.metadata.annotations).toEqual({ [MAINTAIN_STATUS]: 'completed' });
   });
 
@@ -84,6 +85,7 @@ describe('k8s:scenario-6: node state on a cluster without Harvester', () => {
       spec: { unschedulable: null, taints: [{ key: 'example.com/keep', value: 'x', effect: 'NoSchedule' }] },
     });
     const node = t.sim.node('n1')!;
+    // k8s:H5/H6: no maintain-status left, so Harvester's UI offers enable again and no power action.
     expect(node.metadata.annotations ?? {}).toEqual({});
     expect(node.spec.unschedulable).toBeUndefined();
     expect(node.spec.taints).toEqual([{ key: 'example.com/keep', value: 'x', effect: 'NoSchedule' }]);

@@ -210,3 +210,39 @@ describe('k8s:scenario-3: grace period and identity (k8s:K5, k8s:K7, k8s:K8)', (
     expect(evictions()).toHaveLength(1);
   });
 });
+
+describe('k8s:K9: the VMs first, then the pods', () => {
+  it('no pod is evicted while a VM still runs on the node; the drain starts once the last VM has left', async () => {
+    t = await kubevirtApp(
+      (sim) => {
+        threeNodes(sim);
+        sim.addVm({ name: 'a', nodeName: 'n1' });
+        sim.addPod({ name: 'web-1', nodeName: 'n1', owner: { kind: 'ReplicaSet', name: 'web' }, labels: { app: 'web' } });
+        // The VM's migration waits (its target pod not scheduled) until the test lets it go.
+        sim.holdMigrations({ pending: () => true });
+      },
+      {},
+      { msPerGraceSecond: 1 },
+    );
+    // What ran on n1 at the moment each non-VM pod's eviction reached the API server.
+    const vmsOnNodeAtEviction: string[][] = [];
+    const vmis = t.sim.def('virtualmachineinstances', 'kubevirt.io');
+    t.sim.pods.evictionWebhooks.push((pod) => {
+      if (pod.metadata.labels?.['kubevirt.io'] === undefined)
+        vmsOnNodeAtEviction.push(
+          t.sim.store
+            .list(vmis)
+            .filter((v) => v.status?.nodeName === 'n1')
+            .map((v) => v.metadata.name),
+        );
+    });
+    await enable();
+    await eventually(() => phase() === 'EVACUATING' && t.sim.migrations('default').length === 1);
+    expect(evictions()).toEqual([]);
+    t.sim.holdMigrations({ pending: () => false });
+    t.sim.releaseMigrations();
+    await eventually(() => phase() === 'COMPLETED');
+    expect(vmsOnNodeAtEviction).toEqual([[]]);
+    expect(t.sim.pod('default', 'web-1')).toBeNull();
+  });
+});

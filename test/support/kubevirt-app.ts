@@ -9,6 +9,7 @@ import { buildApp, type App } from '../../src/server.ts';
 import { openDatabase, type Database } from '../../src/store/index.ts';
 import { createKubevirtBackend, type KubevirtBackend, type KubevirtOptionsInput } from '../../plugins/kubevirt/index.ts';
 import { K8sSim, type K8sSimOptions } from '../../simulators/kubernetes/index.ts';
+import { clusterRoleRules } from './deploy-rbac.ts';
 import { yogaClient } from './yoga-client.ts';
 
 export interface KubevirtTestApp {
@@ -40,10 +41,13 @@ export async function kubevirtApp(
   settings: Partial<OperationSettings> = {},
   simOptions: K8sSimOptions = {},
   /** One clock for the simulator, the plugin and the engine (a VirtualClock in tests of timing); plugin options on top. */
-  more: { clock?: Clock; plugin?: KubevirtOptionsInput } = {},
+  more: { clock?: Clock; plugin?: KubevirtOptionsInput; rbac?: 'shipped' | 'none' } = {},
 ): Promise<KubevirtTestApp> {
   const clock = more.clock ?? systemClock;
   const sim = await K8sSim.start({ clock, ...simOptions });
+  // The API server enforces deploy/rbac.yaml's ClusterRole, so every scenario also shows the
+  // shipped role covers each call the plugin makes on that path (a refusal fails the scenario).
+  if ((more.rbac ?? 'shipped') === 'shipped') sim.setRules(clusterRoleRules());
   seed(sim);
   const backend = await createKubevirtBackend({
     kubeconfigPath: sim.kubeconfigFile(),

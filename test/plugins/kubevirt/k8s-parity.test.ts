@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
 import { DEFAULT_CONFIG } from '../../../src/config/defaults.ts';
-import { K8sSim } from '../../../simulators/kubernetes/index.ts';
+import { K8sSim, MIGRATION_JOB_LABEL } from '../../../simulators/kubernetes/index.ts';
 import { eventually } from '../../support/kubevirt-app.ts';
+import { VirtualClock } from '../../support/virtual-clock.ts';
 
-/** The plugin and the simulator on the rules the scenarios do not reach (k8s:K5, K6, E2, E3, C4, C5, C10, U7). */
+/** The plugin and the simulator on the rules the scenarios do not reach (k8s:K5, k8s:K6, k8s:E2, k8s:E3, k8s:C4, k8s:C5, k8s:C10, k8s:U7). */
 let sim: K8sSim;
 let backend: KubevirtBackend | null = null;
 afterEach(async () => {
@@ -86,12 +87,12 @@ describe("k8s:E2, k8s:E3: KubeVirt's eviction of launcher pods, as the simulator
     expect((await evict(launcherOf('none').metadata.name)).status).toBe(201);
     expect(await evict(launcherOf('stuck').metadata.name)).toMatchObject({
       status: 429,
-      body: { message: `${webhook}VMI default/stuck is configured with an eviction strategy but is not live-migratable` },
+      body: { message: `${webhook}VMI stuck is configured with an eviction strategy but is not live-migratable` },
     });
     // No LiveMigratable condition at all: not migratable for an eviction (k8s:E6's other side); IfPossible then passes.
     expect((await evict(launcherOf('bare').metadata.name)).status).toBe(201);
     const lmPod = launcherOf('lm').metadata.name;
-    expect(await evict(lmPod)).toMatchObject({ status: 429, body: { message: `${webhook}Eviction triggered evacuation of VMI default/lm` } });
+    expect(await evict(lmPod)).toMatchObject({ status: 429, body: { message: `${webhook}Eviction triggered evacuation of VMI "default/lm"` } });
     expect(sim.vmi('default', 'lm')!.status.evacuationNodeName).toBe('n1');
     await eventually(() => sim.vmi('default', 'lm')?.status?.nodeName === 'n2');
     expect(sim.migrations('default').find((m) => m.spec.vmiName === 'lm')!.metadata.generateName).toBe('kubevirt-evacuation-');
@@ -101,6 +102,32 @@ describe("k8s:E2, k8s:E3: KubeVirt's eviction of launcher pods, as the simulator
     expect(await evict(extPod)).toMatchObject({ status: 429, body: { message: expect.stringContaining('Evacuation in progress') } });
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(sim.migrations('default').filter((m) => m.spec.vmiName === 'ext')).toEqual([]);
+  });
+
+  it("a live VMI's migration target pod and its hotplug-disk pod are denied, with KubeVirt's messages", async () => {
+    await start();
+    const webhook = 'admission webhook "virt-launcher-eviction-interceptor.kubevirt.io" denied the request: ';
+    sim.addVm({ name: 'm', nodeName: 'n1', evictionStrategy: 'LiveMigrate' });
+    sim.holdMigrations({ pending: () => true });
+    sim.controller.createMigration('default', 'm', { generateName: 'x-' });
+    const targetOf = () => sim.store.list(sim.def('pods')).find((p) => p.metadata.labels?.[MIGRATION_JOB_LABEL]);
+    await eventually(() => targetOf() !== undefined);
+    expect(await evict(targetOf()!.metadata.name)).toMatchObject({ status: 429, body: { message: `${webhook}Eviction request for target Pod` } });
+    const launcher = launcherOf('m');
+    sim.store.create(sim.def('pods'), {
+      metadata: {
+        name: 'hp-m',
+        namespace: 'default',
+        labels: { 'kubevirt.io': 'hotplug-disk' },
+        ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: launcher.metadata.name, uid: launcher.metadata.uid }],
+      },
+      spec: { nodeName: 'n1', containers: [{ name: 'hotplug', image: 'quay.io/kubevirt/virt-launcher:v1.6.0' }] },
+      status: { phase: 'Running' },
+    });
+    expect(await evict('hp-m')).toMatchObject({
+      status: 429,
+      body: { message: `${webhook}cannot evict hotplug pod: hp-m associated with running vmi: m in namespace default` },
+    });
   });
 
   it('the drain taint route migrates every VMI that migrates on eviction, with no eviction (k8s:E3)', async () => {
@@ -147,6 +174,43 @@ describe('k8s:C4, k8s:C5, k8s:C10', () => {
     await eventually(() => sim.migrations('default').every((m) => ['Succeeded', 'Failed'].includes(m.status?.phase)) && sim.migrations('default').length === 5);
     sim.store.mutate(sim.def('virtualmachines', 'kubevirt.io'), 'default', 'a', (v) => (v.spec.runStrategy = 'Halted'));
     await eventually(() => sim.migrations('default').length === 0);
+  });
+
+  it('an unschedulable target pod fails its migration after 300 s; failed evacuation migrations back off 20 s, then 40 s', async () => {
+    const clock = new VirtualClock();
+    await start({ clock });
+    sim.addVm({ name: 'a', nodeName: 'n1', evictionStrategy: 'LiveMigrate' });
+    sim.holdMigrations({ pending: () => true });
+    // Every migration KubeVirt creates, with the simulated time it appeared.
+    const created: { name: string; at: number }[] = [];
+    sim.store.subscribe((e) => {
+      if (e.type === 'ADDED' && e.resource.kind === 'VirtualMachineInstanceMigration') created.push({ name: e.object.metadata.name!, at: clock.now() });
+    });
+    const t0 = clock.now();
+    // The drain taint route (k8s:E3): KubeVirt's evacuation controller migrates it, no eviction.
+    sim.setNodeTaints('n1', [{ key: 'kubevirt.io/drain', effect: 'NoSchedule' }]);
+    await eventually(() => created.length === 1);
+    const phaseOf = (name: string) => sim.migrations('default').find((m) => m.metadata.name === name)?.status?.phase;
+    await eventually(() => phaseOf(created[0]!.name) === 'Pending');
+    await clock.advance(299_999);
+    expect(phaseOf(created[0]!.name)).toBe('Pending');
+    await clock.advance(1);
+    const failed = sim.migrations('default').find((m) => m.metadata.name === created[0]!.name)!;
+    expect(failed.status.phase).toBe('Failed');
+    expect(failed.status.migrationState.failureReason).toMatch(/^unschedulable pod default\/virt-launcher-a-\w+ timeout period exceeded$/);
+    expect(sim.store.list(sim.def('pods')).filter((p) => p.metadata.labels?.[MIGRATION_JOB_LABEL] === failed.metadata.uid)).toEqual([]);
+    // handleMigrationBackoff: the next evacuation migration 20 s after the failure, the one after 40 s.
+    await clock.advance(19_999);
+    expect(created).toHaveLength(1);
+    await clock.advance(1);
+    await eventually(() => created.length === 2);
+    expect(created[1]!.at - t0).toBe(320_000);
+    await eventually(() => phaseOf(created[1]!.name) === 'Pending');
+    await clock.advance(300_000 + 39_999);
+    expect(created).toHaveLength(2);
+    await clock.advance(1);
+    await eventually(() => created.length === 3);
+    expect(created[2]!.at - t0).toBe(660_000);
   });
 
   it("Lockkeeper's migration limits are KubeVirt's: 5 per cluster, 2 outbound per node", () => {

@@ -34,6 +34,7 @@ describe('deploy/rbac.yaml: least privilege', () => {
     sim.addPod({ name: 'web', nodeName: 'node-2', owner: { kind: 'ReplicaSet', name: 'web' } });
     sim.setKubevirtConfig({ evictionStrategy: 'LiveMigrate' });
     sim.setHarvesterUpgrade(false);
+    sim.setHarvesterUpgradePlan('Succeeded');
     sim.holdMigrations({ pending: (m) => m.spec?.vmiName === 'held' });
     backend = await createKubevirtBackend({
       kubeconfigPath: sim.kubeconfigFile(),
