@@ -9,6 +9,7 @@ import type { Logger } from '../logger.ts';
 import { createContext, type AppServices, type GraphQLContext } from './context.ts';
 import { toTypedError } from './map-backend-error.ts';
 import { useAliasLimit } from './plugins/use-alias-limit.ts';
+import { useCompiledQueries } from './plugins/use-compiled-queries.ts';
 import { useCostLimit } from './plugins/use-cost-limit.ts';
 import { useCsrfPrevention } from './plugins/use-csrf-prevention.ts';
 import { useDepthLimit } from './plugins/use-depth-limit.ts';
@@ -86,6 +87,7 @@ export function createGraphQLHandler(services: AppServices, log: Logger, { limit
       useEndSubscriptionsOnRevoke({ auth: services.auth }),
       useNoOriginalErrors(),
       useHttpStatus(),
+      useCompiledQueries(),
     ],
     logging: {
       debug: (...args) => log.debug({ args }, 'graphql'),

@@ -14,7 +14,7 @@ const httpOf = (error: GraphQLError) => error.extensions?.http as HttpExtension 
  * for a request that is not a well-formed GraphQL-over-HTTP request at all.
  *
  * - Variables that do not coerce (or an operation name that names none): the executor marks
- *   them 400 without `spec`; they get it.
+ *   them 400 without `spec` (graphql-jit not at all); they get 400 with `spec`.
  * - A body that is not JSON (and the other BAD_REQUEST refusals yoga marks `spec`): the
  *   mark is dropped, so every client gets 400.
  */
@@ -22,12 +22,24 @@ export function useHttpStatus(): Plugin {
   return {
     onExecute() {
       return {
-        onExecuteDone({ result }) {
-          if (isAsyncIterable(result) || 'data' in result) return;
-          for (const error of result.errors ?? []) {
+        onExecuteDone({ result, setResult }) {
+          // No `data` at all: the request failed before execution began (GraphQL spec).
+          if (isAsyncIterable(result) || 'data' in result || !result.errors?.length) return;
+          const errors = result.errors.map((error) => {
             const http = httpOf(error as GraphQLError);
             if (http?.status === 400 && http.spec === undefined) http.spec = true;
-          }
+            if (http) return error;
+            // graphql-jit (compiled queries) reports such errors without yoga's mark.
+            const e = error as GraphQLError;
+            return new GraphQLError(e.message, {
+              nodes: e.nodes,
+              source: e.source,
+              positions: e.positions,
+              path: e.path,
+              extensions: { ...e.extensions, http: { status: 400, spec: true } },
+            });
+          });
+          setResult({ ...result, errors });
         },
       };
     },
