@@ -31,6 +31,8 @@ import { leaderOnlyBackend } from './leadership/leader-only-backend.ts';
 import { soleLeadership, type Leadership } from './leadership/leadership.ts';
 import { leadershipHealth } from './leadership/health.ts';
 import { StandbyReads } from './leadership/standby-reads.ts';
+import { AdmittedWork } from './leadership/admitted-work.ts';
+import { StandbyRelay } from './leadership/standby-relay.ts';
 import { EventWakeup } from './events/event-wakeup.ts';
 import { registerLeadershipMetrics } from './leadership/metrics.ts';
 import { createLeaderEndpoints } from './rest/leader-endpoints.ts';
@@ -106,13 +108,24 @@ export function buildApp(deps: AppDeps): App {
     },
     () => eventWakeup.notify(),
   );
-  // Other replicas' events (PostgreSQL NOTIFY) wake this one's subscribers too.
-  // (Loaded only then: a SQLite gateway never loads `pg`.)
-  const eventListener = deps.postgresUrl
-    ? import('./store/postgresql-listener.ts').then((m) => m.listenForEvents(deps.postgresUrl!, () => eventWakeup.notify()))
-    : null;
   const shared = { store, bus, clock, log, observer: metrics.observer, mayAct: () => leadership.canAct() };
   const operations = new OperationCoordinator(shared);
+  // What other replicas admit, the leader adopts (ha:R2).
+  const admitted = new AdmittedWork(
+    () => operations.adopt(),
+    (e) => log.warn({ err: e }, 'adopting work admitted by other replicas failed; the next pass tries again'),
+  );
+  // Other replicas' events (PostgreSQL NOTIFY) wake this one's subscribers too, and their
+  // admissions this one if it leads. (Loaded only then: a SQLite gateway never loads `pg`.)
+  const eventListener = deps.postgresUrl
+    ? import('./store/postgresql-listener.ts').then((m) =>
+        m.listenForEvents(
+          deps.postgresUrl!,
+          () => eventWakeup.notify(),
+          () => admitted.wake(),
+        ),
+      )
+    : null;
   // The engines act on the backend only while this replica leads (ha:L2).
   const engineDeps = { ...shared, operations, backend: leaderOnlyBackend(deps.backend, () => leadership.canAct()), settings: config.operations };
   // Constructed in start order: storage policies are loaded before maintenance resumes.
@@ -171,15 +184,21 @@ export function buildApp(deps: AppDeps): App {
   // (resuming what the previous one left: ha:L4), halted when it stops leading (ha:L3).
   let roleChanges = Promise.resolve();
   const standBy = new StandbyReads(store, log);
+  // ha:E3: only where other replicas lead (a shared database).
+  const relay = store.shared ? new StandbyRelay({ store, bus, backend: deps.backend, wakeup: eventWakeup, log }) : null;
   const unwatchRole = leadership.onChange(({ role }) => {
     roleChanges = roleChanges
       .then(async () => {
         if (role === 'leader') {
           standBy.stop();
+          await relay?.stop();
           await operations.start();
+          if (store.shared) admitted.start();
         } else {
+          admitted.stop();
           operations.suspend();
           await standBy.start();
+          await relay?.start();
         }
       })
       .catch((e: unknown) => log.error({ err: e, role }, 'changing role failed'));
@@ -190,7 +209,10 @@ export function buildApp(deps: AppDeps): App {
     await leadership.start();
     await roleChanges;
     // A replica that starts as a stand-by (no change of role yet) serves reads from the start.
-    if (leadership.status().role === 'standby') await standBy.start();
+    if (leadership.status().role === 'standby') {
+      await standBy.start();
+      await relay?.start();
+    }
   };
   let stopping: Promise<void> | undefined;
   return {
@@ -227,6 +249,9 @@ export function buildApp(deps: AppDeps): App {
         if (engineStarted) await engineStarted.catch(() => {});
         unwatchRole();
         standBy.stop();
+        await relay?.stop();
+        admitted.stop();
+        await admitted.settled();
         // Hand-over (ha:L5): runs halted and their writes committed, then the lease released.
         await roleChanges;
         if (leadership.canAct()) await operations.shutdown().catch((e: unknown) => log.warn({ err: e }, 'last writes before the hand-over failed'));

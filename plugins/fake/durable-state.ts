@@ -2,7 +2,7 @@ import type { NodeLifecycle } from './node-lifecycle.ts';
 import { moveKey, type Runtime } from './runtime.ts';
 import { STATE_FILE_FORMAT, STATE_FILE_VERSION, writeStateFile, type StateFile } from './state-file.ts';
 
-/** The whole simulated cluster as the state file records it. Moves in flight are left out. */
+/** The whole simulated cluster as the state file records it; subjects of moves in flight as they were before the move. */
 export function snapshotState(rt: Runtime, lifecycle: NodeLifecycle): StateFile {
   const { state } = rt;
   return {
@@ -17,6 +17,7 @@ export function snapshotState(rt: Runtime, lifecycle: NodeLifecycle): StateFile 
     }),
     shards: [...state.shards.values()].map((s) => ({ ...s, sizeBytes: state.shardSizes.get(s.id) ?? 0 })),
     secondaries: rt.lag.save(),
+    moves: rt.moves.save(),
     latencies: { ...rt.latencies },
     faults: rt.faults.get(),
     ...lifecycle.save(),

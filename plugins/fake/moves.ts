@@ -3,6 +3,7 @@ import type { Clock } from '../../src/cluster/clock.ts';
 import type { BackendError } from '../../src/cluster/errors.ts';
 import type { ClusterVm } from '../../src/cluster/types.ts';
 import type { FaultInjector } from './faults.ts';
+import type { MoveResult, SavedMove } from './state-file.ts';
 
 /** An action in flight on one subject (a node, a VM or a shard). */
 export interface Move {
@@ -14,6 +15,8 @@ export interface Move {
   /** See MoveSpec.beforeMove. */
   readonly beforeMove: Partial<ClusterVm> | undefined;
   readonly promise: Promise<void>;
+  /** The move as the state file records it (see MoveSpec.result). */
+  saved(): SavedMove;
   /** Cancels the move and rejects its promise; the caller sets the resulting state. */
   abort(error: BackendError): void;
 }
@@ -27,9 +30,12 @@ export interface MoveSpec {
   stuckId?: string;
   /**
    * VM fields as they were before the move changed them: the state file records these
-   * while the move is in flight, since moves in flight are not persisted.
+   * while the move is in flight, so a reload that finds the move unfinished has the VM
+   * where it was (see moves-after-crash.ts).
    */
   beforeMove?: Partial<ClusterVm>;
+  /** What the move does when its latency has run, saved so a reload can finish it. */
+  result: MoveResult;
   /** Applies the result; may throw (after restoring the state) when the world changed meanwhile. */
   complete(): void;
 }
@@ -55,6 +61,7 @@ export class MoveTracker {
   }
 
   start(key: string, spec: MoveSpec): Promise<void> {
+    const startedAt = this.clock.now();
     let settled = false;
     let cancelTimer = () => {};
     let cancelStuck = () => {};
@@ -88,8 +95,21 @@ export class MoveTracker {
         void gate.promise.then(finish);
       });
     });
-    this.moves.set(key, { kind: spec.kind, targetNodeId: spec.targetNodeId, goal: spec.goal, beforeMove: spec.beforeMove, promise, abort });
+    this.moves.set(key, {
+      kind: spec.kind,
+      targetNodeId: spec.targetNodeId,
+      goal: spec.goal,
+      beforeMove: spec.beforeMove,
+      promise,
+      abort,
+      saved: () => ({ result: spec.result, latencyMs: spec.latencyMs, elapsedMs: Math.max(0, this.clock.now() - startedAt) }),
+    });
     return promise;
+  }
+
+  /** The moves in flight, for the state file. */
+  save(): SavedMove[] {
+    return [...this.moves.values()].map((m) => m.saved());
   }
 
   abortAll(error: BackendError): void {

@@ -1,5 +1,12 @@
 import { BackendError } from '../../src/cluster/errors.ts';
+import type { ClusterNode } from '../../src/cluster/types.ts';
 import { moveKey, nodeChanged, type Runtime } from './runtime.ts';
+
+/** What a (un)cordon does once its latency has run (also after a reload, see moves-after-crash.ts). */
+export function finishCordon(rt: Runtime, node: ClusterNode, cordoned: boolean): void {
+  node.cordoned = cordoned;
+  nodeChanged(rt, node);
+}
 
 export async function setCordoned(rt: Runtime, id: string, cordoned: boolean): Promise<void> {
   const node = rt.state.node(id);
@@ -16,9 +23,7 @@ export async function setCordoned(rt: Runtime, id: string, cordoned: boolean): P
     kind: 'cordon',
     latencyMs: rt.latencies.cordon,
     goal: String(cordoned),
-    complete() {
-      node.cordoned = cordoned;
-      nodeChanged(rt, node);
-    },
+    result: { kind: 'cordon', nodeId: id, cordoned },
+    complete: () => finishCordon(rt, node, cordoned),
   });
 }

@@ -38,6 +38,21 @@ export async function setSecondaryHeatmapKnown(rt: Runtime, shardId: string, nod
   rt.changed();
 }
 
+/**
+ * What a cut-over does once its latency has run (also called by a reload for one in flight
+ * at a crash, see moves-after-crash.ts). Returns false when the destination went offline:
+ * it must be reachable to attach; the old location needs nothing, it keeps its data.
+ */
+export function finishCutOver(rt: Runtime, shard: ClusterShard, fromNodeId: string, toNodeId: string): boolean {
+  if (rt.state.nodes.get(toNodeId)?.availability === 'OFFLINE') return false;
+  shard.attachedNodeId = toNodeId;
+  shard.secondaryNodeIds = [...shard.secondaryNodeIds.filter((n) => n !== toNodeId), fromNodeId];
+  rt.lag.delete(shard.id, toNodeId);
+  rt.lag.setWarm(shard.id, fromNodeId, rt.state.shardSizes.get(shard.id) ?? 0);
+  shardChanged(rt, shard);
+  return true;
+}
+
 /** Throws at once when the cut-over is refused; otherwise the move's promise (undefined when there is nothing to do). */
 export function cutOverShard(rt: Runtime, id: string, options: { fromNodeId: string; toNodeId: string }): Promise<void> | void {
   const shard = rt.state.shard(id);
@@ -61,16 +76,11 @@ export function cutOverShard(rt: Runtime, id: string, options: { fromNodeId: str
     latencyMs: rt.latencies.cutOver,
     targetNodeId: toNodeId,
     stuckId: id,
+    result: { kind: 'cutOver', shardId: id, fromNodeId, toNodeId },
     complete() {
-      // The destination must be reachable to attach; the old location needs nothing, it keeps its data.
-      if (rt.state.nodes.get(toNodeId)?.availability === 'OFFLINE') {
+      if (!finishCutOver(rt, shard, fromNodeId, toNodeId)) {
         throw new BackendError('Unavailable', `node ${toNodeId} went offline during the cut-over of shard ${id}`, { kind: 'node', id: toNodeId });
       }
-      shard.attachedNodeId = toNodeId;
-      shard.secondaryNodeIds = [...shard.secondaryNodeIds.filter((n) => n !== toNodeId), fromNodeId];
-      rt.lag.delete(id, toNodeId);
-      rt.lag.setWarm(id, fromNodeId, rt.state.shardSizes.get(id) ?? 0);
-      shardChanged(rt, shard);
     },
   });
 }

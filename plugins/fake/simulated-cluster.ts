@@ -25,6 +25,7 @@ import { copyNode, copyShard, copyVm } from './copy.ts';
 import { EventHub } from './event-hub.ts';
 import { FaultInjector } from './faults.ts';
 import { MoveTracker } from './moves.ts';
+import { settleMovesAfterCrash } from './moves-after-crash.ts';
 import { NodeLifecycle } from './node-lifecycle.ts';
 import { setCordoned } from './node-actions.ts';
 import { latenciesSchema } from './options.ts';
@@ -97,9 +98,12 @@ export class SimulatedCluster implements ClusterBackend {
     };
     this.lifecycle = new NodeLifecycle(this.rt);
     if (saved) {
-      // The cluster kept running while nobody watched: downloads went on, restarts finished.
-      lag.restore(saved.secondaries, Math.max(0, config.clock.now() - saved.savedAt));
+      // The cluster kept running while nobody watched: downloads went on, moves whose time
+      // had come finished (before the restarts, which find the nodes as they were saved), restarts finished.
+      const sinceSaveMs = Math.max(0, config.clock.now() - saved.savedAt);
+      lag.restore(saved.secondaries, sinceSaveMs);
       faults.inject(saved.faults);
+      settleMovesAfterCrash(this.rt, saved.moves, sinceSaveMs);
       this.lifecycle.restore(saved);
     }
     if (this.saver) {

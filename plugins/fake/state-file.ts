@@ -7,8 +7,9 @@ import { NODE_SELECTOR_OPERATORS, RUN_STRATEGIES, SHARD_POLICIES, VM_STATUSES } 
 
 /**
  * The durable form of a simulated cluster (`statePath`): everything a real cluster keeps
- * when the gateway managing it dies. Moves in flight and the fault PRNG's position are not
- * part of it (see README). Times are stored relative to `savedAt` (the cluster clock).
+ * when the gateway managing it dies, moves in flight included (each with how long it had
+ * run); the fault PRNG's position is not part of it (see README). Times are stored relative
+ * to `savedAt` (the cluster clock).
  */
 
 export const STATE_FILE_FORMAT = 'lockkeeper-fake-cluster';
@@ -89,6 +90,24 @@ const secondarySchema = z
 
 const rate = z.number().min(0).max(1);
 
+/** What a move in flight will have done once its latency has run: enough to finish it after a reload. */
+const moveResultSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('migrate'), vmId: z.string(), targetNodeId: z.string() }).strict(),
+  z.object({ kind: z.literal('stop'), vmId: z.string() }).strict(),
+  z.object({ kind: z.literal('start'), vmId: z.string(), targetNodeId: z.string(), runStrategy: z.enum(RUN_STRATEGIES) }).strict(),
+  z.object({ kind: z.literal('cordon'), nodeId: z.string(), cordoned: z.boolean() }).strict(),
+  z.object({ kind: z.literal('cutOver'), shardId: z.string(), fromNodeId: z.string(), toNodeId: z.string() }).strict(),
+]);
+
+const savedMoveSchema = z
+  .object({
+    result: moveResultSchema,
+    latencyMs: ms,
+    /** How long the move had run at `savedAt`. */
+    elapsedMs: z.number().nonnegative(),
+  })
+  .strict();
+
 const stateFileSchema = z
   .object({
     format: z.literal(STATE_FILE_FORMAT),
@@ -105,11 +124,15 @@ const stateFileSchema = z
     restarts: z.array(z.object({ nodeId: z.string(), vmIds: z.array(z.string()), heldDown: z.boolean() }).strict()),
     /** Nodes re-attached (WARMING_UP) whose first heartbeat was still pending. */
     warmingUp: z.array(z.string()),
+    /** Moves in flight; absent in files written before moves were saved. */
+    moves: z.array(savedMoveSchema).default([]),
   })
   .strict();
 
 export type StateFile = z.output<typeof stateFileSchema>;
 export type SavedSecondary = StateFile['secondaries'][number];
+export type MoveResult = z.output<typeof moveResultSchema>;
+export type SavedMove = StateFile['moves'][number];
 
 export class StateFileError extends Error {
   constructor(

@@ -41,6 +41,34 @@ function migrationTarget(rt: Runtime, vm: ClusterVm, fromNodeId: string, toNodeI
   return target;
 }
 
+/*
+ * What a move does once its latency has run. Called by the move itself, and by a reload of
+ * the state file for a move that was in flight when the process died (moves-after-crash.ts),
+ * where the VM is as it was before the move: so each sets every field the move changes.
+ */
+
+/** Returns false when the target went offline meanwhile: the VM keeps running at the source. */
+export function finishMigration(rt: Runtime, vm: ClusterVm, targetNodeId: string): boolean {
+  vm.status = 'Running';
+  const arrived = rt.state.nodes.get(targetNodeId)?.availability !== 'OFFLINE';
+  if (arrived) vm.nodeId = targetNodeId;
+  vmChanged(rt, vm);
+  return arrived;
+}
+
+export function finishStop(rt: Runtime, vm: ClusterVm): void {
+  Object.assign(vm, { runStrategy: 'Halted', status: 'Stopped', nodeId: null });
+  vmChanged(rt, vm);
+}
+
+/** Returns false when the target went offline meanwhile: the VM is back as it was (stopped, its old run strategy). */
+export function finishStart(rt: Runtime, vm: ClusterVm, targetNodeId: string, runStrategy: RunStrategy, previousRunStrategy: RunStrategy): boolean {
+  const arrived = rt.state.nodes.get(targetNodeId)?.availability !== 'OFFLINE';
+  Object.assign(vm, arrived ? { runStrategy, status: 'Running', nodeId: targetNodeId } : { runStrategy: previousRunStrategy, status: 'Stopped', nodeId: null });
+  vmChanged(rt, vm);
+  return arrived;
+}
+
 export async function migrateVm(rt: Runtime, id: string, options: { fromNodeId: string; toNodeId?: string }): Promise<void> {
   const vm = rt.state.vm(id);
   if (vm.nodeId !== options.fromNodeId) return;
@@ -63,13 +91,9 @@ export async function migrateVm(rt: Runtime, id: string, options: { fromNodeId: 
     latencyMs: rt.latencies.migrate,
     targetNodeId: target.id,
     stuckId: id,
+    result: { kind: 'migrate', vmId: id, targetNodeId: target.id },
     complete() {
-      vm.status = 'Running';
-      // A target that went offline meanwhile fails the migration; the VM keeps running at the source.
-      const arrived = rt.state.nodes.get(target.id)?.availability !== 'OFFLINE';
-      if (arrived) vm.nodeId = target.id;
-      vmChanged(rt, vm);
-      if (!arrived) throw unavailableAtCompletion(target.id, `the migration of VM ${id}`);
+      if (!finishMigration(rt, vm, target.id)) throw unavailableAtCompletion(target.id, `the migration of VM ${id}`);
     },
   });
 }
@@ -96,11 +120,8 @@ export async function stopVm(rt: Runtime, id: string): Promise<void> {
     beforeMove,
     latencyMs: rt.latencies.stop,
     stuckId: id,
-    complete() {
-      vm.status = 'Stopped';
-      vm.nodeId = null;
-      vmChanged(rt, vm);
-    },
+    result: { kind: 'stop', vmId: id },
+    complete: () => finishStop(rt, vm),
   });
 }
 
@@ -135,14 +156,9 @@ export async function startVm(rt: Runtime, id: string, options: { runStrategy: R
     latencyMs: rt.latencies.start,
     targetNodeId: target.id,
     stuckId: id,
+    result: { kind: 'start', vmId: id, targetNodeId: target.id, runStrategy: options.runStrategy },
     complete() {
-      if (rt.state.nodes.get(target.id)?.availability === 'OFFLINE') {
-        Object.assign(vm, { runStrategy: previousRunStrategy, status: 'Stopped', nodeId: null });
-        vmChanged(rt, vm);
-        throw unavailableAtCompletion(target.id, `the start of VM ${id}`);
-      }
-      vm.status = 'Running';
-      vmChanged(rt, vm);
+      if (!finishStart(rt, vm, target.id, options.runStrategy, previousRunStrategy)) throw unavailableAtCompletion(target.id, `the start of VM ${id}`);
     },
   });
 }

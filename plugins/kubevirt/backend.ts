@@ -208,8 +208,8 @@ export class KubevirtBackend implements ClusterBackend {
     return this.cache.events.add(listener);
   }
 
-  /** Watch statistics, for tests of reconnects. */
-  get watchStats(): { watchesStarted: number; relists: number } {
+  /** Watch statistics, for tests of reconnects (see KubevirtCache.watchStats). */
+  get watchStats(): { watchesStarted: number; relists: number; seenResourceVersion: number } {
     return this.cache.watchStats;
   }
 

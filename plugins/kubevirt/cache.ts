@@ -258,11 +258,17 @@ export class ClusterCache {
     );
   }
 
-  get watchStats(): { watchesStarted: number; relists: number } {
-    return this.informers.reduce((acc, i) => ({ watchesStarted: acc.watchesStarted + i.watchesStarted, relists: acc.relists + i.relists }), {
-      watchesStarted: 0,
-      relists: 0,
-    });
+  /**
+   * Watch statistics, for tests of reconnects. `seenResourceVersion` is the oldest of the
+   * informers' newest resourceVersions: every change the API server made up to it has been
+   * applied and reported (events in a watch arrive in order, and bookmarks move it on).
+   */
+  get watchStats(): { watchesStarted: number; relists: number; seenResourceVersion: number } {
+    return {
+      watchesStarted: this.informers.reduce((n, i) => n + i.watchesStarted, 0),
+      relists: this.informers.reduce((n, i) => n + i.relists, 0),
+      seenResourceVersion: Math.min(...this.informers.map((i) => i.seenResourceVersion)),
+    };
   }
 
   close(): void {

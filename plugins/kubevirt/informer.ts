@@ -44,6 +44,8 @@ export class Informer {
   /** Times the watch was (re)established; for tests. */
   watchesStarted = 0;
   relists = 0;
+  /** The newest resourceVersion this informer has applied (list, object or BOOKMARK); 0 before the first list. */
+  seenResourceVersion = 0;
 
   constructor(private readonly deps: InformerDeps) {
     this.firstSync = new Promise<void>((resolve, reject) => {
@@ -76,6 +78,11 @@ export class Informer {
     });
   }
 
+  private seen(rv: string): void {
+    const n = Number(rv);
+    if (Number.isFinite(n) && n > this.seenResourceVersion) this.seenResourceVersion = n;
+  }
+
   private replace(items: KObject[]): void {
     const seen = new Set<string>();
     for (const item of items) {
@@ -104,6 +111,7 @@ export class Informer {
           this.relists++;
           this.replace(list.items);
           rv = list.resourceVersion;
+          this.seen(rv);
           if (!this.synced) {
             this.synced = true;
             this.resolveSync();
@@ -150,11 +158,14 @@ export class Informer {
         }
         const next = object?.metadata?.resourceVersion;
         if (next) rv = next;
-        if (type === 'BOOKMARK') return;
-        const key = keyOf(object);
-        if (type === 'DELETED') this.objects.delete(key);
-        else this.objects.set(key, object);
-        this.deps.onChange(key, type === 'DELETED' ? null : object);
+        if (type !== 'BOOKMARK') {
+          const key = keyOf(object);
+          if (type === 'DELETED') this.objects.delete(key);
+          else this.objects.set(key, object);
+          this.deps.onChange(key, type === 'DELETED' ? null : object);
+        }
+        // After onChange: "seen" means applied and reported.
+        if (next) this.seen(next);
       };
       this.watchesStarted++;
       this.deps.watch

@@ -1,3 +1,4 @@
+import type { AdmissionSql } from './admission-sql.ts';
 import type { Prisma } from './generated/client.ts';
 
 /** A step row of the hot path, in the order of {@link STEP_COLUMNS}; times are ISO-8601 text. */
@@ -86,6 +87,8 @@ export interface HotPath {
   commitDirect?(batch: JournalBatch): Promise<void>;
   /** Ends every transaction of the repositories where other replicas must hear of new events (ha:E1); none on SQLite (one process). */
   readonly notifyEvents?: Prisma.Sql;
+  /** Admission by the database, so that every replica may admit (ha:R2); none on SQLite (one process). */
+  readonly admission?: AdmissionSql;
 }
 
 /** What an upserted step row changes when it exists (its identity and plan stay): the same in both dialects. */

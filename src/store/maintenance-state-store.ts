@@ -10,6 +10,20 @@ export interface MaintenanceState {
   reason: string | null;
 }
 
+function stateOf(r: {
+  maintenancePhase: string | null;
+  maintenanceDeadline: Date | null;
+  maintenanceForce: boolean;
+  maintenanceReason: string | null;
+}): MaintenanceState {
+  return {
+    phase: r.maintenancePhase as MaintenancePhase,
+    deadline: r.maintenanceDeadline?.getTime() ?? null,
+    force: r.maintenanceForce,
+    reason: r.maintenanceReason,
+  };
+}
+
 /**
  * The maintenance phase of each node, persisted in NodeState (vm:M6). Like the storage
  * policy, the database is the truth and the map a cache written after commit.
@@ -24,17 +38,14 @@ export class MaintenanceStateStore {
 
   async load(): Promise<void> {
     const rows = await this.prisma.nodeState.findMany({ where: { maintenancePhase: { not: null } } });
-    this.cache = new Map(
-      rows.map((r) => [
-        r.id,
-        {
-          phase: r.maintenancePhase as MaintenancePhase,
-          deadline: r.maintenanceDeadline?.getTime() ?? null,
-          force: r.maintenanceForce,
-          reason: r.maintenanceReason,
-        },
-      ]),
-    );
+    this.cache = new Map(rows.map((r) => [r.id, stateOf(r)]));
+  }
+
+  /** Reloads one node's state: another replica changed it (ha:R2). */
+  async refresh(nodeId: string): Promise<void> {
+    const row = await this.prisma.nodeState.findUnique({ where: { id: nodeId } });
+    if (row?.maintenancePhase) this.cache.set(nodeId, stateOf(row));
+    else this.cache.delete(nodeId);
   }
 
   get(nodeId: string): MaintenanceState | null {

@@ -138,10 +138,19 @@ export class OperationRepository {
     return mergeSteps(op?.plan ? stepsOfPlan(op.plan.plan, op.createdAt.getTime()) : [], rows.map(stepOf));
   }
 
-  /** Operations of `kinds` that had not ended when the process stopped (running, cancelling, paused), to be resumed. */
-  async interrupted(kinds: readonly OperationKind[]): Promise<InterruptedOperation[]> {
+  /** Which operations have not ended, and in what state and on which node (a light read: the leader polls it for other replicas' admissions, ha:R2). */
+  async unended(): Promise<{ id: string; kind: OperationKind; nodeId: string | null; state: OperationState }[]> {
     const rows = await this.prisma.operation.findMany({
-      where: { state: { in: [...UNENDED_OPERATION_STATES] }, kind: { in: [...kinds] } },
+      where: { state: { in: [...UNENDED_OPERATION_STATES] } },
+      select: { id: true, kind: true, nodeId: true, state: true },
+    });
+    return rows.map((r) => ({ ...r, kind: r.kind as OperationKind, state: r.state as OperationState }));
+  }
+
+  /** Operations of `kinds` that had not ended when the process stopped (running, cancelling, paused), to be resumed. */
+  async interrupted(kinds: readonly OperationKind[], ids?: readonly string[]): Promise<InterruptedOperation[]> {
+    const rows = await this.prisma.operation.findMany({
+      where: { state: { in: [...UNENDED_OPERATION_STATES] }, kind: { in: [...kinds] }, ...(ids && { id: { in: [...ids] } }) },
       include: { steps: true, plan: true },
     });
     return rows.map((row) => ({

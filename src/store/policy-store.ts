@@ -40,6 +40,14 @@ export class PolicyStore {
     return this.changes;
   }
 
+  /** Reloads one node's policy: another replica changed it (ha:R2). */
+  async refresh(nodeId: string): Promise<void> {
+    const row = await this.prisma.nodeState.findUnique({ where: { id: nodeId }, select: { schedulingPolicy: true } });
+    if (row) this.cache.set(nodeId, row.schedulingPolicy as SchedulingPolicy);
+    else this.cache.delete(nodeId);
+    this.changes++;
+  }
+
   get(nodeId: string): SchedulingPolicy {
     return this.cache.get(nodeId) ?? 'ACTIVE';
   }

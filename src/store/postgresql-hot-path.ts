@@ -1,4 +1,5 @@
 import { Prisma } from './generated/client.ts';
+import { postgresqlAdmission } from './admission-sql.ts';
 import { EVENT_COLUMNS, quotedColumns, STEP_COLUMNS, STEP_UPSERT_CHANGES, type HotPath } from './hot-path-sql.ts';
 
 /** PostgreSQL's type for each column that is not text (the JSON rows carry text). */
@@ -35,7 +36,9 @@ export const postgresqlHotPath: HotPath = {
     ...(steps.length ? [upsertSteps(JSON.stringify(steps))] : []),
     ...progress.map(
       ([state, error, counts, waitingOn, finishedAt, updatedAt, id]) =>
-        Prisma.sql`UPDATE "Operation" SET "state" = ${state}, "error" = ${error}, "counts" = ${counts},
+        // A cancel another replica recorded (ha:R4) stays: the leader's progress of a run that
+        // has not heard of it yet does not put the operation back to RUNNING.
+        Prisma.sql`UPDATE "Operation" SET "state" = CASE WHEN "state" = 'CANCELLING' AND ${state}::text = 'RUNNING' THEN 'CANCELLING' ELSE ${state}::text END, "error" = ${error}, "counts" = ${counts},
           "waitingOn" = ${waitingOn}, "finishedAt" = ${finishedAt}::timestamp(3), "updatedAt" = ${updatedAt}::timestamp(3)
           WHERE "id" = ${id}`,
     ),
@@ -45,4 +48,6 @@ export const postgresqlHotPath: HotPath = {
   // Delivered at commit, to every replica that listens (postgresql-listener.ts): the payload
   // is only the newest seq, so NOTIFY's size limit never matters (ha:E1).
   notifyEvents: Prisma.sql`SELECT pg_notify('lockkeeper_events', (SELECT coalesce(max("seq"), 0) FROM "Event")::text)`,
+
+  admission: postgresqlAdmission,
 };

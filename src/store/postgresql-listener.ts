@@ -2,14 +2,16 @@
  * PostgreSQL's LISTEN side of the event wake-up (ha:E1): one dedicated connection per replica
  * listening on `lockkeeper_events`, whose payload is the newest `seq` committed (sent by the
  * NOTIFY that ends every transaction of the repositories: postgresql-hot-path.ts). A lost
- * connection is opened again; readers poll meanwhile.
+ * connection is opened again; readers poll meanwhile. The same connection hears
+ * `lockkeeper_requests`: work another replica admitted, for the leader to adopt (ha:R2).
  */
 import pg from 'pg';
+import { REQUESTS_CHANNEL } from './admission-sql.ts';
 
 const EVENTS_CHANNEL = 'lockkeeper_events';
 const RECONNECT_MS = 1000;
 
-export function listenForEvents(url: string, onEvent: (seq: number) => void): { close(): Promise<void> } {
+export function listenForEvents(url: string, onEvent: (seq: number) => void, onRequest: () => void = () => {}): { close(): Promise<void> } {
   let client: pg.Client | null = null;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
@@ -18,6 +20,7 @@ export function listenForEvents(url: string, onEvent: (seq: number) => void): { 
     const c = new pg.Client({ connectionString: url });
     c.on('notification', (message) => {
       if (message.channel === EVENTS_CHANNEL) onEvent(Number(message.payload ?? 0));
+      else if (message.channel === REQUESTS_CHANNEL) onRequest();
     });
     c.on('error', () => {
       void c.end().catch(() => {});
@@ -26,7 +29,7 @@ export function listenForEvents(url: string, onEvent: (seq: number) => void): { 
     });
     try {
       await c.connect();
-      await c.query(`LISTEN ${EVENTS_CHANNEL}`);
+      await c.query(`LISTEN ${EVENTS_CHANNEL}; LISTEN ${REQUESTS_CHANNEL}`);
       if (closed) await c.end();
       else client = c;
     } catch {

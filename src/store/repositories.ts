@@ -1,4 +1,5 @@
 import type { OperationSnapshot, StepRecord } from '../domain/operations.ts';
+import { admissionRefusalOf, type AdmissionCheck } from './admission-sql.ts';
 import { EventLog, eventRow, type LoggedEvent } from './event-log.ts';
 import type { HotPath } from './hot-path-sql.ts';
 import type { PrismaClient } from './index.ts';
@@ -19,6 +20,17 @@ export interface Repositories {
   commit(writes: PendingWrite[]): Promise<void>;
   /** Commits one group commit of the journal in one transaction (the hot path: steps, operations' progress, events in order). */
   commitJournal(batch: { steps: { operationId: string; step: StepRecord }[]; operations: OperationSnapshot[]; events: LoggedEvent[] }): Promise<void>;
+  /** Whether other replicas admit work on this database too (PostgreSQL): admissions go through `admit`, the leader adopts what they admitted. */
+  readonly shared: boolean;
+  /**
+   * Commits an admission (a start, a cancel, a policy change asked for by an operator) by
+   * any replica, leader or not (ha:R2, ha:R4): not fenced, but on a shared database checked
+   * first by `check` under the lock all admissions share, and announced to the leader at
+   * commit. A refusal of the database throws its typed error (ConflictError, …).
+   */
+  admit(writes: PendingWrite[], check: AdmissionCheck | null): Promise<void>;
+  /** Shared database: moves a RUNNING operation to CANCELLING with its event and tells the leader; false when it was not RUNNING. */
+  requestCancel(operationId: string, nodeId: string | null, at: number, payload: object): Promise<boolean>;
 }
 
 /**
@@ -54,6 +66,28 @@ export function createRepositories(
     }
     committed();
   };
+  const admission = hotPath.admission;
+  const notify = () => (hotPath.notifyEvents ? [prisma.$executeRaw(hotPath.notifyEvents)] : []);
+  const admit = async (writes: PendingWrite[], check: AdmissionCheck | null) => {
+    if (!admission) return commit(writes);
+    const guard = check ? [prisma.$executeRaw(admission.guard(check))] : [];
+    try {
+      await prisma.$transaction([...guard, ...writes, ...notify(), prisma.$executeRaw(admission.announce(check?.nodeId ?? null))]);
+    } catch (e) {
+      throw admissionRefusalOf(e) ?? e;
+    }
+    committed();
+  };
+  const requestCancel = async (operationId: string, nodeId: string | null, at: number, payload: object) => {
+    if (!admission) throw new Error('requestCancel needs a shared database');
+    const [changed] = (await prisma.$transaction([
+      prisma.$executeRaw(admission.requestCancel(operationId, { at: new Date(at).toISOString(), payload: JSON.stringify(payload) })),
+      ...notify(),
+      prisma.$executeRaw(admission.announce(nodeId)),
+    ])) as number[];
+    committed();
+    return (changed ?? 0) > 0;
+  };
   return {
     operations: new OperationRepository(prisma, hotPath),
     events,
@@ -61,6 +95,9 @@ export function createRepositories(
     maintenanceStates: new MaintenanceStateStore(prisma, events),
     vmTracking: new VmTrackingRepository(prisma, commit),
     commit: (writes) => commit(writes),
+    shared: admission !== undefined,
+    admit,
+    requestCancel,
     commitJournal: async (journal) => {
       const now = new Date();
       const batch = {

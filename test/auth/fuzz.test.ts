@@ -5,7 +5,8 @@
  *
  * Asserts: no HTTP 5xx, no unmasked internal error (yoga's "Unexpected error." is the
  * masked form; stack traces, file paths, Prisma/SQLite or JS runtime messages are not),
- * and the server still answering, during and after.
+ * and the server still answering, during and after. Every payload is sent however loaded the
+ * machine is: the count ends the run, never a clock (the long timeout only catches a hang).
  */
 import {
   getNamedType,
@@ -27,7 +28,6 @@ import { startSecuredServer, type SecuredServer } from '../support/secured-serve
 const SEED = Number(process.env.FUZZ_SEED ?? 20261130);
 const PAYLOADS = 2000;
 const CONCURRENCY = 8;
-const BUDGET_MS = 25_000;
 
 /** mulberry32 */
 function prng(seed: number) {
@@ -256,7 +256,6 @@ describe('fuzz: random and mutated payloads to every mutation', () => {
     const rng = prng(SEED);
     const all = targets();
     const payloads = Array.from({ length: PAYLOADS }, (_, i) => payload(all[i % all.length]!, rng));
-    const deadline = Date.now() + BUDGET_MS;
     const problems: string[] = [];
     const statuses = new Map<number, number>();
     const perTarget = new Map<string, number>();
@@ -294,7 +293,7 @@ describe('fuzz: random and mutated payloads to every mutation', () => {
 
     let next = 0;
     const worker = async () => {
-      while (next < payloads.length && Date.now() < deadline) {
+      while (next < payloads.length) {
         const p = payloads[next++]!;
         await send(p);
         sent++;
@@ -314,5 +313,5 @@ describe('fuzz: random and mutated payloads to every mutation', () => {
     expect(after.status).toBe(200);
     expect(after.body.data.auditLog.totalCount).toBeGreaterThan(0);
     expect((await fetch(`${s.base}/control/v1/node`, { headers: { authorization: `Bearer ${s.tokens.viewer}` } })).status).toBe(200);
-  }, 40_000);
+  }, 600_000);
 });

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startLockkeeper, type Started } from '../../src/start.ts';
-import { spawnLockkeeper, PROJECT_ROOT } from '../support/child-server.ts';
+import { spawnLockkeeper, PROJECT_ROOT, until } from '../support/child-server.ts';
 
 const run = promisify(execFile);
 const BIN = join(PROJECT_ROOT, 'bin', 'lockkeeper.js');
@@ -149,7 +149,7 @@ describe('with a token: any address', () => {
       (e: { code: number; stderr: string }) => e,
     );
     expect(bad).toMatchObject({ code: 2, stderr: expect.stringMatching(/--scope must be one of viewer, operator, admin/) });
-  }, 30_000);
+  });
 
   it('the CLI refuses to serve 0.0.0.0 without a token (exit 1) and serves loopback, saying so', async () => {
     const refused = spawnLockkeeper({ LOCKKEEPER_HOST: '0.0.0.0' }, tempDir());
@@ -160,9 +160,8 @@ describe('with a token: any address', () => {
     const served = spawnLockkeeper({}, tempDir());
     await served.ready;
     expect(served.url).toMatch(/^http:\/\/127\.0\.0\.1:/);
-    await new Promise((r) => setTimeout(r, 50));
-    expect(served.stdout()).toMatch(/authentication off.*loopback/);
+    await until(async () => (/authentication off.*loopback/.test(served.stdout()) ? true : undefined), 'the authentication-off line');
     served.child.kill('SIGTERM');
     expect((await served.exited).code).toBe(0);
-  }, 30_000);
+  });
 });

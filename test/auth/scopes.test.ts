@@ -4,6 +4,7 @@ import { scopeAllows, type Scope } from '../../src/auth/scopes.ts';
 import { buildSchema } from '../../src/graphql/schema.ts';
 import { firstOutcome, startSecuredServer, type SecuredServer } from '../support/secured-server.ts';
 import { MUTATIONS, QUERIES_ABOVE_VIEWER, queryOf, SIMULATION_MUTATIONS, SUBSCRIPTIONS, type Entry } from './scope-table.ts';
+import { untilSubscribed } from '../support/subscribers.ts';
 
 const schema = buildSchema({ simulation: true });
 const fieldsOf = (type: GraphQLObjectType | null | undefined) => Object.keys(type?.getFields() ?? {}).sort();
@@ -48,6 +49,8 @@ describe('each scope against each mutation, subscription and query needing more 
 
   beforeAll(async () => {
     s = await startSecuredServer();
+    // One entry in the event log, so an accepted eventLog(after: 0) answers at once.
+    await s.t.db.prisma.event.create({ data: { at: new Date(), type: 'TEST_MARKER', payload: '{}' } });
   });
   afterAll(async () => {
     await s?.stop();
@@ -79,8 +82,13 @@ describe('each scope against each mutation, subscription and query needing more 
 
   for (const [name, entry] of Object.entries(SUBSCRIPTIONS)) {
     it(`subscription ${name} needs ${entry.scope} (graphql-ws)`, async () => {
+      // Accepted shows as a message or NOT_FOUND (eventLog, operationProgress) or as a new listener on the bus.
+      const topic = name === 'nodeChanged' || name === 'workloadChanged' ? name : null;
+      const listening = () => topic !== null && s.t.app.bus.subscribers(topic) > 0;
       for (const caller of CALLERS) {
-        const outcome = await firstOutcome(s.ws(tokenOf(caller)), queryOf(entry), 200);
+        await untilUnsubscribed(topic);
+        const outcome = await firstOutcome(s.ws(tokenOf(caller)), queryOf(entry), listening);
+        expect(outcome.kind, `${caller} → ${name}`).not.toBe('silent');
         if (caller === 'none') {
           // No token: the connection itself is refused.
           expect(outcome.kind).toBe('error');
@@ -94,7 +102,13 @@ describe('each scope against each mutation, subscription and query needing more 
     });
   }
 
+  /** The subscriptions of earlier callers have ended (their listeners are gone). */
+  async function untilUnsubscribed(topic: string | null): Promise<void> {
+    while (topic !== null && s.t.app.bus.subscribers(topic) > 0) await new Promise((r) => setTimeout(r, 5));
+  }
+
   it('an allowed subscription streams events (viewer sees a node restart)', async () => {
+    await untilUnsubscribed('nodeChanged');
     const client = s.ws(s.tokens.viewer);
     const events: any[] = [];
     const done = new Promise<void>((resolve, reject) => {
@@ -110,7 +124,7 @@ describe('each scope against each mutation, subscription and query needing more 
         },
       );
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await untilSubscribed(s.t.app.bus, 'nodeChanged');
     const restart = await s.gql('mutation { simulation { restartNode(nodeId: "2") { __typename } } }', { token: s.tokens.admin });
     expect(restart.body.data.simulation.restartNode.__typename).toBe('ClusterNode');
     await done;

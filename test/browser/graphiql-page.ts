@@ -14,8 +14,8 @@ export const CHROMIUM_ARGS = [
   '--disable-quic',
 ];
 
-/** Generous: a cold Chromium on a loaded two-core CI machine can be slow. */
-export const UI_TIMEOUT_MS = 20_000;
+/** A hang catcher, never a verdict: a cold Chromium on a loaded two-core machine can be slow. */
+export const UI_TIMEOUT_MS = 120_000;
 
 /** True for URLs that stay on this machine (loopback, or in-page data:/blob: URLs). */
 export function isLocalUrl(raw: string): boolean {

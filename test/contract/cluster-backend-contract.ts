@@ -38,14 +38,22 @@ export interface ContractHarness {
   fixtures: ContractFixtures;
   /** Takes a node OFFLINE. Absent: `backend.simulation.setNodeOnline` is used, or the cases that need it are skipped. */
   takeNodeOffline?(nodeId: string): Promise<void>;
+  /**
+   * Resolves once every event of what happened so far has been delivered to watchers (the
+   * definite signal that an event not seen by then will not come). Absent: `advance(QUIET_MS)`,
+   * which is exact on a virtual clock; a network backend must provide it rather than sleep.
+   */
+  quiesce?(): Promise<void>;
   /** How much harness time an action may take before the suite gives up (default 60 000 ms). */
   actionTimeoutMs?: number;
   cleanup(): Promise<void>;
 }
 
 const STEP_MS = 50;
-/** Long enough for a backend to deliver late events of an earlier action, short on a virtual clock. */
+/** Virtual time in which a simulated backend delivers late events of an earlier action (see ContractHarness.quiesce). */
 const QUIET_MS = 200;
+
+const quiet = (h: ContractHarness): Promise<void> => (h.quiesce ? h.quiesce() : h.advance(QUIET_MS));
 
 /** Drives time until `promise` settles, so actions that take latency neither hang nor race. */
 async function settle<T>(h: ContractHarness, promise: Promise<T>): Promise<T> {
@@ -117,10 +125,10 @@ async function waitForEvent(h: ContractHarness, rec: ReturnType<typeof record>, 
  * Waits out late events of the first request before listening.
  */
 async function expectIdempotent(h: ContractHarness, subject: Subject, again: () => Promise<void>): Promise<void> {
-  await h.advance(QUIET_MS);
+  await quiet(h);
   const rec = record(h.backend);
   await settle(h, again());
-  await h.advance(QUIET_MS);
+  await quiet(h);
   rec.stop();
   expect(rec.about(subject)).toEqual([]);
 }

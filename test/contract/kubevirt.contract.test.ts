@@ -1,5 +1,6 @@
 import { createKubevirtBackend } from '../../plugins/kubevirt/index.ts';
 import { K8sSim } from '../../simulators/kubernetes/index.ts';
+import { caughtUp, eventually } from '../support/kubevirt-app.ts';
 import { describeClusterBackendContract } from './cluster-backend-contract.ts';
 
 describeClusterBackendContract('kubevirt (against the Kubernetes API simulator)', async () => {
@@ -19,9 +20,10 @@ describeClusterBackendContract('kubevirt (against the Kubernetes API simulator)'
     },
     takeNodeOffline: async (nodeId) => {
       sim.setNodeReady(nodeId, false);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await eventually(async () => (await backend.getNode(nodeId))?.availability === 'OFFLINE');
     },
-    actionTimeoutMs: 10_000,
+    quiesce: () => caughtUp(sim, backend),
+    actionTimeoutMs: 120_000,
     cleanup: async () => {
       await backend.close();
       await sim.close();

@@ -23,10 +23,13 @@ describeClusterBackendContract('pageserver (three simulated pageservers over HTT
       unknownIds: { node: '99' },
     },
     async takeNodeOffline(nodeId) {
-      c.sim(nodeId).stopAnswering();
+      // A pageserver in trouble answers 503 to everything: heartbeats fail at once, with no timeout to wait for.
+      c.sim(nodeId).inject({ kind: { status: 503 } });
       await waitFor(async () => (await backend.getNode(nodeId))?.availability === 'OFFLINE', { what: `node ${nodeId} OFFLINE` });
     },
-    actionTimeoutMs: 10_000,
+    // The controller emits in the action itself (cut-over, cordon) before it resolves: only the delivery microtask is left.
+    quiesce: () => new Promise((resolve) => setImmediate(resolve)),
+    actionTimeoutMs: 120_000,
     cleanup: () => c.close(),
   };
 });

@@ -24,7 +24,7 @@ async function restartHandedOver(url: string, id: string, restarted: Set<string>
 }
 
 describe('kill -9 during a rollout (rollout:scenario-4, rollout:O9)', () => {
-  it('after a kill during the second wave the restarted gateway finishes the rollout, with one maintenance per node', { timeout: 120_000 }, async () => {
+  it('after a kill during the second wave the restarted gateway finishes the rollout, with one maintenance per node', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'lk-kill-rollout-'));
     writeFileSync(
       join(dir, 'lockkeeper.config.json'),

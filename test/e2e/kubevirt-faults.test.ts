@@ -132,8 +132,8 @@ describe('the API server down during a maintenance', () => {
       const refused = await gqlData(`mutation { r: enableMaintenanceMode(nodeId: "node-2") { __typename ... on UnavailableError { code message } } }`);
       expect(refused.r).toMatchObject({ __typename: 'UnavailableError', code: 'UNAVAILABLE' });
       expect(refused.r.message).toMatch(fault === '5xx' ? /Kubernetes API server unavailable \(.*HTTP 503\)/ : /Kubernetes API server unreachable/);
-      // Paused long enough for the controllers to finish the stop and the migration meanwhile.
-      await new Promise((resolve) => setTimeout(resolve, 800));
+      // The controllers finish the stop and the migration meanwhile; the gateway, unable to see it, stays EVACUATING.
+      await eventually(() => t.sim.vmi('default', 'stopper') === null && t.sim.migrations('default').some((m) => m.status?.phase === 'Succeeded'));
       expect(t.app.maintenance.stateOf('node-1')?.phase).toBe('EVACUATING');
 
       if (fault === '5xx') t.sim.api.setOutage(null);

@@ -9,7 +9,7 @@ import {
 } from '../../plugins/kubevirt/index.ts';
 import { HOSTNAME_LABEL, MAINTENANCE_STRATEGY_LABEL } from '../../src/domain/labels.ts';
 import type { K8sObject, K8sSim } from '../../simulators/kubernetes/index.ts';
-import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
+import { caughtUp, eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
 
 /** vm:scenario-1–5 through GraphQL, with the kubevirt plugin against the API simulator; asserts on the Kubernetes objects. */
 let t: KubevirtTestApp;
@@ -181,8 +181,11 @@ describe('vm:scenario-1–5, kubevirt plugin against the Kubernetes API simulato
     expect(migrationsOf('vm')).toHaveLength(0);
     expectMigratedOnce('control');
     expect(t.sim.node('node-1')!.spec.unschedulable).toBe(true);
+    const versionsBefore = history.get('vm')?.length ?? 0;
     expect((await disable('node-1')).restartedVmIds).toEqual([]);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The gateway has seen everything the API server did since: no version after the disable runs it.
+    await caughtUp(t.sim, t.backend);
+    expect((history.get('vm') ?? []).slice(versionsBefore).every((v) => v.spec.runStrategy === 'Halted')).toBe(true);
     expect(vmObj('vm').spec.runStrategy).toBe('Halted');
     expect(t.sim.vmi('default', 'vm')).toBeNull();
     neverTracked(history, 'vm');
@@ -225,9 +228,15 @@ describe('vm:scenario-1–5, kubevirt plugin against the Kubernetes API simulato
     expect(vmObj('labelled').metadata.labels?.[MAINTENANCE_STRATEGY_LABEL]).toBe('ShutdownAndRestartAfterDisable');
     expectMigratedOnce('mobile');
     expect(t.sim.node('node-1')!.spec.unschedulable).toBe(true);
+    const versionsBefore = new Map(['labelled', 'unlabelled'].map((name) => [name, history.get(name)?.length ?? 0]));
     expect((await disable('node-1')).restartedVmIds).toEqual([]);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await caughtUp(t.sim, t.backend);
     for (const name of ['labelled', 'unlabelled']) {
+      const after = (history.get(name) ?? []).slice(versionsBefore.get(name));
+      expect(
+        after.every((v) => v.spec.runStrategy === 'Halted'),
+        name,
+      ).toBe(true);
       expect(vmObj(name).spec.runStrategy).toBe('Halted');
       expect(t.sim.vmi('default', name)).toBeNull();
     }

@@ -6,6 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createLogger } from '../../src/logger.ts';
 import { startLockkeeper, type Started } from '../../src/start.ts';
+import { until } from '../support/child-server.ts';
+import { untilSubscribed } from '../support/subscribers.ts';
 
 let started: Started | undefined;
 let client: Client | undefined;
@@ -79,8 +81,9 @@ describe('the real server', () => {
     client = createClient({ url: s.url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, retryAttempts: 0 });
     const nodes = collect(client, 'subscription { nodeChanged(nodeId: "2") { id availability } }', 3);
     const vms = collect(client, 'subscription { workloadChanged(kind: VM) { kind id removed vm { status runStrategy } } }', 1);
-    // Let both subscriptions register before anything happens.
-    await new Promise((r) => setTimeout(r, 100));
+    // Both subscriptions listen before anything happens.
+    await untilSubscribed(s.app.bus, 'nodeChanged');
+    await untilSubscribed(s.app.bus, 'workloadChanged');
 
     const restart = await post(s.url, 'mutation { simulation { restartNode(nodeId: "2") { __typename ... on ClusterNode { availability } } } }');
     expect(restart.data.simulation.restartNode).toEqual({ __typename: 'ClusterNode', availability: 'OFFLINE' });
@@ -101,7 +104,7 @@ describe('the real server', () => {
         { next: () => {}, error: () => resolve('error'), complete: () => resolve('complete') },
       );
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await untilSubscribed(s.app.bus, 'nodeChanged');
     await s.app.stop();
     started = undefined;
     expect(['complete', 'error']).toContain(await ended);
@@ -127,22 +130,20 @@ describe('/metrics', () => {
     expect(metric(before, 'lockkeeper_node_scheduling_policy{node="1",policy="ACTIVE"}')).toBe(1);
     const started = await post(s.url, 'mutation { startNodeDrain(nodeId: "1") { ... on Operation { id } } }');
     const id = started.data.startNodeDrain.id;
-    let during = '';
-    for (let i = 0; i < 100; i++) {
-      during = await scrape();
-      if (metric(during, 'lockkeeper_shards_moved_total{kind="DRAIN"}') >= 1 && metric(during, 'lockkeeper_moves_in_flight{kind="DRAIN"}') > 0) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const during = await until(async () => {
+      const text = await scrape();
+      return metric(text, 'lockkeeper_shards_moved_total{kind="DRAIN"}') >= 1 && metric(text, 'lockkeeper_moves_in_flight{kind="DRAIN"}') > 0
+        ? text
+        : undefined;
+    }, 'a shard moved while others are in flight');
     expect(metric(during, 'lockkeeper_operations_started_total{kind="DRAIN"}')).toBe(1);
     expect(metric(during, 'lockkeeper_node_scheduling_policy{node="1",policy="DRAINING"}')).toBe(1);
     expect(metric(during, 'lockkeeper_moves_in_flight{kind="DRAIN"}')).toBeGreaterThan(0);
     expect(metric(during, 'lockkeeper_shards_moved_total{kind="DRAIN"}')).toBeGreaterThanOrEqual(1);
-    let final: any;
-    for (let i = 0; i < 200; i++) {
-      final = (await post(s.url, `{ operation(id: "${id}") { ... on Operation { state counts { moved } } } }`)).data.operation;
-      if (final.state !== 'RUNNING') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const final = await until(async () => {
+      const op = (await post(s.url, `{ operation(id: "${id}") { ... on Operation { state counts { moved } } } }`)).data.operation;
+      return op.state === 'RUNNING' ? undefined : op;
+    }, 'the drain to end');
     const after = await scrape();
     expect(metric(after, 'lockkeeper_operations_finished_total{kind="DRAIN",outcome="SUCCEEDED"}')).toBe(1);
     expect(metric(after, 'lockkeeper_node_scheduling_policy{node="1",policy="PAUSE_FOR_RESTART"}')).toBe(1);

@@ -162,13 +162,17 @@ describe.skipIf(skip)(skip ?? 'leadership', () => {
     await expect(writer.query('SELECT lockkeeper_fence($1, $2)', [holder, epoch])).rejects.toMatchObject({ code: 'LK001' });
   });
 
-  it('ha:L2: a stand-by admits nothing and acts on nothing: its mutations answer a typed UnavailableError', async () => {
+  it('ha:L2: a stand-by acts on nothing: a drain asked of it is admitted (ha:R2) and run by the leader; a mutation that acts on the backend at once answers a typed UnavailableError', async () => {
     set = await startReplicas(await createPostgresDatabase(), 2, { cluster: storageCluster(4) });
     const leader = await set.untilLeader();
     const standby = set.replicas.find((r) => r !== leader)!;
-    expect(await startDrain(standby, '1')).toMatchObject({ __typename: 'UnavailableError', code: 'UNAVAILABLE' });
-    expect(set.actions).toEqual([]);
-    expect(await standby.db.prisma.operation.count()).toBe(0);
+    const op = await startDrain(standby, '1');
+    expect(op.__typename).toBe('Operation');
+    expect((await finished(leader, op.id)).state).toBe('SUCCEEDED');
+    expect(set.actions.length).toBeGreaterThan(0);
+    expect(set.actions.filter((a) => a.replica !== leader.name)).toEqual([]);
+    const res = await standby.gql(`mutation { disableMaintenanceMode(nodeId: "2") { __typename ... on Error { code } } }`);
+    expect(res.data.disableMaintenanceMode).toMatchObject({ __typename: 'UnavailableError', code: 'UNAVAILABLE' });
   });
 
   it('ha:L5: stepDown (admin) and PUT /control/v1/step_down hand over on purpose; GET /control/v1/leader names the leader; a stand-by refuses (ha:L6 metrics)', async () => {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { BackendError } from '../../src/cluster/errors.ts';
 import type { TestApp } from '../support/graphql-app.ts';
 import { driveUntil } from '../operations/drive.ts';
 import { cluster, disable, enable, maintenanceApp, phaseOf, untilPhase, vm, whileDriving } from './harness.ts';
@@ -275,32 +276,47 @@ describe('T and D: restart tracking and disable', () => {
     expect((await t.app.operations.getOperation(op.id))?.state).toBe('CANCELLED');
   });
 
-  it('vm:D2: a failure to restart one VM does not stop the others; each is reported; vm:D3: disable outside maintenance is a typed error', async () => {
+  it('vm:D2: the first VMs fail to restart (no node fits one, the backend refuses the next) and the others after them still restart; each failure is reported; vm:D3: disable outside maintenance is a typed error', async () => {
+    const starts: string[] = [];
+    const AD = { maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable' };
     t = await maintenanceApp(
-      cluster(
-        [
-          on1('a', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable' }),
-          on1('b', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable', nodeSelector: { disk: 'ssd' } }),
+      cluster([on1('a-pinned', { ...AD, nodeSelector: { disk: 'ssd' } }), on1('b-refused', AD), on1('c', AD), on1('d', AD)], {
+        nodes: [
+          { id: '1', name: 'node-1', labels: { disk: 'ssd' } },
+          { id: '2', name: 'node-2' },
+          { id: '3', name: 'node-3' },
         ],
-        {
-          nodes: [
-            { id: '1', name: 'node-1', labels: { disk: 'ssd' } },
-            { id: '2', name: 'node-2' },
-            { id: '3', name: 'node-3' },
-          ],
-        },
-      ),
+      }),
+      {
+        // Every start is recorded in order; b-refused's is refused by the backend.
+        backend: (c) =>
+          new Proxy(c, {
+            get(target, key, receiver) {
+              if (key !== 'startVm') return Reflect.get(target, key, receiver);
+              return (id: string, options: Parameters<typeof c.startVm>[1]) => {
+                starts.push(id);
+                if (id === 'default/b-refused') return Promise.reject(new BackendError('Rejected', 'admission webhook denied the start'));
+                return target.startVm(id, options);
+              };
+            },
+          }),
+      },
     );
-    await enable(t, '1', ', force: false');
+    await enable(t, '1');
     await untilPhase(t, '1', 'COMPLETED');
-    // Node 1, the only SSD node, is down: VM a restarts elsewhere, VM b fits nowhere.
+    // Node 1, the only SSD node, is down: a-pinned fits nowhere; the others restart elsewhere.
     await t.cluster.simulation.setNodeOnline('1', false);
     const result = await disable(t, '1');
-    expect(result.restartedVmIds).toEqual(['default/a']);
-    expect(result.failures.map((f: { vmId: string }) => f.vmId)).toEqual(['default/b']);
-    expect((await vm(t, 'default/b')).tracking).not.toBeNull();
-    const events = await t.db.prisma.event.findMany({ where: { type: 'VM_RESTART_FAILED' } });
-    expect(events).toHaveLength(1);
+    // The failures come first (namespace/name order) and do not stop the restarts after them.
+    expect(result.failures.map((f: { vmId: string }) => f.vmId)).toEqual(['default/a-pinned', 'default/b-refused']);
+    expect(result.failures[1].message).toMatch(/admission webhook denied the start/);
+    expect(starts).toEqual(['default/b-refused', 'default/c', 'default/d']);
+    expect(result.restartedVmIds).toEqual(['default/c', 'default/d']);
+    for (const id of ['default/c', 'default/d']) expect(await vm(t, id)).toMatchObject({ status: 'Running', tracking: null });
+    // The failed ones keep their tracking, so nothing is lost: a later disable or an operator can restart them.
+    for (const id of ['default/a-pinned', 'default/b-refused']) expect(await vm(t, id)).toMatchObject({ status: 'Stopped', tracking: { nodeName: 'node-1' } });
+    const events = await t.db.prisma.event.findMany({ where: { type: 'VM_RESTART_FAILED' }, orderBy: { seq: 'asc' } });
+    expect(events.map((e) => JSON.parse(e.payload).vm)).toEqual(['default/a-pinned', 'default/b-refused']);
     expect(await disable(t, '2')).toMatchObject({ __typename: 'PreconditionFailedError', code: 'PRECONDITION_FAILED' });
   });
 });

@@ -61,7 +61,7 @@ export async function postGraphQL(url: string, query: string): Promise<any> {
 }
 
 /** Polls in real time (a child server runs on the real clock) until `probe` returns a value. */
-export async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000, everyMs = 25): Promise<T> {
+export async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 240_000, everyMs = 25): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

@@ -22,13 +22,26 @@ export interface KubevirtTestApp {
 }
 
 /** Polls (real time) until `until()` holds; fails loudly instead of hanging. */
-export async function eventually(until: () => boolean | Promise<boolean>, { timeoutMs = 15_000, stepMs = 20 } = {}): Promise<void> {
+export async function eventually(until: () => boolean | Promise<boolean>, { timeoutMs = 120_000, stepMs = 20 } = {}): Promise<void> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     if (await until()) return;
     if (Date.now() > end) throw new Error(`condition not reached within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, stepMs));
   }
+}
+
+/**
+ * Resolves once the plugin has applied and reported every change the simulated API server
+ * made so far (its watches reached the server's current resourceVersion, by events or
+ * bookmarks), plus the microtask that delivers events: the definite signal after which an
+ * event that has not arrived will not arrive. Negative checks ("emits nothing", "stays
+ * off") wait for this instead of sleeping.
+ */
+export async function caughtUp(sim: K8sSim, backend: KubevirtBackend): Promise<void> {
+  const target = sim.store.currentRv;
+  await eventually(() => backend.watchStats.seenResourceVersion >= target);
+  await new Promise((resolve) => setImmediate(resolve));
 }
 
 /**

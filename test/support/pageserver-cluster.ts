@@ -8,14 +8,16 @@ import { pageserverOptionsSchema, type PageserverOptionsInput } from '../../plug
 import { startPageserverFleet, type PageserverFleet, type SimClusterSpec } from '../../simulators/pageserver/index.ts';
 
 /**
- * Fast settings for loopback tests. `offlineAfterMs` leaves room for a test process whose
- * event loop is briefly blocked (SQLite migrations, module loading) so nodes do not flap.
+ * Settings for loopback tests: fast heartbeats, and limits that a loaded machine never
+ * reaches by itself, so that nothing times out unless a test makes it (a simulator that
+ * holds requests: such tests pass a short `requestTimeoutMs` or `downloadWaitMs` of their
+ * own). OFFLINE takes two failed heartbeats, which a slow event loop alone does not cause.
  */
 const FAST_OPTIONS = {
   heartbeatIntervalMs: 50,
   offlineAfterMs: 1500,
-  requestTimeoutMs: 1000,
-  downloadWaitMs: 500,
+  requestTimeoutMs: 30_000,
+  downloadWaitMs: 30_000,
   retry: { attempts: 3, backoffMs: 20 },
 } as const;
 
@@ -61,7 +63,7 @@ export async function startSimCluster(spec: SimClusterSpec): Promise<SimCluster>
 }
 
 /** Polls (real time) until `until()` holds. */
-export async function waitFor(until: () => boolean | Promise<boolean>, { timeoutMs = 10_000, stepMs = 20, what = 'condition' } = {}): Promise<void> {
+export async function waitFor(until: () => boolean | Promise<boolean>, { timeoutMs = 120_000, stepMs = 20, what = 'condition' } = {}): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await until())) {
     if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms`);

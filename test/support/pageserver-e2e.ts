@@ -90,7 +90,7 @@ export async function policy(w: World, nodeId: string): Promise<string> {
   return (await w.gql(`{ node(id: "${nodeId}") { ... on ClusterNode { schedulingPolicy availability } } }`)).node.schedulingPolicy;
 }
 
-export async function settled(w: World, nodeId: string, timeoutMs = 20_000) {
+export async function settled(w: World, nodeId: string, timeoutMs = 120_000) {
   await waitFor(() => w.app.storage.activeOperation(nodeId) === null, { timeoutMs, what: `operation on node ${nodeId} to end` });
   const [latest] = await w.app.operations.listOperations({ nodeId });
   return latest!;

@@ -74,22 +74,30 @@ export async function startSecuredServer(options: TestAppOptions = {}): Promise<
   };
 }
 
-/** The first message, error or completion of a subscription, or 'silent' after `ms`. */
+/**
+ * The first message, error or completion of a subscription, or `listening` once `listening()`
+ * holds (e.g. the bus counts one more subscriber: the server accepted it and waits for events).
+ * `silent` only when nothing of that came within `limitMs`, which catches a hang, never
+ * decides a pass: no outcome is inferred from the time it took.
+ */
 export function firstOutcome(
   client: Client,
   query: string,
-  ms = 300,
-): Promise<{ kind: 'next'; data: any } | { kind: 'error'; error: any } | { kind: 'complete' } | { kind: 'silent' }> {
+  listening: () => boolean = () => false,
+  limitMs = 60_000,
+): Promise<{ kind: 'next'; data: any } | { kind: 'error'; error: any } | { kind: 'complete' } | { kind: 'listening' } | { kind: 'silent' }> {
   return new Promise((resolve) => {
     let settled = false;
     const settle = (v: Parameters<typeof resolve>[0]) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      clearInterval(probe);
       stop();
       resolve(v);
     };
-    const timer = setTimeout(() => settle({ kind: 'silent' }), ms);
+    const timer = setTimeout(() => settle({ kind: 'silent' }), limitMs);
+    const probe = setInterval(() => listening() && settle({ kind: 'listening' }), 5);
     const stop = client.subscribe(
       { query },
       { next: (msg) => settle({ kind: 'next', data: msg }), error: (error) => settle({ kind: 'error', error }), complete: () => settle({ kind: 'complete' }) },

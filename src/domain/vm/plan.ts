@@ -49,6 +49,11 @@ function decideAction(nodeId: string, s: EffectiveStrategy, vm: MaintVm, reasons
   }
 }
 
+/** vm:V2: the warning for a VM whose label is none of the four values (in the plan, the log and the event). */
+export function invalidLabelWarning(vmId: string, label: string | null): string {
+  return `VM ${vmId} has an invalid maintenance strategy "${label}"; treated as Migrate`;
+}
+
 interface Draft {
   vm: MaintVm;
   entry: VmPlanEntry;
@@ -63,9 +68,7 @@ function draftEntry(vm: MaintVm, input: PlanInput, warnings: string[]): Draft {
   if (isHalted(vm)) {
     return { vm, entry: { ...base, nonMigratable: [], action: { kind: 'NONE', why: 'ALREADY_HALTED' }, blocksEnable: false } };
   }
-  if (!s.labelValid) {
-    warnings.push(`VM ${vm.id} has an invalid maintenance strategy "${vm.maintenanceStrategyLabel}"; treated as Migrate`);
-  }
+  if (!s.labelValid) warnings.push(invalidLabelWarning(vm.id, vm.maintenanceStrategyLabel));
   const reasons = nonMigratableReasons(vm, input.nodeId, input.nodes);
   const decided = decideAction(input.nodeId, s, vm, reasons, input.force);
   // vm:N4: only a VM that would be migrated blocks (k8s:E5: EVICT and EXTERNAL need no migration).

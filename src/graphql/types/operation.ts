@@ -196,19 +196,25 @@ builder.subscriptionField('operationProgress', (t) =>
 );
 
 async function* progressStream(ctx: GraphQLContext, id: string): AsyncGenerator<OperationProgress> {
-  // Subscribe before reading, so no change between the read and the subscription is lost.
+  // Subscribe before reading, so no change between the read and the subscription is lost. A
+  // Repeater listens only from its first next(), so that call is made now and kept pending.
   const updates = ctx.bus.subscribe('operationProgress', id);
   const iterator = updates[Symbol.asyncIterator]();
+  let pending = iterator.next();
   try {
     const current = await ctx.operations.getOperation(id);
     if (!current) throw new NotFoundError('operation', id);
+    // Decided before the yield: the snapshot is the live run's, and may have ended by the time the client pulls again.
+    const ended = TERMINAL.has(current.state);
     yield { operation: current, steps: [] };
-    if (TERMINAL.has(current.state)) return;
+    if (ended) return;
     for (;;) {
-      const next = await iterator.next();
+      const next = await pending;
       if (next.done) return;
+      pending = iterator.next();
+      const last = TERMINAL.has(next.value.operation.state);
       yield next.value;
-      if (TERMINAL.has(next.value.operation.state)) return;
+      if (last) return;
     }
   } finally {
     await iterator.return?.();

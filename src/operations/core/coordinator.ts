@@ -50,8 +50,60 @@ export class OperationCoordinator {
     this.stopping = false;
     for (const engine of this.engines) {
       if (!(await engine.prepare())) continue;
-      for (const operation of await this.deps.store.operations.interrupted(engine.kinds)) engine.resume(operation);
+      // One another replica admitted may already have been adopted meanwhile (ha:R2).
+      for (const operation of await this.deps.store.operations.interrupted(engine.kinds)) if (!this.live.get(operation.snapshot.id)) engine.resume(operation);
     }
+  }
+
+  /** Whether this replica leads (always, alone on SQLite): only then does an admission launch its run here. */
+  get leads(): boolean {
+    return this.deps.mayAct?.() ?? true;
+  }
+
+  /**
+   * The leader takes up what other replicas admitted or asked for (ha:R2, ha:R4), woken by
+   * their NOTIFY or its poll: operations not ended that no run of it runs, of the engines
+   * that adopt, are resumed as after a restart; a cancel recorded in the database reaches the
+   * run. Under the admission lock, so that it never races this replica's own admissions.
+   */
+  async adopt(): Promise<void> {
+    if (this.stopping || !this.leads) return;
+    await this.lock.run(async () => {
+      if (this.stopping || !this.leads) return;
+      for (const engine of this.engines) await engine.sync?.();
+      const rows = await this.deps.store.operations.unended();
+      for (const row of rows) {
+        const run = this.live.get(row.id);
+        if (run && row.state === 'CANCELLING' && run.snapshot.state === 'RUNNING') {
+          this.deps.log.info(
+            { operation: row.id, node: row.nodeId },
+            `${row.kind.toLowerCase()} of node ${row.nodeId} cancelling (recorded by another replica)`,
+          );
+          run.snapshot.state = 'CANCELLING';
+          this.publishProgress(run.snapshot, []);
+          run.nudge();
+        }
+      }
+      for (const engine of this.engines) {
+        if (!engine.adopt) continue;
+        const ids = rows.filter((r) => engine.kinds.includes(r.kind) && !this.live.get(r.id)).map((r) => r.id);
+        if (!ids.length) continue;
+        for (const operation of await this.deps.store.operations.interrupted(engine.kinds, ids)) {
+          if (this.stopping || this.live.get(operation.snapshot.id)) continue;
+          await engine.adopt(operation);
+        }
+      }
+    });
+  }
+
+  /**
+   * Runs an admission (a start, a cancel, a policy change) alone among every admission and
+   * state change of this replica. Unlike `exclusive`, also on a stand-by when the database
+   * admits (ha:R2): the database then decides against every replica's admissions.
+   */
+  admission<T>(fn: () => Promise<T>): Promise<T> {
+    if (!this.deps.store.shared) return this.exclusive(fn);
+    return this.lock.run(fn);
   }
 
   /** Stops following the backend and writes what is queued; runs are left for the next start to resume. */

@@ -16,6 +16,13 @@ export interface OperationKindEngine {
   prepare(): Promise<boolean>;
   /** Takes up an operation that was running when the process stopped (storage:X1, vm:M6). */
   resume(operation: InterruptedOperation): void;
+  /**
+   * Set by engines whose operations other replicas may admit (ha:R2): the leader takes one
+   * up, reloading what that replica wrote with it (the node's policy or phase), then resumes it.
+   */
+  adopt?(operation: InterruptedOperation): Promise<void>;
+  /** Reloads what other replicas may have changed (e.g. a node's policy: ha:R4); called by the leader under the admission lock. */
+  sync?(): Promise<void>;
   /** Stops following the backend; the coordinator halts the runs. */
   stop(): void;
   /** Set by engines whose steps can also run inside an operation of another kind. */

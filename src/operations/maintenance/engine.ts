@@ -24,6 +24,7 @@ import { podDrainOptionsOf, podDrainPlanOf, podDrainRefusal } from './pod-drain-
 import { MaintenanceRun, type MaintenanceHost, type MaintenanceRunOptions } from './run.ts';
 import { stepsOf } from './steps.ts';
 import { TrackingStore } from './tracking-store.ts';
+import { invalidLabelEvents, restartedElsewhereEvent } from './warning-events.ts';
 
 const MAINTENANCE: readonly ['MAINTENANCE'] = ['MAINTENANCE'];
 
@@ -100,6 +101,14 @@ export class MaintenanceEngine implements OperationKindEngine {
     return true;
   }
 
+  /** Another replica admitted the maintenance (ha:R2): the node's phase is what that replica wrote. */
+  async adopt(operation: InterruptedOperation): Promise<void> {
+    const nodeId = nodeOf(operation.snapshot);
+    if (!this.core.live.holder(nodeId)) await this.states.refresh(nodeId);
+    this.resume(operation);
+    await this.publishNode(nodeId);
+  }
+
   resume({ snapshot: stored, steps, params }: InterruptedOperation): void {
     const state = this.states.get(nodeOf(stored));
     if (!state || (state.phase !== 'DRAINING' && state.phase !== 'EVACUATING')) return;
@@ -166,7 +175,10 @@ export class MaintenanceEngine implements OperationKindEngine {
     options: { force: boolean; deadlineMs?: number; podDrain?: Partial<PodDrainOptions> },
     meta: RequestMeta,
   ): Promise<OperationSnapshot> {
-    return this.core.exclusive(async () => {
+    return this.core.admission(async () => {
+      const { store } = this.deps;
+      // Shared database (ha:R2): decide from what every replica committed (no run of this replica holds the node then).
+      if (store.shared && !this.core.live.holder(nodeId)) await Promise.all([this.states.refresh(nodeId), store.policies.load()]);
       const { nodes, vms } = await this.view();
       const plan = planMaintenance({ nodeId, force: options.force, nodes, vms });
       const [refusal] = plan.refusals;
@@ -177,7 +189,7 @@ export class MaintenanceEngine implements OperationKindEngine {
       if (pods?.blockers.length) throw podDrainRefusal(nodeId, pods);
       if (pods) plan.warnings.push(...pods.warnings);
       // Another operation on the node (a storage drain or fill is its own maintenance): one at a time.
-      const running = this.core.live.holder(nodeId);
+      const running = this.core.live.holder(nodeId) ?? (await this.runningInDatabase(nodeId));
       if (running) {
         throw new PreconditionFailedError(
           'OPERATION_RUNNING',
@@ -198,17 +210,20 @@ export class MaintenanceEngine implements OperationKindEngine {
       const snapshot = newOperation({ id, kind: 'MAINTENANCE', nodeId, meta, steps, now });
       nextPhase(nextPhase(this.states.phaseOf(nodeId), 'enableRequested'), 'validated');
       const state: MaintenanceState = { phase: 'DRAINING', deadline, force: options.force, reason: meta.reason };
-      const { store } = this.deps;
-      await store.commit([
-        store.operations.create(snapshot, { force: options.force, deadline: new Date(deadline).toISOString(), warnings: plan.warnings, podDrain }),
-        ...store.operations.writeSteps(steps.map((step) => ({ operationId: id, step }))),
-        ...this.states.writes(nodeId, state, {
-          at: now,
-          operationId: id,
-          payload: { cause: 'validated', actor: meta.actor, reason: meta.reason, force: options.force },
-        }),
-        ...(claim?.writes ?? []),
-      ]);
+      await store.admit(
+        [
+          store.operations.create(snapshot, { force: options.force, deadline: new Date(deadline).toISOString(), warnings: plan.warnings, podDrain }),
+          ...store.operations.writeSteps(steps.map((step) => ({ operationId: id, step }))),
+          ...this.states.writes(nodeId, state, {
+            at: now,
+            operationId: id,
+            payload: { cause: 'validated', actor: meta.actor, reason: meta.reason, force: options.force },
+          }),
+          ...(claim?.writes ?? []),
+          ...invalidLabelEvents(plan, vms, { at: now, nodeId, operationId: id }).map((e) => store.events.append(e)),
+        ],
+        { nodeId, conflictingKinds: null, limit: null, policy: claim ? store.policies.get(nodeId) : null, phase: this.states.phaseOf(nodeId) },
+      );
       this.states.applied(nodeId, state);
       claim?.applied();
       this.deps.observer.operationStarted('MAINTENANCE');
@@ -216,7 +231,8 @@ export class MaintenanceEngine implements OperationKindEngine {
         { operation: id, node: nodeId, force: options.force, vms: steps.length },
         `maintenance of node ${nodeId} started (${steps.length} VM action(s))`,
       );
-      this.launch(snapshot, steps, deadline, 'DRAINING', { force: options.force, podDrain });
+      if (this.core.leads) this.launch(snapshot, steps, deadline, 'DRAINING', { force: options.force, podDrain });
+      else this.deps.log.info({ operation: id, node: nodeId }, `maintenance of node ${nodeId} admitted on this stand-by: the leader runs it`);
       await this.publishNode(nodeId);
       return snapshot;
     });
@@ -346,6 +362,13 @@ export class MaintenanceEngine implements OperationKindEngine {
     );
   }
 
+  /** Shared database: an operation another replica admitted on the node, not ended (ha:R2); null on SQLite. */
+  private async runningInDatabase(nodeId: string): Promise<OperationSnapshot | null> {
+    if (!this.deps.store.shared) return null;
+    const row = (await this.deps.store.operations.unended()).find((r) => r.nodeId === nodeId);
+    return row ? await this.deps.store.operations.find(row.id) : null;
+  }
+
   private runOn(nodeId: string): LiveRun | undefined {
     return this.core.live.on(nodeId, MAINTENANCE);
   }
@@ -418,6 +441,10 @@ export class MaintenanceEngine implements OperationKindEngine {
           await backend.startVm(vm.id, { runStrategy, nodeId: placement.nodeId });
           load.set(placement.nodeId, (load.get(placement.nodeId) ?? 0) + 1);
           restarted.push(vm.id);
+          if (placement.warning) {
+            const where = { at: clock.now(), nodeId: node.id, operationId: null };
+            await this.deps.store.events.append(restartedElsewhereEvent(vm.id, vm.tracking.nodeName, placement.nodeId, placement.warning, where));
+          }
         }
         await this.tracking.clear(vm.id);
         trackingCleared.push(vm.id);

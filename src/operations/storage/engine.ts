@@ -81,6 +81,20 @@ export class StorageEngine implements OperationKindEngine {
     return true;
   }
 
+  /** Another replica admitted the operation (ha:R2): its node's policy is what that replica wrote. */
+  async adopt(operation: InterruptedOperation): Promise<void> {
+    await this.policies.load();
+    this.resume(operation);
+    this.afterPolicyChange(nodeOf(operation.snapshot));
+  }
+
+  /** What other replicas changed meanwhile (configureNode, ha:R4): policies reloaded, changes published. Hold the lock. */
+  async sync(): Promise<void> {
+    const before = new Map([...this.nodes.keys()].map((id) => [id, this.policies.get(id)]));
+    await this.policies.load();
+    for (const [id, policy] of before) if (this.policies.get(id) !== policy) this.afterPolicyChange(id);
+  }
+
   resume({ snapshot: stored, steps: recorded }: InterruptedOperation): void {
     // A move that was in flight when the process died runs again: cut-overs are idempotent.
     const steps = recorded.map((s) => (s.state === 'MOVING' ? { ...s, state: 'PLANNED' as const, startedAt: null } : s));
@@ -106,11 +120,11 @@ export class StorageEngine implements OperationKindEngine {
   }
 
   startDrain(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
-    return this.core.exclusive(() => this.admitAndStart('DRAIN', nodeId, meta));
+    return this.core.admission(() => this.admitAndStart('DRAIN', nodeId, meta));
   }
 
   startFill(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
-    return this.core.exclusive(() => this.admitAndStart('FILL', nodeId, meta));
+    return this.core.admission(() => this.admitAndStart('FILL', nodeId, meta));
   }
 
   cancelDrain(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
@@ -123,9 +137,10 @@ export class StorageEngine implements OperationKindEngine {
 
   /** Sets a node's policy by hand; refused while an operation runs on it (neon #8727). */
   configureNode(nodeId: string, policy: SchedulingPolicy, meta: RequestMeta): Promise<SchedulingPolicy> {
-    return this.core.exclusive(async () => {
+    return this.core.admission(async () => {
       await this.requireNode(nodeId);
-      const running = this.activeOperation(nodeId);
+      if (this.deps.store.shared) await this.policies.load();
+      const running = this.activeOperation(nodeId) ?? (await this.busyInDatabase()).find((r) => r.nodeId === nodeId);
       if (running) {
         throw new PreconditionFailedError(
           'OPERATION_RUNNING',
@@ -133,7 +148,16 @@ export class StorageEngine implements OperationKindEngine {
           running.id,
         );
       }
-      await this.changePolicy(nodeId, { type: 'configure', policy }, null, { actor: meta.actor, reason: meta.reason });
+      // A durable request (ha:R4): recorded by whichever replica was asked, checked by the database against the others.
+      const details = { actor: meta.actor, reason: meta.reason };
+      const transition = this.policies.prepare(nodeId, { type: 'configure', policy }, null, this.deps.clock.now(), details);
+      await this.deps.store.admit(transition.writes, { nodeId, conflictingKinds: STORAGE_KINDS, limit: null, policy: transition.from });
+      transition.applied();
+      this.deps.log.info(
+        { node: nodeId, from: transition.from, to: transition.to, cause: 'configure' },
+        `node ${nodeId} policy ${transition.from} -> ${transition.to}`,
+      );
+      if (transition.from !== transition.to) this.afterPolicyChange(nodeId);
       return policy;
     });
   }
@@ -232,6 +256,34 @@ export class StorageEngine implements OperationKindEngine {
     return this.core.live.heldNodes(STORAGE_KINDS);
   }
 
+  /**
+   * Shared database (ha:R2): the storage operations running on any replica's admission, as
+   * the database has them — drains and fills, and maintenances whose node drains its shards
+   * (their part). Policies must be fresh. Empty on SQLite, where memory is the whole truth.
+   */
+  private async busyInDatabase(): Promise<{ id: string; kind: string; nodeId: string }[]> {
+    if (!this.deps.store.shared) return [];
+    const rows = await this.deps.store.operations.unended();
+    const busy: { id: string; kind: string; nodeId: string }[] = [];
+    for (const r of rows) {
+      if (r.nodeId === null || r.state === 'PAUSED') continue;
+      const storage = (STORAGE_KINDS as readonly string[]).includes(r.kind);
+      if (storage || (r.kind === 'MAINTENANCE' && this.policies.get(r.nodeId) === 'DRAINING')) busy.push({ id: r.id, kind: r.kind, nodeId: r.nodeId });
+    }
+    return busy;
+  }
+
+  /** Node ids held for storage here or, on a shared database, by any replica's admission: one entry per operation. */
+  private async busyNodesEverywhere(): Promise<{ nodeIds: string[]; operationOn: (nodeId: string) => string | null }> {
+    const fromDb = await this.busyInDatabase();
+    const here = this.busyNodeIds();
+    const extra = fromDb.filter((r) => !this.core.live.get(r.id) && this.core.live.holder(r.nodeId)?.id !== r.id);
+    return {
+      nodeIds: [...here, ...extra.map((r) => r.nodeId)],
+      operationOn: (nodeId) => this.activeOperation(nodeId)?.id ?? extra.find((r) => r.nodeId === nodeId)?.id ?? null,
+    };
+  }
+
   /** The nodes as the plans see them; built once per change of a node or a policy (every move of a drain reads it). */
   private planNodes(): ReadonlyMap<string, PlanNode> {
     const version = this.policies.version;
@@ -261,15 +313,20 @@ export class StorageEngine implements OperationKindEngine {
     return node;
   }
 
+  /**
+   * storage:S3, storage:S4, and on a shared database ha:R2: the policies and running
+   * operations of every replica's admissions read from the database, the decision checked
+   * again by the database in the admitting transaction. The leader launches the run at once;
+   * a stand-by leaves it to the leader, which adopts it when the commit's NOTIFY wakes it.
+   */
   private async admitAndStart(kind: StorageKind, nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
     const nodes = await this.refreshNodes();
+    if (this.deps.store.shared) await this.policies.load();
+    const busy = await this.busyNodesEverywhere();
     const planNodes = [...this.planNodes().values()];
-    const refusal = checkAdmission(kind, nodeId, {
-      nodes: planNodes,
-      runningOperationNodeIds: this.busyNodeIds(),
-      operationLimit: this.deps.settings.maxConcurrentOperations,
-    });
-    if (refusal) throw refusalError(refusal, nodeId, this.activeOperation(nodeId)?.id ?? null);
+    const operationLimit = this.deps.settings.maxConcurrentOperations;
+    const refusal = checkAdmission(kind, nodeId, { nodes: planNodes, runningOperationNodeIds: busy.nodeIds, operationLimit });
+    if (refusal) throw refusalError(refusal, nodeId, busy.operationOn(nodeId));
     if (!nodes.some((n) => n.id === nodeId)) throw new NotFoundError('node', nodeId);
 
     const now = this.deps.clock.now();
@@ -277,16 +334,22 @@ export class StorageEngine implements OperationKindEngine {
     const steps = await planSteps(this.deps.backend, kind, nodeId, planNodes, now);
     const snapshot = newOperation({ id, kind, nodeId, meta, steps, now });
     const { store } = this.deps;
-    await this.policies.transition(nodeId, { type: kind === 'DRAIN' ? 'drainAccepted' : 'fillAccepted' }, id, now, [
-      store.operations.create(snapshot, { settings: this.deps.settings }, steps),
-      store.events.append({
-        at: now,
-        type: 'OPERATION_STARTED',
-        nodeId,
-        operationId: id,
-        payload: { kind, actor: meta.actor, reason: meta.reason, counts: snapshot.counts },
-      }),
-    ]);
+    const transition = this.policies.prepare(nodeId, { type: kind === 'DRAIN' ? 'drainAccepted' : 'fillAccepted' }, id, now);
+    await store.admit(
+      [
+        store.operations.create(snapshot, { settings: this.deps.settings }, steps),
+        store.events.append({
+          at: now,
+          type: 'OPERATION_STARTED',
+          nodeId,
+          operationId: id,
+          payload: { kind, actor: meta.actor, reason: meta.reason, counts: snapshot.counts },
+        }),
+        ...transition.writes,
+      ],
+      { nodeId, conflictingKinds: STORAGE_KINDS, limit: { kinds: STORAGE_KINDS, max: operationLimit }, policy: transition.from },
+    );
+    transition.applied();
     this.deps.observer.operationStarted(kind);
     for (const s of steps) if (s.state === 'SKIPPED') this.deps.observer.stepFinished(kind, 'SKIPPED', s.reason, null);
     this.deps.log.info(
@@ -294,19 +357,20 @@ export class StorageEngine implements OperationKindEngine {
       `${kind.toLowerCase()} of node ${nodeId} started`,
     );
     this.afterPolicyChange(nodeId);
-    this.core.launch(new StorageRun(this.host, snapshot, steps));
+    if (this.core.leads) this.core.launch(new StorageRun(this.host, snapshot, steps));
+    else this.deps.log.info({ operation: id, node: nodeId }, `${kind.toLowerCase()} of node ${nodeId} admitted on this stand-by: the leader runs it`);
     this.core.publishProgress(snapshot, steps);
     return snapshot;
   }
 
   private cancel(kind: StorageKind, nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
-    return this.core.exclusive(async () => {
+    return this.core.admission(async () => {
       await this.requireNode(nodeId);
       const run = this.runOn(nodeId);
-      if (!run || run.snapshot.kind !== kind) {
-        const what = kind === 'DRAIN' ? 'drain' : 'fill';
-        throw new PreconditionFailedError(`NO_${kind}_IN_PROGRESS`, `no ${what} in progress on node ${nodeId}`);
-      }
+      const none = () => new PreconditionFailedError(`NO_${kind}_IN_PROGRESS`, `no ${kind === 'DRAIN' ? 'drain' : 'fill'} in progress on node ${nodeId}`);
+      // Not running here: on a shared database the run is the leader's (or not yet adopted by it), so the cancel is a durable request (ha:R4).
+      if (!run && this.deps.store.shared) return this.requestCancel(kind, nodeId, meta, none);
+      if (!run || run.snapshot.kind !== kind) throw none();
       if (run.snapshot.state === 'CANCELLING') return run.snapshot;
       await this.core.changeState(run, 'CANCELLING', { type: 'OPERATION_CANCELLING', payload: { actor: meta.actor, reason: meta.reason } });
       this.deps.log.info(
@@ -315,6 +379,19 @@ export class StorageEngine implements OperationKindEngine {
       );
       return run.snapshot;
     });
+  }
+
+  /** ha:R4: CANCELLING and its event recorded in the database, in one statement; the leader's run hears of it at its next wake-up. */
+  private async requestCancel(kind: StorageKind, nodeId: string, meta: RequestMeta, none: () => Error): Promise<OperationSnapshot> {
+    const { store } = this.deps;
+    const row = (await store.operations.unended()).find((r) => r.nodeId === nodeId && r.kind === kind);
+    if (!row) throw none();
+    if (row.state === 'RUNNING' && (await store.requestCancel(row.id, nodeId, this.deps.clock.now(), { actor: meta.actor, reason: meta.reason }))) {
+      this.deps.log.info({ operation: row.id, node: nodeId }, `${kind.toLowerCase()} of node ${nodeId} cancelling: recorded for the leader to act on`);
+    }
+    const recorded = await store.operations.find(row.id);
+    if (!recorded) throw none();
+    return recorded;
   }
 
   /** storage:D7 / storage:X2: the policy transition that ends a run, unless the node's state changed under it. */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { VirtualClock } from '../../support/virtual-clock.ts';
+import { flushMicrotasks, VirtualClock } from '../../support/virtual-clock.ts';
 import fakePlugin, { createSimulatedCluster, generateTopology, StateFileError, type SimulatedCluster } from '../../../plugins/fake/index.ts';
 import { PROJECT_ROOT } from '../../support/child-server.ts';
 import { setup, smallTopology } from './setup.ts';
@@ -95,22 +95,28 @@ describe('statePath: a simulated cluster that outlives the process', () => {
 
   it('survives kill -9 at any instant: the file is always a whole state', async () => {
     const fixture = fileURLToPath(new URL('./fixtures/churn.ts', import.meta.url));
-    const initial = await createSimulatedCluster({ topology: generateTopology({ nodes: 4, tenants: 20, shardsPerTenant: 100 }) }).listShards();
-    for (const delayMs of [30, 120, 250]) {
+    let before = await createSimulatedCluster({ topology: generateTopology({ nodes: 4, tenants: 20, shardsPerTenant: 100 }) }).listShards();
+    // Killed after a definite number of cut-overs, while the next ones are under way.
+    for (const afterMoves of [1, 7, 40]) {
       const child = spawn(process.execPath, ['--import', 'tsx', fixture, statePath], { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
       const exited = new Promise((resolve) => child.once('exit', resolve));
       await new Promise<void>((resolve, reject) => {
-        child.stdout!.on('data', () => resolve());
-        child.once('exit', (code) => reject(new Error(`churn exited with ${code} before it was ready`)));
+        let moved = 0;
+        child.stdout!.on('data', (chunk: Buffer) => {
+          moved += chunk.toString().split('\n').length - 1;
+          if (moved >= afterMoves) resolve();
+        });
+        child.once('exit', (code) => reject(new Error(`churn exited with ${code} after ${moved} cut-overs`)));
       });
-      await new Promise((r) => setTimeout(r, delayMs));
       child.kill('SIGKILL');
       await exited;
       const again = reopen();
       const shards = await again.listShards();
       expect(shards).toHaveLength(2000);
-      // The child did change things before it died (the test is not vacuous).
-      expect(shards.filter((s, k) => s.attachedNodeId !== initial[k]!.attachedNodeId).length).toBeGreaterThan(0);
+      // The child did change things before it died (the test is not vacuous): each cut-over of
+      // a pass moves another shard, and the ones it reported are on disk.
+      expect(shards.filter((s, k) => s.attachedNodeId !== before[k]!.attachedNodeId).length).toBeGreaterThanOrEqual(afterMoves);
+      before = shards;
       await again.close();
     }
   });
@@ -128,29 +134,94 @@ describe('statePath: a simulated cluster that outlives the process', () => {
     expect(() => reopen()).toThrow(/nodes\.0\.name/);
   });
 
-  it('moves in flight are not persisted: after a reload they did not happen', async () => {
+  it('a move in flight at the kill whose latency had not run by the reload never happened (killed early, it stays)', async () => {
     const t = setup({ statePath });
     const migrate = t.cluster.migrateVm('default/plain', { fromNodeId: '1', toNodeId: '2' });
     const stop = t.cluster.stopVm('default/manual');
     const start = t.cluster.startVm('default/halted', { runStrategy: 'Always', nodeId: '2' });
     const cut = t.cluster.cutOverShard('t1', { fromNodeId: '1', toNodeId: '2' });
-    await t.clock.advance(100);
+    const cordon = t.cluster.cordonNode('3');
+    await t.clock.advance(40);
     expect(await t.cluster.getVm('default/manual')).toMatchObject({ status: 'Stopping', runStrategy: 'Halted' });
+    expect(readState().moves).toHaveLength(5);
     // Later changes to a VM mid-move are kept; only the move's own fields are rolled back.
     await t.cluster.setVmMaintenanceStrategyLabel('default/plain', 'Migrate');
-    const again = reopen();
+    // The kill: the first instance runs no more. A new one on the file, its clock where the old one stopped.
+    const again = reopen(new VirtualClock(t.clock.now()));
     expect(await again.getVm('default/plain')).toMatchObject({ status: 'Running', nodeId: '1', maintenanceStrategyLabel: 'Migrate' });
     expect(await again.getVm('default/manual')).toMatchObject({ status: 'Running', nodeId: '1', runStrategy: 'Manual' });
     expect(await again.getVm('default/halted')).toMatchObject({ status: 'Stopped', nodeId: null, runStrategy: 'Halted' });
     expect(await again.getShard('t1')).toMatchObject({ attachedNodeId: '1', secondaryNodeIds: ['2'] });
-    // The first process carries on; what completes is saved.
+    expect(await again.getNode('3')).toMatchObject({ cordoned: false });
+    // Nothing of them is left in flight either: the file records none.
+    expect(readState().moves).toEqual([]);
+    // The first process carries on (it was not killed after all); what completes is saved.
     await t.clock.advance(1000);
-    await Promise.all([migrate, stop, start, cut]);
+    await Promise.all([migrate, stop, start, cut, cordon]);
     const third = reopen();
     expect(await third.getVm('default/plain')).toMatchObject({ status: 'Running', nodeId: '2' });
     expect(await third.getVm('default/halted')).toMatchObject({ status: 'Running', nodeId: '2', runStrategy: 'Always' });
     expect(await third.getShard('t1')).toMatchObject({ attachedNodeId: '2' });
     await t.cluster.close();
+  });
+
+  it('a move in flight at the kill whose latency has run by the reload finished in the cluster, with the result it would have had', async () => {
+    const t = setup({ statePath });
+    void t.cluster.migrateVm('default/plain', { fromNodeId: '1', toNodeId: '2' }); // 800 ms
+    void t.cluster.stopVm('default/manual'); // 400 ms
+    void t.cluster.startVm('default/halted', { runStrategy: 'Always', nodeId: '2' }); // 500 ms
+    void t.cluster.cutOverShard('t1', { fromNodeId: '1', toNodeId: '2' }); // 300 ms
+    void t.cluster.cordonNode('3'); // 50 ms
+    await t.clock.advance(20);
+    const killedAt = t.clock.now();
+    // The time a move had run at the last save counts, plus the time the clock moved on since.
+    const again = reopen(new VirtualClock(killedAt + 780));
+    const events: string[] = [];
+    again.watch((e) => events.push(e.type));
+    expect(await again.getVm('default/plain')).toMatchObject({ status: 'Running', nodeId: '2' });
+    expect(await again.getVm('default/manual')).toMatchObject({ status: 'Stopped', nodeId: null, runStrategy: 'Halted' });
+    expect(await again.getVm('default/halted')).toMatchObject({ status: 'Running', nodeId: '2', runStrategy: 'Always' });
+    expect(await again.getShard('t1')).toMatchObject({ attachedNodeId: '2', secondaryNodeIds: ['1'] });
+    // The old attached location is a warm secondary, as after any cut-over.
+    expect(await again.getSecondaryStatus('t1', '1')).toMatchObject({ bytesTotal: 1000, bytesDownloaded: 1000 });
+    expect(await again.getNode('3')).toMatchObject({ cordoned: true });
+    // On disk at once, and nobody is told (nobody watched when it happened).
+    expect(readState().vms.find((v: { id: string }) => v.id === 'default/plain')).toMatchObject({ nodeId: '2', status: 'Running' });
+    expect(readState().moves).toEqual([]);
+    // A change made now is delivered, and is the only thing delivered.
+    await again.setVmMaintenanceStrategyLabel('default/gpu', 'Migrate');
+    await flushMicrotasks();
+    expect(events).toEqual(['vmChanged']);
+    await again.close();
+  });
+
+  it('each move is decided on its own latency, to the millisecond; a stuck one has not finished', async () => {
+    const t = setup({ statePath });
+    t.cluster.simulation.injectFaults({ stuck: ['t2'] });
+    void t.cluster.migrateVm('default/plain', { fromNodeId: '1', toNodeId: '2' }); // 800 ms
+    void t.cluster.stopVm('default/manual'); // 400 ms
+    void t.cluster.cutOverShard('t1', { fromNodeId: '1', toNodeId: '2' }); // 300 ms
+    void t.cluster.cutOverShard('t2', { fromNodeId: '1', toNodeId: '2' }); // 300 ms, held by the fault
+    await t.clock.advance(399);
+    expect(await t.cluster.getShard('t1')).toMatchObject({ attachedNodeId: '2' });
+    expect(await t.cluster.getVm('default/manual')).toMatchObject({ status: 'Stopping' });
+    const killedAt = t.clock.now();
+    // 400 ms after the start: the stop has just run its time, the migration has not.
+    const again = reopen(new VirtualClock(killedAt + 1));
+    expect(await again.getVm('default/manual')).toMatchObject({ status: 'Stopped', runStrategy: 'Halted' });
+    expect(await again.getVm('default/plain')).toMatchObject({ status: 'Running', nodeId: '1' });
+    expect(await again.getShard('t2')).toMatchObject({ attachedNodeId: '1' });
+    await again.close();
+  });
+
+  it('a finished move meets the cluster as it was saved: a migration whose target was down keeps the VM at its source', async () => {
+    const t = setup({ statePath });
+    void t.cluster.migrateVm('default/plain', { fromNodeId: '1', toNodeId: '2' }).catch(() => {});
+    await t.clock.advance(10);
+    await t.cluster.simulation.setNodeOnline('2', false);
+    const again = reopen(new VirtualClock(t.clock.now() + 10_000));
+    expect(await again.getVm('default/plain')).toMatchObject({ status: 'Running', nodeId: '1' });
+    await again.close();
   });
 
   it('nodes mid-restart come back ACTIVE with their VMs running again; a restart held down stays down', async () => {

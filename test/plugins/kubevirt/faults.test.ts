@@ -77,7 +77,8 @@ describe('kubevirt plugin: faults', () => {
     sim.store.mutate(sim.def('nodes'), undefined, 'node-2', (n) => (n.metadata.labels = { ...n.metadata.labels, rack: 'r1' }));
     await eventually(() => events.some((e) => e.type === 'nodeChanged' && e.node.id === 'node-2' && e.node.labels['rack'] === 'r1'));
     sim.api.setOutage(503);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The outage cuts the open watches: the signal that the informers lost them.
+    await eventually(() => sim.api.openWatches === 0);
     sim.api.setOutage(null);
     sim.setNodeReady('node-2', false);
     await eventually(() => events.some((e) => e.type === 'nodeChanged' && e.node.id === 'node-2' && e.node.availability === 'OFFLINE'));
@@ -153,8 +154,12 @@ describe('kubevirt plugin: faults', () => {
     sim.controller.delays.migrateMs = 300;
     const migrating = b.migrateVm('default/vm', { fromNodeId: 'node-1', toNodeId: 'node-2' });
     await eventually(() => sim.migrations('default').length === 1);
+    let settled = false;
+    void migrating.finally(() => (settled = true)).catch(() => {});
     await sim.setReachable(false);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The migration finishes in the cluster while the plugin cannot see it: it must keep waiting, not fail.
+    await eventually(() => sim.migrations('default')[0]?.status?.phase === 'Succeeded');
+    expect(settled).toBe(false);
     await sim.setReachable(true);
     await migrating;
     expect(sim.vmi('default', 'vm')!.status.nodeName).toBe('node-2');

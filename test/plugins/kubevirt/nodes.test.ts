@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ClusterEvent } from '../../../src/cluster/types.ts';
 import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
 import { K8sSim } from '../../../simulators/kubernetes/index.ts';
-import { eventually, kubevirtApp, type KubevirtTestApp } from '../../support/kubevirt-app.ts';
+import { caughtUp, eventually, kubevirtApp, type KubevirtTestApp } from '../../support/kubevirt-app.ts';
+import { untilSubscribed } from '../../support/subscribers.ts';
 
 /**
  * Node Ready transitions → availability. Kubernetes has no re-attach: a node that is Ready
@@ -20,8 +21,6 @@ afterEach(async () => {
   t = null;
 });
 
-const settle = () => new Promise((resolve) => setTimeout(resolve, 150));
-
 describe('kubevirt plugin: node Ready transitions', () => {
   it('Ready → NotReady (Unknown) → NotReady (False) → Ready: nodeChanged OFFLINE, then ACTIVE; heartbeats and NotReady reasons emit nothing; no re-attach', async () => {
     sim = await K8sSim.start({ bookmarkIntervalMs: 50 });
@@ -33,7 +32,7 @@ describe('kubevirt plugin: node Ready transitions', () => {
     const availabilities = () => events.flatMap((e) => (e.type === 'nodeChanged' && e.node.id === 'node-1' ? [e.node.availability] : []));
 
     sim.heartbeat('node-1');
-    await settle();
+    await caughtUp(sim, backend);
     expect(events).toEqual([]);
 
     sim.setNodeReady('node-1', false); // kubelet stopped posting: Ready=Unknown
@@ -43,12 +42,12 @@ describe('kubevirt plugin: node Ready transitions', () => {
 
     sim.setNodeReady('node-1', false, 'False'); // kubelet back but not ready: still not Ready
     sim.heartbeat('node-1');
-    await settle();
+    await caughtUp(sim, backend);
     expect(availabilities()).toEqual(['OFFLINE']);
 
     sim.setNodeReady('node-1', true);
     await eventually(() => availabilities().length === 2);
-    await settle();
+    await caughtUp(sim, backend);
     expect(availabilities()).toEqual(['OFFLINE', 'ACTIVE']);
     const back = events.at(-1)!;
     expect(back).toMatchObject({ type: 'nodeChanged', node: { id: 'node-1', availability: 'ACTIVE', cordoned: false } });
@@ -86,7 +85,7 @@ describe('kubevirt plugin: node Ready transitions', () => {
         }
       }
     })();
-    await settle();
+    await untilSubscribed(t.app.bus, 'nodeChanged');
     t.sim.setNodeReady('node-1', false);
     await eventually(() => seen.includes('OFFLINE'));
     t.sim.setNodeReady('node-1', true);

@@ -14,9 +14,12 @@ const SHARD: SimShardSpec = { tenant: 7, shardNumber: 0, shardCount: 1, attached
 const ID = shardIdOf(SHARD);
 const LOCATION = /\/location_config$/;
 
-async function setUp(shard: SimShardSpec = SHARD, downloadBytesPerSecond?: number) {
+/** Timeouts are short only where a test makes a simulator hold requests (see FAST_OPTIONS). */
+const HELD = { requestTimeoutMs: 300 };
+
+async function setUp(shard: SimShardSpec = SHARD, downloadBytesPerSecond?: number, options: Parameters<SimCluster['startController']>[0] = {}) {
   c = clusters.use(await startSimCluster({ nodes: [{ id: 1 }, { id: 2 }, { id: 3 }], shards: [shard], downloadBytesPerSecond }));
-  return c.startController({ requestTimeoutMs: 300 });
+  return c.startController(options);
 }
 
 const persistedGeneration = () =>
@@ -53,7 +56,8 @@ describe('pageserver cut-over (live migration)', () => {
     expect(c!.sim(2).requests).toContain(`POST /v1/tenant/${ID}/secondary/download`);
     expect(c!.view()[ID]).toEqual({ '1': 'Secondary@-', '2': 'AttachedSingle@5' });
     expect(await backend.getShard(ID)).toMatchObject({ attachedNodeId: '2', secondaryNodeIds: ['1'] });
-    await new Promise((r) => setTimeout(r, 10));
+    // Emitted in the cut-over itself; its delivery (a microtask) is all that is left.
+    await new Promise((r) => setImmediate(r));
     expect(events.filter((e) => e.type === 'shardChanged')).toHaveLength(1);
     // Validate upcall: only the newest generation is valid.
     const res = await fetch(`${backend.upcallUrl}/upcall/v1/validate`, {
@@ -96,7 +100,7 @@ describe('pageserver cut-over (live migration)', () => {
   });
 
   it('rolls back when the destination times out: AttachedMulti until the destination confirms Secondary, then AttachedSingle', async () => {
-    const backend = await setUp();
+    const backend = await setUp(SHARD, undefined, HELD);
     c!.sim(2).inject({ method: 'PUT', path: LOCATION, kind: 'timeout' });
     const e = await rejection(backend.cutOverShard(ID, { fromNodeId: '1', toNodeId: '2' }));
     // The destination may have applied AttachedMulti (no answer is not a refusal): the origin
@@ -152,7 +156,7 @@ describe('pageserver cut-over (live migration)', () => {
   });
 
   it('rolls back when the secondary does not finish downloading within downloadWaitMs', async () => {
-    const backend = await setUp({ ...SHARD, lag: { 2: { bytes: 1024 * 1024 } } }, 0);
+    const backend = await setUp({ ...SHARD, lag: { 2: { bytes: 1024 * 1024 } } }, 0, { downloadWaitMs: 500 });
     const e = await rejection(backend.cutOverShard(ID, { fromNodeId: '1', toNodeId: '2' }));
     expect(e.message).toMatch(/had not finished downloading after 500 ms .*; rolled back to node 1: re-attached AttachedSingle with generation 5$/);
     expect(c!.view()[ID]).toEqual({ '1': 'AttachedSingle@5', '2': 'Secondary@-' });
@@ -196,9 +200,12 @@ describe('re-synchronisation after a cut-over whose rollback and roll-forward bo
     expect(await backend.getShard(ID)).toMatchObject({ attachedNodeId: '1', secondaryNodeIds: ['2'] });
     expect(backend.generationOf(ID)).toBe(7);
     expect(backend.unsettledShards()).toEqual({ [ID]: ['1'] });
-    // Heartbeats keep succeeding, the PUTs keep failing: nothing changes, no generation is burnt.
-    await new Promise((r) => setTimeout(r, 300));
+    // Heartbeats keep succeeding, the PUTs keep failing: two more re-sends to node 1 change nothing, burn no generation.
+    const putsToOrigin = () => c!.sim(1).requests.filter((r) => r.startsWith('PUT ') && LOCATION.test(r)).length;
+    const sent = putsToOrigin();
+    await waitFor(() => putsToOrigin() >= sent + 2, { what: 'two more re-sends to node 1' });
     expect(backend.generationOf(ID)).toBe(7);
+    expect(c!.view()[ID]).toEqual({ '1': 'AttachedStale@4', '2': 'Secondary@-' });
     c!.sim(1).clearFaults();
     await waitFor(() => Object.keys(backend.unsettledShards()).length === 0, { what: 'shard settled' });
     expect(c!.view()[ID]).toEqual({ '1': 'AttachedSingle@7', '2': 'Secondary@-' });
@@ -206,7 +213,7 @@ describe('re-synchronisation after a cut-over whose rollback and roll-forward bo
   });
 
   it('the destination does not answer (its requests are applied, the answers lost): the origin never gets a generation the destination may hold, nor AttachedSingle beside it', async () => {
-    const backend = await setUp();
+    const backend = await setUp(SHARD, undefined, HELD);
     c!.sim(1).inject({ method: 'PUT', path: LOCATION, kind: { status: 500 }, skip: 1 });
     c!.sim(2).inject({ method: 'PUT', path: LOCATION, kind: 'lostAnswer' });
     const e = await rejection(backend.cutOverShard(ID, { fromNodeId: '1', toNodeId: '2' }));
@@ -216,16 +223,16 @@ describe('re-synchronisation after a cut-over whose rollback and roll-forward bo
     expect(backend.unsettledShards()).toEqual({ [ID]: ['1', '2'] });
     c!.sim(1).clearFaults();
     // Node 2 is told Secondary (applied, answer lost): node 1 is only AttachedMulti, with a new generation.
-    await waitFor(() => c!.view()[ID]?.['1'] === 'AttachedMulti@8', { timeoutMs: 15_000, what: 'node 1 AttachedMulti@8' });
+    await waitFor(() => c!.view()[ID]?.['1'] === 'AttachedMulti@8', { what: 'node 1 AttachedMulti@8' });
     expect(c!.view()[ID]?.['2']).toBe('Secondary@-');
     c!.sim(2).clearFaults();
-    await waitFor(() => Object.keys(backend.unsettledShards()).length === 0, { timeoutMs: 15_000, what: 'shard settled' });
+    await waitFor(() => Object.keys(backend.unsettledShards()).length === 0, { what: 'shard settled' });
     expect(c!.view()[ID]).toEqual({ '1': 'AttachedSingle@8', '2': 'Secondary@-' });
     expect(backend.generationOf(ID)).toBe(8);
   });
 
   it('a restart of the origin while unsettled: re-attach answers AttachedMulti while the destination is unconfirmed', async () => {
-    const backend = await setUp();
+    const backend = await setUp(SHARD, undefined, HELD);
     c!.sim(2).inject({ method: 'PUT', path: LOCATION, kind: 'timeout' });
     await rejection(backend.cutOverShard(ID, { fromNodeId: '1', toNodeId: '2' }));
     expect(backend.unsettledShards()).toEqual({ [ID]: ['1', '2'] });
