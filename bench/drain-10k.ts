@@ -9,10 +9,10 @@
 import type { Benchmark, BenchReport } from './benchmark.ts';
 import { DRAIN_NODES as NODES, drainOnce, WARMUP_SHARDS } from './drain-harness.ts';
 
-const SHARDS = 10_000;
-const WIDTH = 64;
-const LATENCY_MS = 20;
-const GOAL = 1.15;
+export const SHARDS = 10_000;
+export const WIDTH = 64;
+export const LATENCY_MS = 20;
+export const GOAL = 1.15;
 
 export const drain10k: Benchmark = {
   name: 'drain-10k',

@@ -52,9 +52,10 @@ export interface DrainRun {
   peakRss: number;
 }
 
-export async function drainOnce(options: { shards: number; width: number; latencyMs: number }): Promise<DrainRun> {
+/** One measured drain; on a fresh SQLite file, or on the empty database `databaseUrl` names (PostgreSQL: bench/drain-10k-postgresql.ts). */
+export async function drainOnce(options: { shards: number; width: number; latencyMs: number; databaseUrl?: string }): Promise<DrainRun> {
   const dir = mkdtempSync(join(tmpdir(), 'lockkeeper-drain-bench-'));
-  const db = await openDatabase({ url: `file:${join(dir, 'bench.db')}` });
+  const db = await openDatabase({ url: options.databaseUrl ?? `file:${join(dir, 'bench.db')}` });
   const cluster = createSimulatedCluster({ topology: drainTopology(options.shards), latenciesMs: { cutOver: options.latencyMs } });
   const app = buildApp({
     backend: cluster,

@@ -13,6 +13,9 @@ const usage = (CLIENT_USAGE: string) => `usage: lockkeeper <command>
 
 commands:
   serve     run the gateway (GraphQL, GraphiQL, WebSocket subscriptions) on LOCKKEEPER_PORT (default ${DEFAULT_PORT})
+  simulator [--config-out FILE] [--nodes N] [--vms-per-node N] [--tenants N]
+            run the simulated cluster (Kubernetes + KubeVirt API, pageservers) as its own process
+            and write a gateway config for the real plugins: LOCKKEEPER_CONFIG=FILE lockkeeper serve
   db copy --from URL --to URL
             copy every table of an installation into an empty database (e.g. SQLite to PostgreSQL)
   token     create, revoke and list API tokens in the database (no server needed):
@@ -92,6 +95,21 @@ async function db(args: string[]): Promise<void> {
   }
 }
 
+/**
+ * ha:B1: the simulated cluster in a process of its own. Loaded by URL, like a plugin: the
+ * gateway's code never depends on the simulators.
+ */
+async function simulator(args: string[]): Promise<void> {
+  const entry = new URL('../simulators/main.ts', import.meta.url);
+  const { runSimulatorCommand } = (await import(entry.href)) as { runSimulatorCommand(argv: string[]): Promise<void> };
+  try {
+    await runSimulatorCommand(args);
+  } catch (e) {
+    process.stderr.write(`lockkeeper simulator: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  }
+}
+
 /** The client verbs load their modules (graphql-ws, cli-progress) only when used: `serve` starts without them. */
 const clientVerbs = () => import('./cli/index.ts');
 
@@ -123,6 +141,8 @@ async function main(argv: string[]): Promise<void> {
       return token(argv.slice(argv.indexOf('token') + 1));
     case 'db':
       return db(argv.slice(argv.indexOf('db') + 1));
+    case 'simulator':
+      return simulator(argv.slice(argv.indexOf('simulator') + 1));
     default:
       break;
   }

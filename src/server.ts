@@ -17,6 +17,9 @@ import { serveGraphQLOverWebSocket } from './http/websocket.ts';
 import type { Logger } from './logger.ts';
 import { OperationCoordinator } from './operations/core/coordinator.ts';
 import { createOperationMetrics } from './operations/core/metrics.ts';
+import { DeleteEngine } from './operations/delete/engine.ts';
+import { FailoverEngine } from './operations/failover/engine.ts';
+import { ShardControls } from './operations/shard-controls/service.ts';
 import { MaintenanceEngine } from './operations/maintenance/engine.ts';
 import { RolloutEngine } from './operations/rollouts/engine.ts';
 import { StorageEngine } from './operations/storage/engine.ts';
@@ -71,6 +74,9 @@ export interface App {
   storage: StorageEngine;
   maintenance: MaintenanceEngine;
   rollouts: RolloutEngine;
+  failover: FailoverEngine;
+  deletes: DeleteEngine;
+  shardControls: ShardControls;
   auth: AuthService;
   /** Wakes event-log subscribers on new events, this replica's and (PostgreSQL) the others' (ha:E1). */
   eventWakeup: EventWakeup;
@@ -132,6 +138,9 @@ export function buildApp(deps: AppDeps): App {
   const storage = new StorageEngine(engineDeps);
   const maintenance = new MaintenanceEngine(engineDeps);
   const rollouts = new RolloutEngine({ ...engineDeps, storage, maintenance, audit });
+  const failover = new FailoverEngine({ ...engineDeps, storage, audit });
+  const deletes = new DeleteEngine({ ...engineDeps, storage });
+  const shardControls = new ShardControls({ ...engineDeps, storage });
   const auth = new AuthService(new ApiTokenStore(deps.prisma), log, {
     bootstrapToken: deps.bootstrapToken,
     recheckIntervalMs: config.auth.recheckIntervalMs,
@@ -141,9 +150,36 @@ export function buildApp(deps: AppDeps): App {
   const { allowedOrigins, insecure } = config.server;
   const { maxBodyBytes } = config.limits;
 
-  const neonFacade = createNeonFacade({ storage, backend: deps.backend, audit, clock, log, maxBodyBytes, authorize: restAuthorizer(auth) });
+  const neonFacade = createNeonFacade({
+    storage,
+    failover,
+    deletes,
+    shardControls,
+    backend: deps.backend,
+    audit,
+    clock,
+    log,
+    maxBodyBytes,
+    authorize: restAuthorizer(auth),
+  });
   const yoga = createGraphQLHandler(
-    { backend: deps.backend, bus, operations, storage, maintenance, rollouts, audit, events: store.events, clock, auth, leadership, eventWakeup },
+    {
+      backend: deps.backend,
+      bus,
+      operations,
+      storage,
+      maintenance,
+      rollouts,
+      failover,
+      deletes,
+      shardControls,
+      audit,
+      events: store.events,
+      clock,
+      auth,
+      leadership,
+      eventWakeup,
+    },
     log,
     {
       limits: config.limits,
@@ -222,6 +258,9 @@ export function buildApp(deps: AppDeps): App {
     storage,
     maintenance,
     rollouts,
+    failover,
+    deletes,
+    shardControls,
     auth,
     eventWakeup,
     server,

@@ -5,6 +5,7 @@ import { createBackendFromConfig } from './config/plugin-registry.ts';
 import type { Logger } from './logger.ts';
 import { buildApp, type App } from './server.ts';
 import { openDatabase } from './store/database.ts';
+import { PrismaPluginStore } from './store/plugin-store.ts';
 import { acquireServeLock } from './store/serve-lock.ts';
 import { replicaLeadership } from './leadership/replica.ts';
 
@@ -48,6 +49,9 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       clock: options.clock ?? systemClock,
       configDir: dir,
       log: options.log,
+      // ha:L8: the plugins' own requests that change the cluster are gated by the lease too.
+      ...(leadership && { mayAct: () => leadership.canAct() }),
+      storeFor: (plugin) => new PrismaPluginStore(db.prisma, plugin),
     });
     app = buildApp({
       backend,

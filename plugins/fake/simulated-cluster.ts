@@ -8,6 +8,7 @@ import type {
   VmFilter,
 } from '../../src/cluster/backend.ts';
 import type { Clock } from '../../src/cluster/clock.ts';
+import type { FailoverControl } from '../../src/cluster/shard-control.ts';
 import { BackendError } from '../../src/cluster/errors.ts';
 import type {
   ClusterEventListener,
@@ -23,6 +24,7 @@ import { ClusterState } from './cluster-state.ts';
 import { snapshotState, StateSaver } from './durable-state.ts';
 import { copyNode, copyShard, copyVm } from './copy.ts';
 import { EventHub } from './event-hub.ts';
+import { createFailoverControl, setNodeOnlineDeclaringLoss } from './failover.ts';
 import { FaultInjector } from './faults.ts';
 import { MoveTracker } from './moves.ts';
 import { settleMovesAfterCrash } from './moves-after-crash.ts';
@@ -73,6 +75,7 @@ export class SimulatedCluster implements ClusterBackend {
   /** Calls per method name, so tests can prove that reads are batched (DataLoader). */
   readonly callCounts = new Map<string, number>();
   readonly simulation: SimulationControls;
+  readonly failover: FailoverControl;
 
   private readonly rt: Runtime;
   private readonly lifecycle: NodeLifecycle;
@@ -112,6 +115,7 @@ export class SimulatedCluster implements ClusterBackend {
       this.saver.writeNow();
     }
     this.simulation = this.createSimulationControls();
+    this.failover = createFailoverControl(this.rt, this.lifecycle);
   }
 
   // --- nodes
@@ -246,7 +250,7 @@ export class SimulatedCluster implements ClusterBackend {
     const sim = (name: string) => `simulation.${name}`;
     return {
       restartNode: (nodeId) => this.call(sim('restartNode'), () => lifecycle.restartNode(nodeId)),
-      setNodeOnline: (nodeId, online) => this.call(sim('setNodeOnline'), () => lifecycle.setNodeOnline(nodeId, online)),
+      setNodeOnline: (nodeId, online) => this.call(sim('setNodeOnline'), () => setNodeOnlineDeclaringLoss(rt, lifecycle, nodeId, online)),
       removeNode: (nodeId) => this.call(sim('removeNode'), () => lifecycle.removeNode(nodeId)),
       setSecondaryLag: (shardId, nodeId, lagBytes, bytesPerSecond) =>
         this.call(sim('setSecondaryLag'), () => shards.setSecondaryLag(rt, shardId, nodeId, lagBytes, bytesPerSecond)),

@@ -9,15 +9,16 @@ export interface CreateKubevirtBackendOptions extends KubevirtOptionsInput {
   /** Directory a relative `kubeconfigPath` is resolved against (default: the working directory). */
   configDir?: string;
   log?: PluginContext['log'];
+  mayAct?: PluginContext['mayAct'];
 }
 
 const silent: PluginContext['log'] = { info() {}, warn() {} };
 
 /** Connects to the cluster, lists and starts watching; rejects (typed) when the API server cannot be used. */
 export async function createKubevirtBackend(input: CreateKubevirtBackendOptions = {}): Promise<KubevirtBackend> {
-  const { clock = systemClock, configDir = process.cwd(), log = silent, ...rest } = input;
+  const { clock = systemClock, configDir = process.cwd(), log = silent, mayAct, ...rest } = input;
   const options: KubevirtOptions = kubevirtOptionsSchema.parse(rest);
-  const backend = new KubevirtBackend(makeClients(loadKubeConfig(options, configDir)), options, clock, log);
+  const backend = new KubevirtBackend(makeClients(loadKubeConfig(options, configDir), mayAct), options, clock, log);
   await backend.start();
   return backend;
 }
@@ -27,7 +28,7 @@ const kubevirtPlugin = definePlugin<KubevirtOptions>({
   name: 'kubevirt',
   optionsSchema: kubevirtOptionsSchema,
   async create(options, context) {
-    const backend = new KubevirtBackend(makeClients(loadKubeConfig(options, context.configDir)), options, context.clock, context.log);
+    const backend = new KubevirtBackend(makeClients(loadKubeConfig(options, context.configDir), context.mayAct), options, context.clock, context.log);
     await backend.start();
     return backend;
   },

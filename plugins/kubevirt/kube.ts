@@ -6,9 +6,11 @@ import {
   ApiException,
   AppsV1Api,
   CoreV1Api,
+  createConfiguration,
   CustomObjectsApi,
   KubeConfig,
   PatchStrategy,
+  ServerConfiguration,
   setHeaderOptions,
   Watch,
 } from '@kubernetes/client-node';
@@ -68,13 +70,40 @@ export interface KubeClients {
   watch: Watch;
 }
 
-export function makeClients(kc: KubeConfig): KubeClients {
+const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * The API clients, as `kc.makeApiClient` builds them plus one gate (ha:L2, ha:L8): a request
+ * that changes the cluster is refused at the instant it would be sent unless `mayAct()` —
+ * the gateway's leadership — says this replica may act, however long ago the action began.
+ */
+export function makeClients(kc: KubeConfig, mayAct: () => boolean = () => true): KubeClients {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('No active cluster!');
+  const configuration = createConfiguration({
+    baseServer: new ServerConfiguration(cluster.server, {}),
+    authMethods: { default: kc },
+    promiseMiddleware: [
+      {
+        pre: async (request) => {
+          if (WRITES.has(request.getHttpMethod()) && !mayAct()) {
+            throw new BackendError(
+              'Unavailable',
+              `${request.getHttpMethod()} ${new URL(request.getUrl()).pathname} refused: this replica is not the leader (ha:L2)`,
+            );
+          }
+          return request;
+        },
+        post: async (response) => response,
+      },
+    ],
+  });
   return {
     kc,
-    core: kc.makeApiClient(CoreV1Api),
-    apps: kc.makeApiClient(AppsV1Api),
-    extensions: kc.makeApiClient(ApiextensionsV1Api),
-    custom: kc.makeApiClient(CustomObjectsApi),
+    core: new CoreV1Api(configuration),
+    apps: new AppsV1Api(configuration),
+    extensions: new ApiextensionsV1Api(configuration),
+    custom: new CustomObjectsApi(configuration),
     watch: new Watch(kc),
   };
 }

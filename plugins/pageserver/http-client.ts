@@ -1,6 +1,7 @@
 import type { Clock } from '../../src/cluster/clock.ts';
 import { BackendError, type BackendErrorCode } from '../../src/cluster/errors.ts';
-import { exponentialBackoff, retry } from '../../src/cluster/retry.ts';
+import { retry } from '../../src/cluster/retry.ts';
+import { neonBackoffMs } from './neon-retry.ts';
 
 /**
  * A pageserver answered something Lockkeeper cannot read (not JSON, or JSON of the wrong
@@ -16,15 +17,17 @@ export class PageserverResponseError extends BackendError {
   }
 }
 
-/** A request that failed: an HTTP error status, a timeout or a connection error. */
+/** A request that failed: an HTTP error status, a timeout, a connection error, or a cancel. */
 export class PageserverRequestError extends BackendError {
   constructor(
     code: BackendErrorCode,
     readonly nodeId: string,
     readonly endpoint: string,
-    /** The HTTP status, or null for a timeout / connection error. */
+    /** The HTTP status, or null for a timeout / connection error / cancel. */
     readonly status: number | null,
     readonly detail: string,
+    /** Ended by a cancel (the node went offline, the reconcile was cancelled, the backend closed): never retried. */
+    readonly cancelled = false,
   ) {
     super(code, `pageserver ${nodeId}: ${endpoint} ${status === null ? 'failed' : `answered ${status}`}: ${detail}`, { kind: 'node', id: nodeId });
   }
@@ -39,11 +42,17 @@ export class PageserverRequestError extends BackendError {
   get answered(): boolean {
     return this.status !== null;
   }
+}
 
-  /** 5xx, timeouts and connection errors may succeed when tried again. */
-  get retryableRequest(): boolean {
-    return this.status === null || this.status >= 500;
-  }
+/**
+ * Neon's retry wrapper (`Node::with_client_retries`, neon spec "Retry wrapper"): connection
+ * and body errors, per-attempt timeouts and 408 / 503 / 504 are retried; any other status
+ * ends the call at once, and so does a cancel.
+ */
+function neonRetryable(e: unknown): boolean {
+  if (e instanceof PageserverResponseError) return true;
+  if (!(e instanceof PageserverRequestError) || e.cancelled) return false;
+  return e.status === null || e.status === 408 || e.status === 503 || e.status === 504;
 }
 
 export interface HttpTarget {
@@ -57,13 +66,17 @@ export interface RequestOptions {
   okStatuses?: readonly number[];
   /** Checks the parsed body; returns an error text when it has the wrong shape. */
   check?: (json: unknown) => string | null;
-  /** Retries (5xx, timeouts, connection errors); 1 = no retry. */
-  attempts?: number;
-  timeoutMs?: number;
+  /** Retries after the first attempt ("n retries" = n + 1 attempts). */
+  retries: number;
+  /** Per attempt. */
+  timeoutMs: number;
+  /** Ends the call (and its retries) when aborted. */
+  signal?: AbortSignal;
 }
 
 export interface HttpResult<T> {
   status: number;
+  /** The parsed body (null for an empty one). */
   json: T;
   /** How many attempts it took (1 = first try). */
   attempts: number;
@@ -74,45 +87,55 @@ export interface HttpResult<T> {
 export interface PageserverHttpConfig {
   clock: Clock;
   authToken?: string;
-  requestTimeoutMs: number;
-  attempts: number;
-  backoffMs: number;
 }
 
 /**
- * Talks to pageservers with Node's fetch. Timeouts and backoff run on the injected clock;
- * `abortNode` cancels every request in flight to one pageserver (it restarted).
+ * Talks to pageservers with Node's fetch, through Neon's retry wrapper. Timeouts and
+ * backoff run on the injected clock; `abortNode` cancels every call in flight to one
+ * pageserver (it went offline or restarted, neon:C11, neon:H4).
  */
 export class PageserverHttp {
   private readonly inFlight = new Map<string, Set<AbortController>>();
+  /** Per node: fired (and replaced) when its calls are cancelled, so retries waiting between attempts stop too. */
+  private readonly nodeCancels = new Map<string, AbortController>();
+  private readonly closing = new AbortController();
+  private closed = false;
+  private active = 0;
 
   constructor(private readonly config: PageserverHttpConfig) {}
 
-  abortNode(nodeId: string): void {
-    for (const c of this.inFlight.get(nodeId) ?? []) c.abort(new Error('aborted: the pageserver re-attached'));
+  /** Requests sent and not yet answered (tests wait for the plugin to be idle). */
+  get pending(): number {
+    return this.active;
   }
 
-  abortAll(): void {
-    for (const nodeId of this.inFlight.keys()) this.abortNode(nodeId);
+  abortNode(nodeId: string, why: string): void {
+    this.nodeCancels.get(nodeId)?.abort(new Error(why));
+    this.nodeCancels.delete(nodeId);
+    for (const c of this.inFlight.get(nodeId) ?? []) c.abort(new Error(why));
   }
 
   /** Aborts everything in flight; later requests fail at once. */
   close(): void {
     this.closed = true;
-    this.abortAll();
+    this.closing.abort(new Error('the pageserver backend is closed'));
+    for (const nodeId of this.inFlight.keys()) this.abortNode(nodeId, 'the pageserver backend is closed');
   }
 
-  private closed = false;
+  private nodeCancel(nodeId: string): AbortSignal {
+    let c = this.nodeCancels.get(nodeId);
+    if (!c) this.nodeCancels.set(nodeId, (c = new AbortController()));
+    return c.signal;
+  }
 
-  async request<T>(target: HttpTarget, method: string, path: string, options: RequestOptions = {}): Promise<HttpResult<T>> {
-    const attempts = options.attempts ?? this.config.attempts;
+  async request<T>(target: HttpTarget, method: string, path: string, options: RequestOptions): Promise<HttpResult<T>> {
     const endpoint = `${method} ${path.split('?')[0]}`;
     const failures: string[] = [];
-    // Refusing because the backend closed ends the retries, although it reads like a connection error.
-    let closedRefusal: PageserverRequestError | null = null;
+    const stop = AbortSignal.any([this.closing.signal, this.nodeCancel(target.nodeId), ...(options.signal ? [options.signal] : [])]);
     return retry(
       async (attempt) => {
-        if (this.closed) throw (closedRefusal = new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, 'the pageserver backend is closed'));
+        if (this.closed) throw new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, 'the pageserver backend is closed', true);
+        if (options.signal?.aborted) throw this.cancelled(target, endpoint, options.signal);
         try {
           const result = await this.once<T>(target, method, path, endpoint, options);
           return { ...result, attempts: attempt, failures };
@@ -123,15 +146,21 @@ export class PageserverHttp {
       },
       {
         clock: this.config.clock,
-        maxAttempts: attempts,
-        delayMs: exponentialBackoff(this.config.backoffMs),
-        retryable: (e) => e !== closedRefusal && e instanceof PageserverRequestError && e.retryableRequest,
+        maxAttempts: options.retries + 1,
+        delayMs: neonBackoffMs,
+        retryable: (e) => neonRetryable(e),
+        signal: stop,
         onRetry: (e) => {
           const failed = e as PageserverRequestError;
-          failures.push(failed.status === null ? failed.detail : `answered ${failed.status}`);
+          failures.push(failed.status === null || failed.status === undefined ? (failed.detail ?? failed.message) : `answered ${failed.status}`);
         },
       },
     );
+  }
+
+  private cancelled(target: HttpTarget, endpoint: string, signal: AbortSignal): PageserverRequestError {
+    const why = signal.reason instanceof Error ? signal.reason.message : 'cancelled';
+    return new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, why, true);
   }
 
   private async once<T>(target: HttpTarget, method: string, path: string, endpoint: string, options: RequestOptions): Promise<{ status: number; json: T }> {
@@ -139,7 +168,9 @@ export class PageserverHttp {
     const set = this.inFlight.get(target.nodeId) ?? new Set();
     this.inFlight.set(target.nodeId, set);
     set.add(controller);
-    const timeoutMs = options.timeoutMs ?? this.config.requestTimeoutMs;
+    const onCallerAbort = () => controller.abort(options.signal?.reason ?? new Error('cancelled'));
+    options.signal?.addEventListener('abort', onCallerAbort, { once: true });
+    const { timeoutMs } = options;
     let timedOut = false;
     const cancelTimer = this.config.clock.setTimer(timeoutMs, () => {
       timedOut = true;
@@ -148,6 +179,7 @@ export class PageserverHttp {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     if (this.config.authToken) headers.authorization = `Bearer ${this.config.authToken}`;
+    this.active++;
     try {
       let res: Response;
       let text: string;
@@ -160,12 +192,12 @@ export class PageserverHttp {
         });
         text = await res.text();
       } catch (e) {
-        const why = timedOut
-          ? `timed out after ${timeoutMs} ms`
-          : controller.signal.aborted
-            ? String((controller.signal.reason as Error)?.message ?? 'aborted')
-            : (e as Error).message;
-        throw new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, why);
+        if (timedOut) throw new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, `timed out after ${timeoutMs} ms`);
+        if (controller.signal.aborted) {
+          const reason = controller.signal.reason as Error | undefined;
+          throw new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, reason?.message ?? 'cancelled', true);
+        }
+        throw new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, (e as Error).message);
       }
       const ok = options.okStatuses ? options.okStatuses.includes(res.status) : res.status >= 200 && res.status < 300;
       if (!ok) {
@@ -178,18 +210,22 @@ export class PageserverHttp {
         }
         throw new PageserverRequestError(codeOfStatus(res.status), target.nodeId, endpoint, res.status, msg);
       }
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch (e) {
-        throw new PageserverResponseError(target.nodeId, endpoint, `not JSON (${(e as Error).message})`);
+      let json: unknown = null;
+      if (text !== '') {
+        try {
+          json = JSON.parse(text);
+        } catch (e) {
+          throw new PageserverResponseError(target.nodeId, endpoint, `not JSON (${(e as Error).message})`);
+        }
       }
       const problem = options.check?.(json) ?? null;
       if (problem) throw new PageserverResponseError(target.nodeId, endpoint, problem);
       return { status: res.status, json: json as T };
     } finally {
+      this.active--;
       cancelTimer();
       set.delete(controller);
+      options.signal?.removeEventListener('abort', onCallerAbort);
     }
   }
 }

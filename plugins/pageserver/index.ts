@@ -3,41 +3,55 @@ import { systemClock, type Clock } from '../../src/cluster/clock.ts';
 import { definePlugin, type PluginContext } from '../../src/cluster/plugin.ts';
 import { PageserverBackend } from './backend.ts';
 import { pageserverOptionsSchema, type PageserverOptions } from './options.ts';
+import type { ResolveHost } from './registration.ts';
 import { UpcallServer } from './upcall-server.ts';
 
 /** A running pageserver backend with its upcall listener. */
 export class PageserverController extends PageserverBackend {
-  private upcalls: UpcallServer | undefined;
+  private upcallServer: UpcallServer | undefined;
   /** Base URL of the upcall listener (`…/upcall/v1/re-attach` lives under it). */
   upcallUrl = '';
 
   /** @internal */
   attachUpcalls(server: UpcallServer): void {
-    this.upcalls = server;
+    this.upcallServer = server;
     this.upcallUrl = server.url;
   }
 
   override async close(): Promise<void> {
-    await this.upcalls?.close();
-    this.upcalls = undefined;
+    await this.upcallServer?.close();
+    this.upcallServer = undefined;
     await super.close();
   }
 }
 
-/** Creates, discovers, starts heartbeats and the upcall listener. */
+export class PageserverConfigError extends Error {
+  override readonly name = 'PageserverConfigError';
+}
+
+/** Creates the backend (intent in `context.store`), starts the upcall listener, discovers, starts heartbeats. */
 export async function createPageserverBackend(
   options: PageserverOptions,
-  context: Pick<PluginContext, 'configDir' | 'log'> & { clock?: Clock; onListenerError?: (e: unknown) => void },
+  context: Pick<PluginContext, 'configDir' | 'log' | 'store'> & { clock?: Clock; onListenerError?: (e: unknown) => void; resolveHost?: ResolveHost },
 ): Promise<PageserverController> {
-  const stateFile = isAbsolute(options.stateFile) ? options.stateFile : resolve(context.configDir, options.stateFile);
+  if (!context.store) {
+    throw new PageserverConfigError('the pageserver plugin keeps its intent and generations in the gateway database, and none was given (PluginContext.store)');
+  }
+  const stateFile =
+    options.stateFile === undefined ? undefined : isAbsolute(options.stateFile) ? options.stateFile : resolve(context.configDir, options.stateFile);
   const backend = new PageserverController({
     ...options,
     stateFile,
+    store: context.store,
     clock: context.clock ?? systemClock,
     log: context.log,
+    ...(context.resolveHost && { resolveHost: context.resolveHost }),
     onListenerError: context.onListenerError ?? ((e) => context.log.warn({ err: e }, 'a cluster event listener threw')),
   });
-  const upcalls = new UpcallServer(backend, { token: options.upcall.token });
+  const upcalls = new UpcallServer(
+    { reAttach: (r) => backend.upcalls.reAttach(r), validate: (r) => backend.upcalls.validate(r) },
+    { token: options.upcall.token },
+  );
   try {
     await upcalls.listen(options.upcall.port, options.upcall.host);
     backend.attachUpcalls(upcalls);
@@ -59,9 +73,11 @@ const pageserverPlugin = definePlugin<PageserverOptions>({
 
 export default pageserverPlugin;
 
-export { PageserverBackend, type DiscoveryReport } from './backend.ts';
+export { PageserverBackend } from './backend.ts';
+export type { DiscoveryReport } from './discovery.ts';
 export { PageserverRequestError, PageserverResponseError } from './http-client.ts';
 export { pageserverOptionsSchema, type PageserverOptions, type PageserverOptionsInput } from './options.ts';
 export { formatTenantShardId, parseTenantShardId, type TenantShardId } from './shard-id.ts';
 export { PageserverStateFileError } from './state-file.ts';
+export type { ResolveHost } from './registration.ts';
 export type * from './wire.ts';

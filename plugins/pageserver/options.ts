@@ -10,30 +10,59 @@ const pageserverSchema = z
     url: z.string().url(),
     availabilityZone: z.string().min(1),
     name: z.string().min(1).optional(),
+    /** Where its libpq listener is (the REST facade's `listen_pg_*`); default: the URL's host, port 6400. */
+    pg: z
+      .object({ host: z.string().min(1), port: z.number().int().min(1).max(65535) })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+/**
+ * The compute notification hook (neon:C12): Neon's `--control-plane-url` and
+ * `--control-plane-jwt-token`. The URL must be http(s); a malformed one fails start-up
+ * naming this key.
+ */
+const controlPlaneSchema = z
+  .object({
+    url: z
+      .string()
+      .url()
+      .refine((u) => /^https?:\/\//.test(u), 'must be an http:// or https:// URL'),
+    token: z.string().min(1).optional(),
   })
   .strict();
 
 /** Options of the `pageserver` plugin; unknown keys are rejected by name. */
 export const pageserverOptionsSchema = z
   .object({
-    pageservers: z.array(pageserverSchema).min(1),
+    /**
+     * Pageservers registered at start (the seed): nodes that register later through
+     * `POST /control/v1/node` or the re-attach upcall join them (neon:L1, neon:L2).
+     */
+    pageservers: z.array(pageserverSchema).default([]),
     /** Sent as `Authorization: Bearer …` to every pageserver. */
     authToken: z.string().min(1).optional(),
-    /** Period of `GET /v1/utilization` per pageserver. */
+    /** neon:H1: period of a heartbeat round (Neon `HEARTBEAT_INTERVAL_DEFAULT`). */
     heartbeatIntervalMs: ms.min(1).default(5000),
-    /** A pageserver with no good heartbeat for this long is OFFLINE. */
-    offlineAfterMs: ms.min(1).default(30_000),
-    /** How long a cut-over waits for the destination secondary to finish downloading. */
-    downloadWaitMs: ms.default(20_000),
-    /** Timeout of one HTTP request to a pageserver. */
-    requestTimeoutMs: ms.min(1).default(10_000),
-    /** Retries of a request that failed with 5xx, a timeout or a connection error. */
-    retry: z
-      .object({ attempts: z.number().int().min(1).max(20).default(3), backoffMs: ms.default(200) })
-      .strict()
-      .default({ attempts: 3, backoffMs: 200 }),
-    /** Where shard placement and generations are persisted; relative to the config file's directory. */
-    stateFile: z.string().min(1).default('pageserver-state.json'),
+    /** neon:H3: a node seen available becomes OFFLINE this long after its last good heartbeat (`MAX_OFFLINE_INTERVAL_DEFAULT`). */
+    maxOfflineIntervalMs: ms.min(1).default(30_000),
+    /** neon:H3: a WARMING_UP node that never answers becomes OFFLINE this long after it re-attached (`MAX_WARMING_UP_INTERVAL_DEFAULT`). */
+    maxWarmingUpIntervalMs: ms.min(1).default(300_000),
+    /** neon:C3: total warm-up of a destination secondary outside drains and fills (`SECONDARY_WARMUP_TIMEOUT_DEFAULT`). */
+    secondaryWarmupTimeoutMs: ms.default(300_000),
+    /** neon:C3: one `secondary/download` long poll (`SECONDARY_DOWNLOAD_REQUEST_TIMEOUT_DEFAULT`). */
+    secondaryDownloadRequestTimeoutMs: ms.min(1).default(20_000),
+    /** neon:C14: period of the background reconcile pass (`BACKGROUND_RECONCILE_PERIOD`). */
+    backgroundReconcileIntervalMs: ms.min(1).default(20_000),
+    /** The compute notification hook; absent: no notifications are sent and neon:C7 is skipped (logged, shown on the step). */
+    controlPlane: controlPlaneSchema.optional(),
+    /**
+     * A state file of an earlier version (placement and generations in a JSON file): read
+     * once at start into the gateway's database, its generations continued, and never
+     * written again. Relative to the config's directory.
+     */
+    stateFile: z.string().min(1).optional(),
     /**
      * The controller's own listener for the pageservers' upcalls (`/upcall/v1/re-attach`,
      * `/upcall/v1/validate`). With `token`, an upcall must carry `Authorization: Bearer <token>`

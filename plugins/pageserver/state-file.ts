@@ -1,14 +1,14 @@
-import { describeSchemaIssues, readJsonFile, writeFileAtomic } from '../../src/cluster/state-file.ts';
+import { describeSchemaIssues, readJsonFile } from '../../src/cluster/state-file.ts';
 import { z } from 'zod';
 import { SHARD_POLICIES } from '../../src/cluster/types.ts';
 
 /**
- * The controller's durable intent: where each shard is attached, its secondaries, and the
- * generation last issued for it. Written atomically (tmp + rename) before the pageservers
- * are told anything that depends on it.
+ * The state file of earlier versions, which kept the controller's intent (placement,
+ * generations, cordons) beside the gateway. Only read now: imported once into the
+ * gateway's database at start (discovery.ts), never written.
  */
-export const STATE_FORMAT = 'lockkeeper-pageserver-controller';
-export const STATE_VERSION = 1;
+const STATE_FORMAT = 'lockkeeper-pageserver-controller';
+const STATE_VERSION = 1;
 
 const shardSchema = z
   .object({
@@ -37,7 +37,6 @@ const stateSchema = z
   .strict();
 
 export type ControllerState = z.output<typeof stateSchema>;
-export type ShardIntent = ControllerState['shards'][number];
 
 export class PageserverStateFileError extends Error {
   constructor(
@@ -57,9 +56,4 @@ export function readControllerState(path: string): ControllerState | null {
     throw new PageserverStateFileError(path, `is not a valid ${STATE_FORMAT} file (${describeSchemaIssues(parsed.error)}); refusing to overwrite it`);
   }
   return parsed.data;
-}
-
-/** Atomic replace: `<path>.tmp` then rename. Synchronous, so nothing runs between the decision and the write. */
-export function writeControllerState(path: string, state: ControllerState): void {
-  writeFileAtomic(path, JSON.stringify(state, null, 1));
 }

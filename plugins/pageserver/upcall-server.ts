@@ -4,8 +4,11 @@ import type { AddressInfo } from 'node:net';
 import { isObject } from './http-client.ts';
 import type { ReAttachRequest, ReAttachResponse, ValidateRequest, ValidateResponse } from './wire.ts';
 
+/** An upcall's answer: Neon's body, or `{msg}` with an error status. */
+export type UpcallAnswer<T> = { status: 200; body: T } | { status: number; body: { msg: string } };
+
 export interface UpcallHandlers {
-  reAttach(request: ReAttachRequest): ReAttachResponse | null;
+  reAttach(request: ReAttachRequest): Promise<UpcallAnswer<ReAttachResponse>>;
   validate(request: ValidateRequest): ValidateResponse;
 }
 
@@ -101,9 +104,15 @@ export class UpcallServer {
       if (!isObject(body) || typeof body.node_id !== 'number' || !Number.isInteger(body.node_id)) {
         return send(res, 400, { msg: 're-attach: expected {"node_id": <integer>}' });
       }
-      const answer = this.handlers.reAttach(body as unknown as ReAttachRequest);
-      if (!answer) return send(res, 404, { msg: `re-attach: node ${body.node_id} is not one of this controller's pageservers` });
-      return send(res, 200, answer);
+      if (body.register !== undefined && body.register !== null && !isObject(body.register)) {
+        return send(res, 400, { msg: 're-attach: "register" must be an object' });
+      }
+      try {
+        const answer = await this.handlers.reAttach(body as unknown as ReAttachRequest);
+        return send(res, answer.status, answer.body);
+      } catch (e) {
+        return send(res, 500, { msg: `re-attach failed: ${e instanceof Error ? e.message : String(e)}` });
+      }
     }
     const tenants = isObject(body) ? body.tenants : undefined;
     if (!Array.isArray(tenants) || !tenants.every((t) => isObject(t) && typeof t.id === 'string' && typeof t.gen === 'number')) {

@@ -48,7 +48,8 @@ export interface PageserverUtilization {
 
 export interface ReAttachRequest {
   node_id: number;
-  register?: unknown;
+  register?: NodeRegisterRequest | null;
+  empty_local_disk?: boolean | null;
 }
 
 export interface ReAttachResponseTenant {
@@ -72,4 +73,23 @@ export interface ValidateResponse {
 /** Neon's error body. */
 export interface HttpErrorBody {
   msg: string;
+}
+
+/** `GET /v1/tenant/:id/timeline`: the fields Lockkeeper reads of each `TimelineInfo`. */
+export interface TimelineInfo {
+  timeline_id: string;
+  last_record_lsn: string;
+}
+
+/** Neon's `register` in a re-attach request and the body of `POST /control/v1/node` (`NodeRegisterRequest`). */
+export interface NodeRegisterRequest {
+  node_id?: number;
+  listen_pg_addr: string;
+  listen_pg_port: number;
+  listen_grpc_addr?: string | null;
+  listen_grpc_port?: number | null;
+  listen_http_addr: string;
+  listen_http_port: number;
+  listen_https_port?: number | null;
+  availability_zone_id: string;
 }

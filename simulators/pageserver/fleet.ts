@@ -1,6 +1,9 @@
+import type { SimClock } from '../common/clock.ts';
+import { RequestLog } from '../common/request-log.ts';
 import { SafetyChecker } from './safety.ts';
 import { formatShardId } from './shard-id.ts';
 import { PageserverSim, type SeedLocation } from './simulator.ts';
+import { WalStreams } from './wal.ts';
 
 /** A 32-hex tenant id from a small number (readable in failures). */
 export const tenantIdOf = (n: number) => n.toString(16).padStart(32, '0');
@@ -22,6 +25,10 @@ export interface SimClusterSpec {
   shards: SimShardSpec[];
   /** Bytes per second secondaries download (default: instantly). */
   downloadBytesPerSecond?: number;
+  /** The simulators' clock (default: the wall clock). */
+  clock?: SimClock;
+  /** Shared request log (default: a new one); pass the compute hook simulator's to keep one order. */
+  log?: RequestLog;
 }
 
 /**
@@ -47,6 +54,13 @@ export const shardIdOf = (s: SimShardSpec) => formatShardId(tenantIdOf(s.tenant)
 /** Simulated pageservers sharing one safety checker, seeded with the shards of a spec. */
 export interface PageserverFleet {
   safety: SafetyChecker;
+  /** Every request to any of them, in arrival order. */
+  log: RequestLog;
+  wal: WalStreams;
+  /** Requests the simulators hold or wait on the clock for. */
+  waiting(): number;
+  /** Upcalls the simulators have in flight. */
+  upcallsInFlight(): number;
   sims: Map<number, PageserverSim>;
   sim(id: number | string): PageserverSim;
   /** Per shard, what the simulators hold: `{ nodeId: "Mode@generation" }`. */
@@ -58,10 +72,13 @@ export interface PageserverFleet {
 
 export async function startPageserverFleet(spec: SimClusterSpec): Promise<PageserverFleet> {
   const safety = new SafetyChecker();
+  const log = spec.log ?? new RequestLog();
+  const wal = new WalStreams();
   const sims = new Map<number, PageserverSim>();
   try {
     for (const n of spec.nodes) {
-      sims.set(n.id, await new PageserverSim({ nodeId: n.id, safety, downloadBytesPerSecond: spec.downloadBytesPerSecond }).start());
+      const sim = new PageserverSim({ nodeId: n.id, safety, downloadBytesPerSecond: spec.downloadBytesPerSecond, clock: spec.clock, log, wal });
+      sims.set(n.id, await sim.start());
     }
   } catch (e) {
     await Promise.all([...sims.values()].map((s) => s.close()));
@@ -83,6 +100,10 @@ export async function startPageserverFleet(spec: SimClusterSpec): Promise<Pagese
   }
   return {
     safety,
+    log,
+    wal,
+    waiting: () => [...sims.values()].reduce((n, s) => n + s.waiting, 0),
+    upcallsInFlight: () => [...sims.values()].reduce((n, s) => n + s.upcallsInFlight, 0),
     sims,
     sim(id) {
       const sim = sims.get(Number(id));

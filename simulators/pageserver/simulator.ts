@@ -1,31 +1,41 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { wallClock, Waits, type SimClock } from '../common/clock.ts';
+import { parseBody, RequestLog } from '../common/request-log.ts';
 import { SafetyChecker } from './safety.ts';
 import { parseShardId } from './shard-id.ts';
+import { formatLsn, parseLsn, WalStreams } from './wal.ts';
 
 /**
  * One simulated Neon pageserver: a real HTTP server on 127.0.0.1 (port 0) that implements
  * the endpoints Lockkeeper uses, with Neon's JSON field names:
  *
  * - `GET /v1/location_config` → `{tenant_shards: [[tenant_shard_id, LocationConfig|null]]}`
- * - `PUT /v1/tenant/:tenant_shard_id/location_config` (LocationConfig, unknown fields refused)
+ * - `GET /v1/location_config/:tenant_shard_id` → LocationConfig (404 when absent)
+ * - `PUT /v1/tenant/:tenant_shard_id/location_config[?flush_ms=&lazy=]` (LocationConfig, unknown fields refused)
  *   → `{shards: [{shard_id, node_id}], stripe_size}`
+ * - `GET /v1/tenant/:id/timeline` → `[{timeline_id, last_record_lsn, …}]` (attached locations only)
+ * - `POST /v1/tenant/:id/wait_lsn` `{"<timeline_id>": "<lsn>", …, "timeout": {secs, nanos}}` → 200 / 202 / 404
  * - `POST /v1/tenant/:id/secondary/download?wait_ms=` → 200 done / 202 not yet, SecondaryProgress
  * - `GET /v1/tenant/:id/secondary/status` → SecondaryProgress
  * - `GET /v1/utilization` → PageserverUtilization
  *
- * Strict as Neon is: an unknown mode or field is 400; an attach without a generation, or
- * with one lower than the highest this pageserver has seen for the shard, is 400
- * ("Generation … is less than existing …", as Neon's `upsert_location` answers). Errors use
- * Neon's `{"msg": …}` body. Secondaries download at `downloadBytesPerSecond` (wall clock).
- * `restart()` calls the controller's re-attach upcall (with `controllerToken` as bearer
- * token, like Neon's `control_plane_api_token`) and applies its answer.
+ * Strict as Neon is (simulators/README.md lists every refusal). Errors use Neon's
+ * `{"msg": …}` body. Time is the `clock` option's (the wall clock by default): long polls,
+ * latencies, downloads and WAL catch-up move only with it. `boot()` (and `restart()`) call
+ * the controller's re-attach upcall — with `register` built from `metadata` when given
+ * (neon:L2) — and apply its answer.
  */
+
+/** Resolves when the exchange is over: answered, or the caller closed the connection. */
+const closed = (res: ServerResponse) =>
+  new Promise<void>((resolve) => (res.destroyed || res.writableFinished ? resolve() : res.once('close', () => resolve())));
 
 export const MODES = ['AttachedSingle', 'AttachedMulti', 'AttachedStale', 'Secondary', 'Detached'] as const;
 export type Mode = (typeof MODES)[number];
 const ATTACHED: readonly string[] = ['AttachedSingle', 'AttachedMulti', 'AttachedStale'];
 const LOCATION_FIELDS = new Set(['mode', 'generation', 'secondary_conf', 'shard_number', 'shard_count', 'shard_stripe_size', 'tenant_conf']);
+const TIMELINE_ID = /^[0-9a-f]{32}$/;
 
 interface Location {
   mode: Exclude<Mode, 'Detached'>;
@@ -36,10 +46,12 @@ interface Location {
   stripeSize: number;
   tenantConf: Record<string, unknown>;
   bytesTotal: number;
-  /** Download progress at `at` (wall clock ms). */
+  /** Download progress at `at` (clock ms). */
   bytesDownloadedAt: number;
   at: number;
   heatmapMtime: string | null;
+  /** An attached location that has not caught up yet: its LSNs stay here until `until`. */
+  lagging: { lsns: Map<string, number>; until: number } | null;
 }
 
 /**
@@ -69,30 +81,62 @@ export interface SeedLocation {
   heatmap?: boolean;
 }
 
+/** What a pageserver's `metadata.json` holds (Neon `pageserver/src/bin/pageserver.rs`), from which its re-attach `register` is built. */
+export interface PageserverMetadata {
+  postgres_host: string;
+  postgres_port: number;
+  http_host: string;
+  http_port: number;
+  https_port?: number | null;
+  grpc_host?: string | null;
+  grpc_port?: number | null;
+  availability_zone_id: string;
+}
+
 export interface PageserverSimOptions {
   nodeId: number;
   safety: SafetyChecker;
   authToken?: string;
   downloadBytesPerSecond?: number;
+  clock?: SimClock;
+  /** Shared with the other simulators of a test, so that the order of calls across them is kept. */
+  log?: RequestLog;
+  /** Shared WAL of the tenants (the safekeepers' view). */
+  wal?: WalStreams;
+  /** With it, re-attach upcalls carry `register` (self-registration, neon:L2). */
+  metadata?: PageserverMetadata;
 }
 
 export class PageserverSim {
   readonly nodeId: number;
   url = '';
-  /** The controller's upcall base URL (for `restart`). */
+  /** The controller's upcall base URL (for `boot` and `restart`). */
   controllerUrl = '';
   /** Sent as `Authorization: Bearer …` on upcalls, as Neon's `control_plane_api_token`. */
   controllerToken: string | undefined;
   /** `METHOD /path` of every request received, in order. */
   readonly requests: string[] = [];
+  readonly log: RequestLog;
+  readonly wal: WalStreams;
+  metadata: PageserverMetadata | undefined;
+  private readonly clock: SimClock;
+  private readonly waits = new Waits();
   private readonly server: Server;
   private readonly locations = new Map<string, Location>();
   private readonly highestSeen = new Map<string, number>();
+  /** Shards this pageserver ever held a location of (AttachedMulti for one it never held is refused). */
+  private readonly everHeld = new Set<string>();
+  /** Per shard: how long a location attached here next stays behind the WAL head. */
+  private readonly catchUpHolds = new Map<string, number>();
+  /** Per shard: timelines deleted here. */
+  private readonly droppedTimelines = new Map<string, Set<string>>();
   private readonly faults: Fault[] = [];
   private readonly held = new Set<ServerResponse>();
   /** Responses whose answer is lost (`lostAnswer`): the request is applied, nothing is sent. */
   private readonly muted = new WeakSet<ServerResponse>();
   private answering = true;
+  private releaseHeld: () => void = () => {};
+  private heldReleased: Promise<void> = new Promise((resolve) => (this.releaseHeld = resolve));
   /** Bumped by every restart: requests received before it are never applied. */
   private epoch = 0;
   /** Called with each accepted `PUT …/location_config` body, before it is applied. */
@@ -102,6 +146,10 @@ export class PageserverSim {
 
   constructor(private readonly options: PageserverSimOptions) {
     this.nodeId = options.nodeId;
+    this.clock = options.clock ?? wallClock;
+    this.log = options.log ?? new RequestLog();
+    this.wal = options.wal ?? new WalStreams();
+    this.metadata = options.metadata;
     this.downloadBytesPerSecond = options.downloadBytesPerSecond ?? Infinity;
     this.server = createServer((req, res) => void this.handle(req, res));
   }
@@ -120,6 +168,18 @@ export class PageserverSim {
     });
   }
 
+  /** Requests waiting on the clock or held unanswered: nothing happens to them until time moves or a test acts. */
+  get waiting(): number {
+    return this.waits.pending;
+  }
+
+  /** Re-attach upcalls this pageserver has sent and not yet had answered. */
+  get upcallsInFlight(): number {
+    return this.upcalls;
+  }
+
+  private upcalls = 0;
+
   // ------------------------------------------------------------ test controls
 
   seed(shardId: string, seed: SeedLocation): void {
@@ -136,8 +196,9 @@ export class PageserverSim {
       tenantConf: {},
       bytesTotal: total,
       bytesDownloadedAt: seed.mode === 'Secondary' ? Math.min(total, seed.bytesDownloaded ?? total) : total,
-      at: Date.now(),
-      heatmapMtime: seed.heatmap === false ? null : new Date().toISOString(),
+      at: this.clock.now(),
+      heatmapMtime: seed.heatmap === false ? null : new Date(this.clock.now()).toISOString(),
+      lagging: null,
     };
     if (loc.generation !== null) {
       this.highestSeen.set(shardId, Math.max(this.highestSeen.get(shardId) ?? 0, loc.generation));
@@ -167,7 +228,7 @@ export class PageserverSim {
   }
 
   setDownloadRate(bytesPerSecond: number): void {
-    const now = Date.now();
+    const now = this.clock.now();
     for (const l of this.locations.values()) {
       l.bytesDownloadedAt = this.downloaded(l, now);
       l.at = now;
@@ -181,11 +242,33 @@ export class PageserverSim {
     if (!l) throw new Error(`node ${this.nodeId} holds no location of ${shardId}`);
     if (bytesTotal !== undefined) l.bytesTotal = bytesTotal;
     l.bytesDownloadedAt = Math.min(bytesDownloaded, l.bytesTotal);
-    l.at = Date.now();
-    l.heatmapMtime ??= new Date().toISOString();
+    l.at = this.clock.now();
+    l.heatmapMtime ??= new Date(this.clock.now()).toISOString();
   }
 
-  /** Delay before each `PUT …/location_config` is handled (slow cut-overs). */
+  /**
+   * The next time the shard is attached here it stays behind the WAL head for `ms` of the
+   * clock (it is still replaying WAL), then follows the head (neon:C6).
+   */
+  holdCatchUp(shardId: string, ms: number): void {
+    this.catchUpHolds.set(shardId, ms);
+  }
+
+  /** The timeline is deleted on this pageserver (it no longer lists it). */
+  dropTimeline(shardId: string, timelineId: string): void {
+    const set = this.droppedTimelines.get(shardId) ?? new Set<string>();
+    set.add(timelineId);
+    this.droppedTimelines.set(shardId, set);
+  }
+
+  /** Per timeline, the last record LSN this pageserver has for an attached shard; null when it is not attached here. */
+  lsns(shardId: string): Record<string, string> | null {
+    const l = this.locations.get(shardId);
+    if (!l || !ATTACHED.includes(l.mode)) return null;
+    return Object.fromEntries([...this.timelineLsns(shardId, l)].map(([id, lsn]) => [id, formatLsn(lsn)]));
+  }
+
+  /** Delay before each `PUT …/location_config` is handled (slow cut-overs), on the clock. */
   setLatency(ms: number): void {
     this.latencyMs = ms;
   }
@@ -201,29 +284,77 @@ export class PageserverSim {
   /** Requests are accepted but never answered (until `resume`, which drops them unanswered). */
   stopAnswering(): void {
     this.answering = false;
+    this.options.safety.setReachable(String(this.nodeId), false);
   }
 
   resume(): void {
     this.dropHeld();
     this.answering = true;
+    this.options.safety.setReachable(String(this.nodeId), true);
   }
 
   /**
-   * The pageserver process restarts: requests in flight are lost, it is down for `downMs`,
-   * then it calls the controller's `POST /upcall/v1/re-attach` and applies the answer
-   * (locations not named are detached) before it answers again.
+   * The pageserver process restarts: requests in flight are lost, it is down for `downMs`
+   * of the clock, then it boots (`boot`) before it answers again.
    */
   async restart({ downMs = 0 }: { downMs?: number } = {}): Promise<void> {
     this.epoch++;
     this.answering = false;
+    this.options.safety.setReachable(String(this.nodeId), false);
     this.dropHeld();
-    if (downMs) await new Promise((r) => setTimeout(r, downMs));
-    const res = await fetch(`${this.controllerUrl}/upcall/v1/re-attach`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(this.controllerToken ? { authorization: `Bearer ${this.controllerToken}` } : {}) },
-      body: JSON.stringify({ node_id: this.nodeId }),
-    });
-    const body = (await res.json()) as { tenants?: { id: string; gen: number | null; mode: Mode }[]; msg?: string };
+    if (downMs) await this.waits.sleep(this.clock, downMs);
+    await this.boot();
+  }
+
+  /**
+   * Start-up: `POST <controller>/upcall/v1/re-attach` with `{node_id, register?}` and the
+   * answer applied (locations not named are detached, neon:H6), then it answers requests.
+   * Neon's pageserver retries the upcall until it succeeds and serves nothing meanwhile:
+   * with `retryEveryMs` this does so on the clock; without, a refusal rejects.
+   */
+  async boot({ retryEveryMs }: { retryEveryMs?: number } = {}): Promise<void> {
+    this.answering = false;
+    this.options.safety.setReachable(String(this.nodeId), false);
+    for (;;) {
+      try {
+        await this.reAttach();
+        break;
+      } catch (e) {
+        if (retryEveryMs === undefined) throw e;
+        await this.waits.sleep(this.clock, retryEveryMs);
+      }
+    }
+    this.answering = true;
+    this.options.safety.setReachable(String(this.nodeId), true);
+  }
+
+  // ------------------------------------------------------------ internals
+
+  private async reAttach(): Promise<void> {
+    const m = this.metadata;
+    const register = m && {
+      listen_pg_addr: m.postgres_host,
+      listen_pg_port: m.postgres_port,
+      listen_http_addr: m.http_host,
+      listen_http_port: m.http_port,
+      listen_https_port: m.https_port ?? null,
+      listen_grpc_addr: m.grpc_host ?? null,
+      listen_grpc_port: m.grpc_port ?? null,
+      availability_zone_id: m.availability_zone_id,
+    };
+    this.upcalls++;
+    let res: Response;
+    let body: { tenants?: { id: string; gen: number | null; mode: Mode }[]; msg?: string };
+    try {
+      res = await fetch(`${this.controllerUrl}/upcall/v1/re-attach`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(this.controllerToken ? { authorization: `Bearer ${this.controllerToken}` } : {}) },
+        body: JSON.stringify({ node_id: this.nodeId, ...(register && { register }) }),
+      });
+      body = (await res.json()) as typeof body;
+    } finally {
+      this.upcalls--;
+    }
     if (res.status !== 200 || !body.tenants) throw new Error(`re-attach of node ${this.nodeId} answered ${res.status}: ${JSON.stringify(body)}`);
     const named = new Set(body.tenants.map((t) => t.id));
     for (const id of [...this.locations.keys()]) if (!named.has(id)) this.set(id, null);
@@ -231,19 +362,7 @@ export class PageserverSim {
       const shard = parseShardId(t.id);
       if (!shard) throw new Error(`re-attach named a bad id ${t.id}`);
       const prev = this.locations.get(t.id);
-      const base: Location = prev ?? {
-        mode: 'Secondary',
-        generation: null,
-        warm: true,
-        shardNumber: shard.shardNumber,
-        shardCount: shard.shardCount,
-        stripeSize: shard.shardCount ? 32768 : 0,
-        tenantConf: {},
-        bytesTotal: 1024 * 1024,
-        bytesDownloadedAt: 0,
-        at: Date.now(),
-        heatmapMtime: null,
-      };
+      const base: Location = prev ?? this.emptyLocation(shard, 0);
       if (ATTACHED.includes(t.mode)) {
         if (t.gen === null || t.gen < (this.highestSeen.get(t.id) ?? 0)) {
           this.options.safety.violations.push(`node ${this.nodeId}: re-attach gave shard ${t.id} generation ${t.gen}, below ${this.highestSeen.get(t.id)}`);
@@ -251,28 +370,45 @@ export class PageserverSim {
         }
         this.highestSeen.set(t.id, t.gen);
         this.options.safety.issue(t.id, t.gen);
-        this.set(t.id, { ...base, mode: t.mode as Location['mode'], generation: t.gen });
+        this.set(t.id, { ...base, mode: t.mode as Location['mode'], generation: t.gen, lagging: null });
       } else if (t.mode === 'Secondary') {
         this.set(t.id, {
           ...base,
           mode: 'Secondary',
           generation: null,
           warm: true,
-          bytesDownloadedAt: ATTACHED.includes(base.mode) ? base.bytesTotal : this.downloaded(base, Date.now()),
-          at: Date.now(),
+          bytesDownloadedAt: ATTACHED.includes(base.mode) ? base.bytesTotal : this.downloaded(base, this.clock.now()),
+          at: this.clock.now(),
+          lagging: null,
         });
       } else {
         this.set(t.id, null);
       }
     }
-    this.answering = true;
   }
 
-  // ------------------------------------------------------------ internals
+  private emptyLocation(shard: { shardNumber: number; shardCount: number }, stripeSize: number): Location {
+    return {
+      mode: 'Secondary',
+      generation: null,
+      warm: false,
+      shardNumber: shard.shardNumber,
+      shardCount: shard.shardCount,
+      stripeSize,
+      tenantConf: {},
+      bytesTotal: 1024 * 1024,
+      bytesDownloadedAt: 0,
+      at: this.clock.now(),
+      heatmapMtime: null,
+      lagging: null,
+    };
+  }
 
   private set(id: string, loc: Location | null): void {
-    if (loc) this.locations.set(id, loc);
-    else this.locations.delete(id);
+    if (loc) {
+      this.locations.set(id, loc);
+      this.everHeld.add(id);
+    } else this.locations.delete(id);
     this.options.safety.record(String(this.nodeId), id, loc ? { mode: loc.mode, generation: loc.generation } : null);
   }
 
@@ -283,8 +419,16 @@ export class PageserverSim {
     return Math.min(l.bytesTotal, Math.floor(l.bytesDownloadedAt + (rate * Math.max(0, now - l.at)) / 1000));
   }
 
+  /** When the secondary will have downloaded everything (Infinity: never, at this rate). */
+  private downloadDoneAt(l: Location, now: number): number {
+    const left = l.bytesTotal - this.downloaded(l, now);
+    if (left <= 0) return now;
+    const rate = this.downloadBytesPerSecond;
+    return rate > 0 ? now + Math.ceil((left * 1000) / rate) : Infinity;
+  }
+
   private progress(l: Location) {
-    const downloaded = this.downloaded(l, Date.now());
+    const downloaded = this.downloaded(l, this.clock.now());
     const layersTotal = Math.max(1, Math.ceil(l.bytesTotal / 65536));
     return {
       heatmap_mtime: l.heatmapMtime,
@@ -295,9 +439,35 @@ export class PageserverSim {
     };
   }
 
+  /** The timelines an attached location lists, with their last record LSNs. */
+  private timelineLsns(shardId: string, l: Location): Map<string, number> {
+    const dropped = this.droppedTimelines.get(shardId);
+    const out = new Map<string, number>();
+    const behind = l.lagging && this.clock.now() < l.lagging.until ? l.lagging : null;
+    for (const [id, head] of this.wal.timelines(shardId)) {
+      if (dropped?.has(id)) continue;
+      out.set(id, behind ? Math.min(head, behind.lsns.get(id) ?? head) : head);
+    }
+    return out;
+  }
+
   private dropHeld(): void {
     for (const res of this.held) res.socket?.destroy();
     this.held.clear();
+    this.releaseHeld();
+    this.heldReleased = new Promise((resolve) => (this.releaseHeld = resolve));
+  }
+
+  /** Keeps the request unanswered until `dropHeld` or until the caller gives up; counted as waiting meanwhile. */
+  private async hold(res: ServerResponse): Promise<void> {
+    this.held.add(res);
+    await this.waits.hold(Promise.race([this.heldReleased, closed(res)]));
+    this.held.delete(res);
+  }
+
+  /** Sleeps on the clock while handling `res`; a caller that gave up ends the wait. */
+  private sleepFor(res: ServerResponse, ms: number): Promise<void> {
+    return this.waits.sleep(this.clock, ms, closed(res));
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -306,25 +476,26 @@ export class PageserverSim {
     this.requests.push(`${method} ${url.pathname}`);
     let raw = '';
     for await (const chunk of req) raw += chunk;
-    if (!this.answering) {
-      this.held.add(res);
-      return;
-    }
+    this.log.record({
+      source: `node ${this.nodeId}`,
+      method,
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      body: parseBody(raw),
+      at: this.clock.now(),
+    });
+    if (!this.answering) return this.hold(res);
     const fault = this.faults.find(
       (f) => (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)) && (f.times === undefined || f.times > 0),
     );
     if (fault && fault.skip) fault.skip--;
     else if (fault) {
       if (fault.times !== undefined) fault.times--;
-      if (fault.kind === 'timeout') {
-        this.held.add(res);
-        return;
-      }
+      if (fault.kind === 'timeout') return this.hold(res);
       if (fault.kind === 'lostAnswer') {
         this.muted.add(res);
-        this.held.add(res);
         await this.route(method, url, raw, res).catch(() => {});
-        return;
+        return this.hold(res);
       }
       if (fault.kind === 'malformed') {
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -349,6 +520,18 @@ export class PageserverSim {
     res.end(JSON.stringify(body));
   }
 
+  private locationConfigOf(l: Location) {
+    return {
+      mode: l.mode,
+      generation: l.generation,
+      secondary_conf: l.mode === 'Secondary' ? { warm: l.warm } : null,
+      shard_number: l.shardNumber,
+      shard_count: l.shardCount,
+      shard_stripe_size: l.stripeSize,
+      tenant_conf: l.tenantConf,
+    };
+  }
+
   private async route(method: string, url: URL, raw: string, res: ServerResponse): Promise<void> {
     const path = url.pathname;
     if (method === 'GET' && path === '/v1/utilization') {
@@ -360,57 +543,120 @@ export class PageserverSim {
         shard_count: this.locations.size,
         max_shard_count: 20000,
         utilization_score: this.locations.size,
-        captured_at: new Date().toISOString(),
+        captured_at: new Date(this.clock.now()).toISOString(),
       });
     }
     if (method === 'GET' && path === '/v1/location_config') {
-      return this.reply(res, 200, {
-        tenant_shards: [...this.locations].map(([id, l]) => [
-          id,
-          {
-            mode: l.mode,
-            generation: l.generation,
-            secondary_conf: l.mode === 'Secondary' ? { warm: l.warm } : null,
-            shard_number: l.shardNumber,
-            shard_count: l.shardCount,
-            shard_stripe_size: l.stripeSize,
-            tenant_conf: l.tenantConf,
-          },
-        ]),
-      });
+      return this.reply(res, 200, { tenant_shards: [...this.locations].map(([id, l]) => [id, this.locationConfigOf(l)]) });
     }
-    const m = /^\/v1\/tenant\/([^/]+)\/(location_config|secondary\/download|secondary\/status)$/.exec(path);
+    const one = /^\/v1\/location_config\/([^/]+)$/.exec(path);
+    if (one && method === 'GET') {
+      const shardId = decodeURIComponent(one[1]!);
+      if (!parseShardId(shardId)) return this.reply(res, 400, { msg: `Bad request: invalid tenant shard id ${shardId}` });
+      const l = this.locations.get(shardId);
+      if (!l) return this.reply(res, 404, { msg: 'NotFound: Tenant shard not found' });
+      return this.reply(res, 200, this.locationConfigOf(l));
+    }
+    const m = /^\/v1\/tenant\/([^/]+)\/(location_config|secondary\/download|secondary\/status|timeline|wait_lsn)$/.exec(path);
     if (!m) return this.reply(res, 404, { msg: `Not Found: ${method} ${path}` });
     const shardId = decodeURIComponent(m[1]!);
     const shard = parseShardId(shardId);
     if (!shard) return this.reply(res, 400, { msg: `Bad request: invalid tenant shard id ${shardId}` });
-    if (m[2] === 'location_config' && method === 'PUT') return this.putLocation(shardId, shard, raw, res);
+    if (m[2] === 'location_config' && method === 'PUT') return this.putLocation(shardId, shard, url, raw, res);
+    if (m[2] === 'timeline' && method === 'GET') return this.listTimelines(shardId, res);
+    if (m[2] === 'wait_lsn' && method === 'POST') return this.waitLsn(shardId, raw, res);
+    if (m[2] === 'timeline' || m[2] === 'wait_lsn' || m[2] === 'location_config') return this.reply(res, 405, { msg: `Method not allowed: ${method} ${path}` });
     const loc = this.locations.get(shardId);
     if (!loc || loc.mode !== 'Secondary') return this.reply(res, 404, { msg: `Not Found: no secondary location of tenant shard ${shardId}` });
     if (m[2] === 'secondary/status' && method === 'GET') return this.reply(res, 200, this.progress(loc));
-    if (m[2] === 'secondary/download' && method === 'POST') {
-      const waitMs = Number(url.searchParams.get('wait_ms') ?? 0);
-      const until = Date.now() + (Number.isFinite(waitMs) ? waitMs : 0);
-      for (;;) {
-        const current = this.locations.get(shardId);
-        if (!current || current.mode !== 'Secondary') return this.reply(res, 404, { msg: `Not Found: tenant shard ${shardId} is no longer secondary` });
-        const p = this.progress(current);
-        if (p.heatmap_mtime !== null && p.bytes_downloaded >= p.bytes_total) return this.reply(res, 200, p);
-        if (Date.now() >= until) return this.reply(res, 202, p);
-        await new Promise((r) => setTimeout(r, Math.min(20, until - Date.now())));
-      }
-    }
+    if (m[2] === 'secondary/download' && method === 'POST') return this.download(shardId, url, res);
     return this.reply(res, 405, { msg: `Method not allowed: ${method} ${path}` });
   }
 
-  private async putLocation(shardId: string, shard: { shardNumber: number; shardCount: number }, raw: string, res: ServerResponse): Promise<void> {
+  private async download(shardId: string, url: URL, res: ServerResponse): Promise<void> {
+    const waitMs = Number(url.searchParams.get('wait_ms') ?? 0);
+    const until = this.clock.now() + (Number.isFinite(waitMs) ? Math.max(0, waitMs) : 0);
+    for (;;) {
+      const current = this.locations.get(shardId);
+      if (!current || current.mode !== 'Secondary') return this.reply(res, 404, { msg: `Not Found: tenant shard ${shardId} is no longer secondary` });
+      const now = this.clock.now();
+      const p = this.progress(current);
+      if (p.heatmap_mtime !== null && p.bytes_downloaded >= p.bytes_total) return this.reply(res, 200, p);
+      if (now >= until) return this.reply(res, 202, p);
+      const doneAt = p.heatmap_mtime === null ? Infinity : this.downloadDoneAt(current, now);
+      await this.sleepFor(res, Math.min(until, doneAt) - now);
+      if (res.destroyed) return;
+    }
+  }
+
+  private listTimelines(shardId: string, res: ServerResponse): void {
+    const l = this.locations.get(shardId);
+    if (!l || !ATTACHED.includes(l.mode)) return this.reply(res, 404, { msg: `NotFound: Tenant ${shardId} not found` });
+    const tenantId = shardId.slice(0, 32);
+    this.reply(
+      res,
+      200,
+      [...this.timelineLsns(shardId, l)].map(([timelineId, lsn]) => ({
+        tenant_id: tenantId,
+        timeline_id: timelineId,
+        last_record_lsn: formatLsn(lsn),
+        disk_consistent_lsn: formatLsn(lsn),
+        state: 'Active',
+      })),
+    );
+  }
+
+  /** Neon's `wait_lsn_handler`: 404 when not attached here or none of the timelines exist; else waits up to `timeout`: 200 all caught up, 202 not yet. */
+  private async waitLsn(shardId: string, raw: string, res: ServerResponse): Promise<void> {
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse(raw) as Record<string, unknown>;
+    } catch (e) {
+      return this.reply(res, 400, { msg: `Bad request: body is not JSON: ${(e as Error).message}` });
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      return this.reply(res, 400, { msg: 'Bad request: expected a TenantWaitLsnRequest object' });
+    const timeout = body.timeout as { secs?: unknown; nanos?: unknown } | undefined;
+    if (typeof timeout !== 'object' || timeout === null || !Number.isInteger(timeout.secs) || !Number.isInteger(timeout.nanos))
+      return this.reply(res, 400, { msg: 'Bad request: missing field `timeout` ({"secs": …, "nanos": …})' });
+    const wanted = new Map<string, number>();
+    for (const [key, value] of Object.entries(body)) {
+      if (key === 'timeout') continue;
+      const lsn = parseLsn(value);
+      if (!TIMELINE_ID.test(key) || lsn === null)
+        return this.reply(res, 400, { msg: `Bad request: invalid timeline entry ${JSON.stringify(key)}: ${JSON.stringify(value)}` });
+      wanted.set(key, lsn);
+    }
+    const l = this.locations.get(shardId);
+    if (!l || !ATTACHED.includes(l.mode)) return this.reply(res, 404, { msg: `NotFound: Tenant shard ${shardId} is not attached here` });
+    const until = this.clock.now() + (timeout.secs as number) * 1000 + Math.floor((timeout.nanos as number) / 1e6);
+    for (;;) {
+      const current = this.locations.get(shardId);
+      if (!current || !ATTACHED.includes(current.mode)) return this.reply(res, 404, { msg: `NotFound: Tenant shard ${shardId} is not attached here` });
+      const have = this.timelineLsns(shardId, current);
+      const relevant = [...wanted].filter(([id]) => have.has(id));
+      if (!relevant.length) return this.reply(res, 404, null);
+      if (relevant.every(([id, lsn]) => have.get(id)! >= lsn)) return this.reply(res, 200, null);
+      const now = this.clock.now();
+      if (now >= until) return this.reply(res, 202, null);
+      const next = current.lagging ? Math.min(current.lagging.until, until) : until;
+      await this.sleepFor(res, Math.max(1, next - now));
+      if (res.destroyed) return;
+    }
+  }
+
+  private async putLocation(shardId: string, shard: { shardNumber: number; shardCount: number }, url: URL, raw: string, res: ServerResponse): Promise<void> {
     const epoch = this.epoch;
-    if (this.latencyMs) await new Promise((r) => setTimeout(r, this.latencyMs));
+    if (this.latencyMs) await this.sleepFor(res, this.latencyMs);
     if (epoch !== this.epoch || !this.answering) {
       // The process restarted (or stopped answering) meanwhile: the request is lost.
       res.socket?.destroy();
       return;
     }
+    const flushMs = url.searchParams.get('flush_ms');
+    if (flushMs !== null && !/^[0-9]+$/.test(flushMs)) return this.reply(res, 400, { msg: `Bad request: invalid flush_ms ${JSON.stringify(flushMs)}` });
+    const lazy = url.searchParams.get('lazy');
+    if (lazy !== null && lazy !== 'true' && lazy !== 'false') return this.reply(res, 400, { msg: `Bad request: invalid lazy ${JSON.stringify(lazy)}` });
     let body: Record<string, unknown>;
     try {
       body = JSON.parse(raw) as Record<string, unknown>;
@@ -424,26 +670,18 @@ export class PageserverSim {
       return this.reply(res, 400, { msg: `Bad request: unknown variant \`${String(body.mode)}\`, expected one of ${MODES.join(', ')}` });
     if (typeof body.tenant_conf !== 'object' || body.tenant_conf === null) return this.reply(res, 400, { msg: 'Bad request: missing field `tenant_conf`' });
     const mode = body.mode as Mode;
-    this.onPut?.(shardId, body);
     const prev = this.locations.get(shardId);
+    if (mode === 'AttachedStale' && !(prev && ATTACHED.includes(prev.mode)))
+      return this.reply(res, 400, { msg: `Bad request: AttachedStale for tenant shard ${shardId}, which is not attached here` });
+    if (mode === 'AttachedMulti' && !this.everHeld.has(shardId))
+      return this.reply(res, 400, { msg: `Bad request: AttachedMulti for tenant shard ${shardId}, which this pageserver never held` });
+    this.onPut?.(shardId, body);
     if (mode === 'Detached') {
       this.set(shardId, null);
       return this.reply(res, 200, { shards: [], stripe_size: null });
     }
-    const now = Date.now();
-    const base: Location = prev ?? {
-      mode: 'Secondary',
-      generation: null,
-      warm: false,
-      shardNumber: shard.shardNumber,
-      shardCount: shard.shardCount,
-      stripeSize: Number(body.shard_stripe_size ?? 0),
-      tenantConf: {},
-      bytesTotal: 1024 * 1024,
-      bytesDownloadedAt: 0,
-      at: now,
-      heatmapMtime: null,
-    };
+    const now = this.clock.now();
+    const base: Location = prev ?? this.emptyLocation(shard, Number(body.shard_stripe_size ?? 0));
     if (mode === 'Secondary') {
       const warm = Boolean((body.secondary_conf as { warm?: boolean } | null)?.warm);
       const bytes = prev && ATTACHED.includes(prev.mode) ? prev.bytesTotal : this.downloaded(base, now);
@@ -455,6 +693,7 @@ export class PageserverSim {
         bytesDownloadedAt: bytes,
         at: now,
         heatmapMtime: base.heatmapMtime ?? new Date(now).toISOString(),
+        lagging: null,
       });
     } else {
       const generation = body.generation;
@@ -463,7 +702,14 @@ export class PageserverSim {
       if (generation < highest) return this.reply(res, 400, { msg: `Bad request: Generation ${generation} is less than existing ${highest}` });
       this.highestSeen.set(shardId, generation);
       this.options.safety.issue(shardId, generation);
-      this.set(shardId, { ...base, mode, generation, warm: false, bytesDownloadedAt: base.bytesTotal, at: now });
+      let lagging = prev && ATTACHED.includes(prev.mode) ? prev.lagging : null;
+      const hold = this.catchUpHolds.get(shardId);
+      if (!(prev && ATTACHED.includes(prev.mode)) && hold !== undefined) {
+        // Freshly attached and still replaying WAL: one byte behind every head until the hold ends.
+        this.catchUpHolds.delete(shardId);
+        lagging = { lsns: new Map([...this.wal.timelines(shardId)].map(([id, head]) => [id, head - 1])), until: now + hold };
+      }
+      this.set(shardId, { ...base, mode, generation, warm: false, bytesDownloadedAt: base.bytesTotal, at: now, lagging });
     }
     this.reply(res, 200, { shards: [{ shard_id: shardId, node_id: this.nodeId }], stripe_size: shard.shardCount > 1 ? base.stripeSize : null });
   }

@@ -39,6 +39,15 @@ const FIELD_SCOPES: Readonly<Record<string, Scope>> = {
   'Mutation.configureNode': 'admin',
   // Restarts, outages, faults of the simulated cluster.
   'Mutation.simulation': 'admin',
+  // Neon parity: Neon's controller needs its admin scope for node availability, deletes and per-shard controls.
+  'Mutation.setNodeAvailability': 'admin',
+  'Mutation.startNodeDelete': 'admin',
+  'Mutation.cancelNodeDelete': 'admin',
+  'Mutation.migrateShard': 'admin',
+  'Mutation.migrateShardSecondary': 'admin',
+  'Mutation.cancelShardReconcile': 'admin',
+  'Mutation.setShardPolicy': 'admin',
+  'Mutation.setPreferredZone': 'admin',
 };
 
 /** The scope a root field needs when it states none itself. */

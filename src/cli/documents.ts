@@ -11,6 +11,7 @@ const OPERATION = `id kind nodeId state reason error createdAt finishedAt etaSec
   counts { planned moving moved skipped failed total }
   waitingOn { kind description }`;
 const OPERATION_RESULT = `__typename ... on Operation { ${OPERATION} } ${BLOCKED}`;
+const SHARD = `id tenantId attachedNodeId secondaryNodeIds preferredZone policy pendingComputeNotification`;
 const ROLLOUT = `rollout { currentWave nodesDone nodesTotal settings { action restart maxUnavailable order }
   nodes { nodeId wave phase state failure operations { id kind state } blockers { id reasons } } }`;
 
@@ -41,6 +42,21 @@ export const DOCUMENTS = {
     __typename ... on ClusterNode { id availability } ${BLOCKED} } }`,
   configureNode: `mutation Configure($nodeId: ID!, $policy: SchedulingPolicy!, $reason: String) { result: configureNode(nodeId: $nodeId, policy: $policy, reason: $reason) {
     __typename ... on ClusterNode { id schedulingPolicy } ${BLOCKED} } }`,
+  setNodeAvailability: `mutation Availability($nodeId: ID!, $availability: NodeAvailability!, $reason: String) {
+    result: setNodeAvailability(nodeId: $nodeId, availability: $availability, reason: $reason) { __typename ... on ClusterNode { id availability } ${BLOCKED} } }`,
+  startNodeDelete: `mutation Delete($nodeId: ID!, $force: Boolean, $reason: String) { result: startNodeDelete(nodeId: $nodeId, force: $force, reason: $reason) { ${OPERATION_RESULT} } }`,
+  cancelNodeDelete: `mutation CancelDelete($nodeId: ID!, $reason: String) { result: cancelNodeDelete(nodeId: $nodeId, reason: $reason) { ${OPERATION_RESULT} } }`,
+  migrateShard: `mutation Migrate($shardId: ID!, $nodeId: ID!, $originNodeId: ID, $prewarm: Boolean, $overrideScheduler: Boolean, $reason: String) {
+    result: migrateShard(shardId: $shardId, nodeId: $nodeId, originNodeId: $originNodeId, prewarm: $prewarm, overrideScheduler: $overrideScheduler, reason: $reason) {
+      __typename ... on ShardMigration { shard { ${SHARD} } operation { ${OPERATION} } } ${BLOCKED} } }`,
+  migrateShardSecondary: `mutation MigrateSecondary($shardId: ID!, $nodeId: ID!, $reason: String) {
+    result: migrateShardSecondary(shardId: $shardId, nodeId: $nodeId, reason: $reason) { __typename ... on TenantShard { ${SHARD} } ${BLOCKED} } }`,
+  cancelShardReconcile: `mutation CancelReconcile($shardId: ID!, $reason: String) {
+    result: cancelShardReconcile(shardId: $shardId, reason: $reason) { __typename ... on TenantShard { ${SHARD} } ${BLOCKED} } }`,
+  setShardPolicy: `mutation ShardPolicy($tenantId: String!, $policy: ShardSchedulingPolicy, $secondaryCount: Int, $reason: String) {
+    result: setShardPolicy(tenantId: $tenantId, policy: $policy, secondaryCount: $secondaryCount, reason: $reason) { __typename ... on ShardPolicyResult { shards { ${SHARD} } } ${BLOCKED} } }`,
+  setPreferredZone: `mutation PreferredZone($shardIds: [ID!]!, $zone: String, $reason: String) {
+    result: setPreferredZone(shardIds: $shardIds, zone: $zone, reason: $reason) { __typename ... on PreferredZoneResult { updated } ${BLOCKED} } }`,
   setVmMaintenanceStrategy: `mutation Strategy($vmId: ID, $selector: VmSelectorInput, $strategy: String, $reason: String) {
     result: setVmMaintenanceStrategy(vmId: $vmId, selector: $selector, strategy: $strategy, reason: $reason) {
       __typename ... on SetVmMaintenanceStrategyResult { vms { id maintenanceStrategy maintenanceStrategyLabel } } ${ERROR} } }`,

@@ -1,3 +1,4 @@
+import type { CutOverOptions, CutOverResult, FailoverControl, NodeRegistry, PlacementControl } from './shard-control.ts';
 import type { NodeMaintenanceBackend } from './node-maintenance.ts';
 import type { PodDrainBackend } from './pod-drain.ts';
 import type { ClusterEventListener, ClusterNode, ClusterShard, ClusterVm, RunStrategy, SecondaryStatus, VmMaintenanceTracking } from './types.ts';
@@ -86,8 +87,10 @@ export interface ClusterBackend {
    * Swaps roles: the secondary on `toNodeId` becomes attached, `fromNodeId` keeps a
    * secondary. Resolves at once when `toNodeId` is already attached. Rejects with
    * Conflict when `toNodeId` holds no secondary or `fromNodeId` is not attached.
+   * Backends that cut over in phases report them through `onProgress` and honour `signal`
+   * (src/cluster/shard-control.ts); others may ignore both.
    */
-  cutOverShard(id: string, options: { fromNodeId: string; toNodeId: string }): Promise<CutOverResult | void>;
+  cutOverShard(id: string, options: { fromNodeId: string; toNodeId: string } & CutOverOptions): Promise<CutOverResult | void>;
 
   // --- changes
   /** Subscribes to backend events; returns the unsubscribe function. */
@@ -96,6 +99,12 @@ export interface ClusterBackend {
   /** Optional controls of a simulated backend; real backends leave this undefined. */
   readonly simulation?: SimulationControls;
 
+  /** Present when the backend fails shards over from a lost node (neon:H5) and takes commanded availability (neon:E6). */
+  readonly failover?: FailoverControl;
+  /** Present when the backend takes per-shard placements and policies (neon:W1–W9). */
+  readonly placement?: PlacementControl;
+  /** Present when nodes register and are deleted at run time (neon:L1–L7). */
+  readonly registry?: NodeRegistry;
   // --- optional, by what the backend can do (Kubernetes: k8s: rules in docs/rules.md)
   /** Draining a node of its other pods (k8s:K1–K10); absent when the backend runs no pods. */
   readonly podDrain?: PodDrainBackend;
@@ -107,11 +116,7 @@ export interface ClusterBackend {
   close(): Promise<void>;
 }
 
-/** What a backend may say about a cut-over that succeeded, e.g. that requests had to be retried. */
-export interface CutOverResult {
-  /** Shown on the step, e.g. "location_config on node 2 answered 503 twice; retried". */
-  note?: string;
-}
+export type { CutOverResult } from './shard-control.ts';
 
 export const ACTION_KINDS = ['cordon', 'migrate', 'stop', 'start', 'cutOver'] as const;
 export type ActionKind = (typeof ACTION_KINDS)[number];

@@ -54,6 +54,10 @@ export function combineBackends(backends: ClusterBackend[]): ClusterBackend {
     name: backends.map((b) => b.name).join('+'),
     capabilities: { vms: Boolean(vm), shards: Boolean(shard) },
     simulation: simulated?.simulation,
+    // Shard controls belong to the one backend serving shards.
+    failover: shard?.failover,
+    placement: shard?.placement,
+    registry: shard?.registry,
     listNodes: async () => mergeNodeLists(await Promise.all(backends.map((b) => b.listNodes()))),
     getNode: async (id) => (await composite.getNodes([id]))[0] ?? null,
     async getNodes(ids) {

@@ -18,6 +18,8 @@ export interface RetryOptions {
   retryable?: (error: unknown, attempt: number) => boolean;
   /** Called before each wait, e.g. to log or to record why the attempt failed. */
   onRetry?: (error: unknown, retry: { attempt: number; delayMs: number }) => void;
+  /** Ends the retries: a wait in progress stops and the last error is thrown. */
+  signal?: AbortSignal;
 }
 
 /** `initialMs`, doubling after every failed attempt, never more than `maxMs`. */
@@ -31,10 +33,27 @@ export async function retry<T>(action: (attempt: number) => Promise<T>, options:
     try {
       return await action(attempt);
     } catch (error) {
-      if (attempt >= options.maxAttempts || !(options.retryable?.(error, attempt) ?? true)) throw error;
+      if (attempt >= options.maxAttempts || options.signal?.aborted || !(options.retryable?.(error, attempt) ?? true)) throw error;
       const delayMs = options.delayMs(attempt);
       options.onRetry?.(error, { attempt, delayMs });
-      if (delayMs > 0) await options.clock.sleep(delayMs);
+      if (delayMs > 0 && !(await sleepUnlessAborted(options.clock, delayMs, options.signal))) throw error;
     }
   }
+}
+
+/** Sleeps `ms` on the clock; resolves false at once when `signal` aborts first. */
+function sleepUnlessAborted(clock: Clock, ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  if (!signal) return clock.sleep(ms).then(() => true);
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      cancel();
+      resolve(false);
+    };
+    const cancel = clock.setTimer(ms, () => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(true);
+    });
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }

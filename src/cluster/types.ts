@@ -94,6 +94,8 @@ export interface ClusterShard {
   secondaryNodeIds: string[];
   preferredZone: string | null;
   policy: ShardPolicy;
+  /** neon:C14: the last compute notification for the shard's new location has not succeeded yet. Absent: the backend sends none. */
+  pendingComputeNotification?: boolean;
 }
 
 /** A secondary location's download progress. `heatmapMtime` null means the lag is unknown. */
@@ -108,6 +110,12 @@ export type ClusterEvent =
   | { type: 'nodeRemoved'; nodeId: string }
   /** A node came back from a restart and re-attached (storage:X2). */
   | { type: 'nodeReattached'; nodeId: string }
+  /**
+   * The backend declared the node lost (neon:H3: no good heartbeat within the offline
+   * interval; neon:H8: an operator's Offline): its shards should fail over (neon:H5). Follows
+   * the node's `nodeChanged` to OFFLINE. A restart the backend expects back soon is not a loss.
+   */
+  | { type: 'nodeLost'; nodeId: string }
   | { type: 'vmChanged'; vm: ClusterVm }
   | { type: 'vmRemoved'; vmId: string }
   | { type: 'shardChanged'; shard: ClusterShard };

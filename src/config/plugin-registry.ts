@@ -3,6 +3,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ClusterBackend } from '../cluster/backend.ts';
 import { combineBackends } from '../cluster/composite.ts';
 import type { ClusterPlugin, PluginContext } from '../cluster/plugin.ts';
+import type { PluginStore } from '../cluster/plugin-store.ts';
 import { issueLines } from '../cluster/zod-issues.ts';
 import { COMPILED, projectPath } from '../project-root.ts';
 import { ConfigError } from './errors.ts';
@@ -40,7 +41,11 @@ function checkOneServerPerWorkload(backends: readonly ClusterBackend[]): void {
 }
 
 /** Creates the backends the config names and joins them into one (see combineBackends). */
-export async function createBackendFromConfig(entries: readonly PluginEntry[], context: PluginContext): Promise<ClusterBackend> {
+export async function createBackendFromConfig(
+  entries: readonly PluginEntry[],
+  context: PluginContext & { storeFor?: (plugin: string) => PluginStore },
+): Promise<ClusterBackend> {
+  const { storeFor, ...shared } = context;
   const backends: ClusterBackend[] = [];
   try {
     for (const [i, entry] of entries.entries()) {
@@ -53,7 +58,7 @@ export async function createBackendFromConfig(entries: readonly PluginEntry[], c
           .join('\n');
         throw new ConfigError(`invalid options for plugin "${entry.name}":\n${detail}`);
       }
-      backends.push(await plugin.create(parsed.data, context));
+      backends.push(await plugin.create(parsed.data, { ...shared, ...(storeFor && { store: storeFor(entry.name) }) }));
     }
     checkOneServerPerWorkload(backends);
     return combineBackends(backends);

@@ -74,3 +74,13 @@ export class OperationLimitReachedError extends LockkeeperError {
     super(message);
   }
 }
+
+/** A wait the caller asked for ran out; what it waited for goes on (REST 408, neon:W4, neon:W6). */
+export class TimeoutError extends LockkeeperError {
+  readonly code = 'TIMEOUT';
+}
+
+/** The backend tried and failed (REST 500 with the reason, neon:W4); what it changed is kept. */
+export class ReconcileFailedError extends LockkeeperError {
+  readonly code = 'RECONCILE_FAILED';
+}

@@ -18,6 +18,10 @@ export const LISTEN_LABELS = {
   httpPort: 'lockkeeper.io/listen-http-port',
   pgAddr: 'lockkeeper.io/listen-pg-addr',
   pgPort: 'lockkeeper.io/listen-pg-port',
+  /** neon:L8: absent when the node has none. */
+  httpsPort: 'lockkeeper.io/listen-https-port',
+  grpcAddr: 'lockkeeper.io/listen-grpc-addr',
+  grpcPort: 'lockkeeper.io/listen-grpc-port',
 } as const;
 
 /**

@@ -4,7 +4,11 @@
  * bus and the store can read them without importing the operations that use both.
  */
 
-export const OPERATION_KINDS = ['DRAIN', 'FILL', 'MAINTENANCE', 'ROLLOUT'] as const;
+/**
+ * FAILOVER: a lost node's shards attached elsewhere (neon:H5); DELETE: a node's graceful
+ * delete (neon:L4); MIGRATE: one shard's prewarmed migration (neon:W2).
+ */
+export const OPERATION_KINDS = ['DRAIN', 'FILL', 'MAINTENANCE', 'ROLLOUT', 'FAILOVER', 'DELETE', 'MIGRATE'] as const;
 export type OperationKind = (typeof OPERATION_KINDS)[number];
 /** The storage operations (storage:S3–S5, storage:D1–D8, storage:F1–F5). */
 export type StorageKind = 'DRAIN' | 'FILL';

@@ -19,7 +19,8 @@ export function bridgeBackendEvents(backend: ClusterBackend, bus: EventBus): () 
         break;
       case 'nodeRemoved':
       case 'nodeReattached':
-        // Backends report the availability change itself as nodeChanged; these two
+      case 'nodeLost':
+        // Backends report the availability change itself as nodeChanged; these
         // lifecycle signals are for the operations engine, not for node subscribers.
         break;
     }

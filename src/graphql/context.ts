@@ -3,7 +3,10 @@ import { ANONYMOUS_ADMIN, type AuthService, type Identity } from '../auth/servic
 import type { Clock } from '../cluster/clock.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { OperationCoordinator } from '../operations/core/coordinator.ts';
+import type { DeleteEngine } from '../operations/delete/engine.ts';
+import type { FailoverEngine } from '../operations/failover/engine.ts';
 import type { MaintenanceEngine } from '../operations/maintenance/engine.ts';
+import type { ShardControls } from '../operations/shard-controls/service.ts';
 import type { RolloutEngine } from '../operations/rollouts/engine.ts';
 import type { StorageEngine } from '../operations/storage/engine.ts';
 import type { AuditLog } from '../store/audit-log.ts';
@@ -21,6 +24,12 @@ export interface AppServices {
   storage: StorageEngine;
   maintenance: MaintenanceEngine;
   rollouts: RolloutEngine;
+  /** Failover and commanded availability (neon:H5, neon:E6). */
+  failover: FailoverEngine;
+  /** Node deletes (neon:L4–L7). */
+  deletes: DeleteEngine;
+  /** Per-shard controls (neon:W1–W9). */
+  shardControls: ShardControls;
   audit: AuditLog;
   events: EventLog;
   clock: Clock;

@@ -8,6 +8,7 @@ import './types/shard.ts';
 import './types/workload-change.ts';
 import './types/operation.ts';
 import './types/storage-mutations.ts';
+import './types/neon-controls.ts';
 import './types/maintenance.ts';
 import './types/node-down.ts';
 import './types/rollout.ts';

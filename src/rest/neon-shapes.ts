@@ -19,12 +19,15 @@ export interface NeonNode {
   listen_https_port: number | null;
   listen_pg_addr: string;
   listen_pg_port: number;
+  /** neon:L8 (the Decision): the gRPC listener, null when unknown. */
+  listen_grpc_addr: string | null;
+  listen_grpc_port: number | null;
 }
 
 /**
  * Without a listen label (or with one that is not a valid port) the facade reports the
- * node's name as the host and Neon's pageserver defaults: HTTP 9898, libpq 6400. No HTTPS
- * listener is known, so `listen_https_port` is always null.
+ * node's name as the host and Neon's pageserver defaults: HTTP 9898, libpq 6400. HTTPS and
+ * gRPC listeners are reported when their labels say so, else null.
  */
 const DEFAULT_PAGESERVER_HTTP_PORT = 9898;
 const DEFAULT_PAGESERVER_PG_PORT = 6400;
@@ -60,6 +63,12 @@ export function compareNeonNodeIds(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+function optionalPort(label: string | undefined): number | null {
+  if (label === undefined || !/^[0-9]{1,5}$/.test(label)) return null;
+  const n = Number(label);
+  return n >= 1 && n <= 65_535 ? n : null;
+}
+
 function port(label: string | undefined, fallback: number): number {
   if (label === undefined || !/^[0-9]{1,5}$/.test(label)) return fallback;
   const n = Number(label);
@@ -76,9 +85,11 @@ export function toNeonNode(node: ClusterNode, policy: SchedulingPolicy): NeonNod
     availability_zone_id: node.zone ?? '',
     listen_http_addr: labels[LISTEN_LABELS.httpAddr] || node.name,
     listen_http_port: port(labels[LISTEN_LABELS.httpPort], DEFAULT_PAGESERVER_HTTP_PORT),
-    listen_https_port: null,
+    listen_https_port: optionalPort(labels[LISTEN_LABELS.httpsPort]),
     listen_pg_addr: labels[LISTEN_LABELS.pgAddr] || node.name,
     listen_pg_port: port(labels[LISTEN_LABELS.pgPort], DEFAULT_PAGESERVER_PG_PORT),
+    listen_grpc_addr: labels[LISTEN_LABELS.grpcAddr] || null,
+    listen_grpc_port: optionalPort(labels[LISTEN_LABELS.grpcPort]),
   };
 }
 
@@ -116,11 +127,95 @@ export const nodeConfigureRequestSchema = z
   })
   .strict();
 
-export type NodeConfigureRequest = z.output<typeof nodeConfigureRequestSchema>;
-
 /** Neon's `NodeShard` in a `NodeShardResponse`. */
 export interface NeonNodeShard {
   tenant_shard_id: string;
   is_observed_secondary: boolean;
   is_intended_secondary: boolean;
 }
+
+const portNumber = z.number().int().min(1).max(65_535);
+
+/**
+ * Neon's `NodeRegisterRequest` (neon:L1). `node_ip_addr` (Hadron only) is accepted and
+ * ignored; other unknown fields are refused, as for the config body.
+ */
+export const nodeRegisterRequestSchema = z
+  .object({
+    node_id: z.number().int().nonnegative(),
+    listen_pg_addr: z.string().min(1),
+    listen_pg_port: portNumber,
+    listen_grpc_addr: z.string().min(1).nullish(),
+    listen_grpc_port: portNumber.nullish(),
+    listen_http_addr: z.string().min(1),
+    listen_http_port: portNumber,
+    listen_https_port: portNumber.nullish(),
+    availability_zone_id: z.string().min(1),
+    node_ip_addr: z.string().nullish(),
+  })
+  .strict();
+
+const UNIT_MS: Record<string, number> = {
+  ms: 1,
+  msec: 1,
+  s: 1000,
+  sec: 1000,
+  secs: 1000,
+  m: 60_000,
+  min: 60_000,
+  mins: 60_000,
+  h: 3_600_000,
+  hr: 3_600_000,
+  hours: 3_600_000,
+};
+
+/** A humantime duration as Neon's config takes it (`30s`, `5m`, `1h 30m`, `250ms`), in milliseconds; null when it is not one. */
+export function parseHumantime(text: string): number | null {
+  const parts = text.trim().split(/\s+/);
+  let total = 0;
+  for (const part of parts) {
+    const m = /^([0-9]+)([a-z]+)$/.exec(part);
+    const unit = m ? UNIT_MS[m[2]!] : undefined;
+    if (!m || unit === undefined) return null;
+    total += Number(m[1]) * unit;
+  }
+  return parts.length && text.trim() ? total : null;
+}
+
+const humantime = z.string().transform((text, ctx) => {
+  const ms = parseHumantime(text);
+  if (ms !== null) return ms;
+  ctx.addIssue({ code: 'custom', message: `not a duration: ${JSON.stringify(text)} (e.g. "30s", "5m")` });
+  return z.NEVER;
+});
+
+/** Neon's `TenantShardMigrateRequest` (neon:W1). */
+export const migrateRequestSchema = z
+  .object({
+    node_id: z.number().int().nonnegative(),
+    origin_node_id: z.number().int().nonnegative().nullish(),
+    migration_config: z
+      .object({
+        override_scheduler: z.boolean().default(false),
+        prewarm: z.boolean().default(true),
+        secondary_warmup_timeout: humantime.nullish(),
+        secondary_download_request_timeout: humantime.nullish(),
+      })
+      .strict()
+      .nullish(),
+  })
+  .strict();
+
+/** Neon's shard scheduling policies as its API spells them. */
+export const NEON_SHARD_POLICY = { Active: 'ACTIVE', Essential: 'ESSENTIAL', Pause: 'PAUSE', Stop: 'STOP' } as const;
+
+/** Neon's `TenantPolicyRequest` (neon:W7): `placement` is `"Detached"`, `"Secondary"` or `{"Attached": n}`. */
+export const tenantPolicyRequestSchema = z
+  .object({
+    placement: z.union([z.literal('Detached'), z.literal('Secondary'), z.object({ Attached: z.number().int().nonnegative() }).strict()]).nullish(),
+    scheduling: z.enum(['Active', 'Essential', 'Pause', 'Stop']).nullish(),
+  })
+  .strict();
+
+/** neon:W9: `{"<tenant_shard_id>": "<az>" | null, …}`. */
+export const preferredAzsRequestSchema = z.record(z.string(), z.string().nullable());

@@ -14,7 +14,20 @@ import { acquireServeLock } from './serve-lock.ts';
 type Model = Prisma.ModelName;
 
 /** Parents before children (OperationPlan and OperationStep reference Operation). Every model is here or in NOT_COPIED (a test checks). */
-export const COPY_ORDER: readonly Model[] = ['NodeState', 'Operation', 'OperationPlan', 'OperationStep', 'Event', 'AuditEntry', 'ApiToken', 'VmTracking'];
+export const COPY_ORDER: readonly Model[] = [
+  'NodeState',
+  'Operation',
+  'OperationPlan',
+  'OperationStep',
+  'Event',
+  'AuditEntry',
+  'ApiToken',
+  'VmTracking',
+  // The plugins' intent, nodes and generations (neon:C4): a copy must continue the generations, never reissue one.
+  'PluginNode',
+  'PluginShard',
+  'PluginMeta',
+];
 export const NOT_COPIED: readonly Model[] = ['LeaderLease'];
 
 const CHUNK = 500;
@@ -25,14 +38,21 @@ class CopyRefusedError extends Error {
 
 type Delegate = {
   count(): Promise<number>;
-  findMany(args: { skip: number; take: number; orderBy: Record<string, 'asc'> }): Promise<Record<string, unknown>[]>;
+  findMany(args: { skip: number; take: number; orderBy: Record<string, 'asc'>[] }): Promise<Record<string, unknown>[]>;
   createMany(args: { data: Record<string, unknown>[] }): Prisma.PrismaPromise<unknown>;
 };
 
 const delegate = (prisma: PrismaClient, model: Model) => (prisma as unknown as Record<string, Delegate>)[model.charAt(0).toLowerCase() + model.slice(1)]!;
 
-/** The column rows are ordered by when read in pages: the primary key. */
-const ORDER_BY: Record<string, string> = { Event: 'seq', VmTracking: 'vmId', OperationPlan: 'operationId' };
+/** The columns rows are ordered by when read in pages: the primary key. */
+const ORDER_BY: Record<string, string[]> = {
+  Event: ['seq'],
+  VmTracking: ['vmId'],
+  OperationPlan: ['operationId'],
+  PluginNode: ['plugin', 'id'],
+  PluginShard: ['plugin', 'id'],
+  PluginMeta: ['plugin', 'key'],
+};
 
 interface CopyResult {
   from: string;
@@ -66,7 +86,7 @@ export async function copyDatabase(fromUrl: string, toUrl: string, options: { cw
       const target = delegate(to.prisma, model);
       const total = await source.count();
       for (let skip = 0; skip < total; skip += CHUNK) {
-        const data = await source.findMany({ skip, take: CHUNK, orderBy: { [ORDER_BY[model] ?? 'id']: 'asc' } });
+        const data = await source.findMany({ skip, take: CHUNK, orderBy: (ORDER_BY[model] ?? ['id']).map((column) => ({ [column]: 'asc' as const })) });
         writes.push(target.createMany({ data }));
       }
       rows[model] = total;

@@ -36,6 +36,14 @@ export const MUTATIONS: Record<string, Entry> = {
   continueRollout: { scope: 'operator', query: 'mutation { continueRollout(id: "404", nodeId: "404") { __typename } }' },
   cancelRollout: { scope: 'operator', query: 'mutation { cancelRollout(id: "404") { __typename } }' },
   simulation: { scope: 'admin', query: 'mutation { simulation { restartNode(nodeId: "404") { __typename } } }' },
+  setNodeAvailability: { scope: 'admin', query: 'mutation { setNodeAvailability(nodeId: "404", availability: OFFLINE) { __typename } }' },
+  startNodeDelete: { scope: 'admin', query: 'mutation { startNodeDelete(nodeId: "404") { __typename } }' },
+  cancelNodeDelete: { scope: 'admin', query: 'mutation { cancelNodeDelete(nodeId: "404") { __typename } }' },
+  migrateShard: { scope: 'admin', query: 'mutation { migrateShard(shardId: "404", nodeId: "404") { __typename } }' },
+  migrateShardSecondary: { scope: 'admin', query: 'mutation { migrateShardSecondary(shardId: "404", nodeId: "404") { __typename } }' },
+  cancelShardReconcile: { scope: 'admin', query: 'mutation { cancelShardReconcile(shardId: "404") { __typename } }' },
+  setShardPolicy: { scope: 'admin', query: 'mutation { setShardPolicy(tenantId: "404", policy: PAUSE) { __typename } }' },
+  setPreferredZone: { scope: 'admin', query: 'mutation { setPreferredZone(shardIds: ["404"], zone: "z") { __typename } }' },
   // On SQLite there is no stand-by: an allowed call answers a typed PreconditionFailedError.
   stepDown: { scope: 'admin', query: 'mutation { stepDown(reason: "scope test") { __typename } }' },
 };

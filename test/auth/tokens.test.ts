@@ -3,6 +3,7 @@ import { ApiTokenStore } from '../../src/auth/token-store.ts';
 import { hashToken } from '../../src/auth/tokens.ts';
 import { createTestApp, type TestApp } from '../support/graphql-app.ts';
 import { firstOutcome, startSecuredServer, type SecuredServer } from '../support/secured-server.ts';
+import { driveUntil } from '../operations/drive.ts';
 import { untilSubscribed } from '../support/subscribers.ts';
 
 let s: SecuredServer | undefined;
@@ -184,6 +185,8 @@ describe('the Neon REST facade', () => {
     expect(denied.json.msg).toMatch(/viewer.*operator/);
     expect((await rest(base, 'PUT', '/control/v1/node/1/drain?reason=kernel', tokens.operator)).status).toBe(202);
     expect((await rest(base, 'DELETE', '/control/v1/node/1/drain', tokens.operator)).status).toBe(202);
+    // neon:E6: no config while any drain runs, so wait for the cancelled one to end.
+    await driveUntil(s.t, () => s!.t.app.storage.activeOperation('1') === null);
     expect((await rest(base, 'PUT', '/control/v1/node/2/config', tokens.operator, { node_id: 2, scheduling: 'Pause' })).status).toBe(403);
     expect((await rest(base, 'PUT', '/control/v1/node/2/config', tokens.admin, { node_id: 2, scheduling: 'Pause' })).status).toBe(200);
 

@@ -88,6 +88,7 @@ function concerns(e: ClusterEvent, s: Subject): boolean {
       return s.kind === 'node' && e.node.id === s.id;
     case 'nodeRemoved':
     case 'nodeReattached':
+    case 'nodeLost':
       return s.kind === 'node' && e.nodeId === s.id;
     case 'vmChanged':
       return s.kind === 'vm' && e.vm.id === s.id;

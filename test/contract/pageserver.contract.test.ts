@@ -1,6 +1,6 @@
 import { afterEach } from 'vitest';
 import { shardIdOf, type SimShardSpec } from '../../simulators/pageserver/index.ts';
-import { startSimCluster, waitFor, type SimCluster } from '../support/pageserver-cluster.ts';
+import { startSimCluster, type SimCluster } from '../support/pageserver-cluster.ts';
 import { describeClusterBackendContract } from './cluster-backend-contract.ts';
 
 let cluster: SimCluster | undefined;
@@ -16,19 +16,16 @@ describeClusterBackendContract('pageserver (three simulated pageservers over HTT
   const backend = await c.startController();
   return {
     backend,
-    advance: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    advance: (ms) => c.advance(ms, Math.min(ms, 100)),
     fixtures: {
       nodes: { source: '1', target: '2' },
       shards: { withSecondary: shardIdOf(withSecondary) },
       unknownIds: { node: '99' },
     },
     async takeNodeOffline(nodeId) {
-      // A pageserver in trouble answers 503 to everything: heartbeats fail at once, with no timeout to wait for.
-      c.sim(nodeId).inject({ kind: { status: 503 } });
-      await waitFor(async () => (await backend.getNode(nodeId))?.availability === 'OFFLINE', { what: `node ${nodeId} OFFLINE` });
+      c.sim(nodeId).stopAnswering();
+      await c.until(async () => (await backend.getNode(nodeId))?.availability === 'OFFLINE', { what: `node ${nodeId} OFFLINE` });
     },
-    // The controller emits in the action itself (cut-over, cordon) before it resolves: only the delivery microtask is left.
-    quiesce: () => new Promise((resolve) => setImmediate(resolve)),
     actionTimeoutMs: 120_000,
     cleanup: () => c.close(),
   };

@@ -22,8 +22,10 @@ const eventArb: fc.Arbitrary<PolicyEvent> = fc.oneof(
     { type: 'fillCancelled' },
     { type: 'fillFailed' },
     { type: 'reattached' },
+    { type: 'deleteAccepted' },
   ),
   policyArb.map((policy): PolicyEvent => ({ type: 'configure', policy })),
+  policyArb.map((policy): PolicyEvent => ({ type: 'deleteCancelled', policy })),
 );
 
 /** The spec's table written out independently of the implementation's data. */
@@ -43,7 +45,13 @@ function specNext(from: SchedulingPolicy, e: PolicyEvent): SchedulingPolicy | 'r
     case 'fillFailed':
       return from === 'FILLING' ? 'ACTIVE' : 'refused';
     case 'reattached':
+      // neon:L3: an interrupted delete pauses the node.
+      if (from === 'DELETING') return 'PAUSE';
       return from === 'PAUSE_FOR_RESTART' || from === 'DRAINING' || from === 'FILLING' ? 'ACTIVE' : from;
+    case 'deleteAccepted':
+      return from === 'ACTIVE' || from === 'PAUSE' ? 'DELETING' : 'refused';
+    case 'deleteCancelled':
+      return from === 'DELETING' ? e.policy : 'refused';
     case 'configure':
       return e.policy;
   }

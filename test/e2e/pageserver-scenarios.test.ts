@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { roundRobinShards, shardIdOf } from '../../simulators/pageserver/index.ts';
-import { waitFor } from '../support/pageserver-cluster.ts';
 import { expectConsistent, pageserverWorlds, policy, rollingRestart, settled, start, THREE_NODES, total } from '../support/pageserver-e2e.ts';
 
 /**
@@ -11,7 +10,7 @@ import { expectConsistent, pageserverWorlds, policy, rollingRestart, settled, st
 
 const { setUp, closeAll } = pageserverWorlds(afterEach);
 
-describe('storage:scenario-1–5 with Neon pageservers (simulated, over HTTP)', () => {
+describe('storage:scenario-1–5 with Neon pageservers (simulated, over HTTP)', { timeout: 240_000 }, () => {
   // Two pageservers here; three in one AZ are the next two tests: with 5 tenants of 8 shards
   // the fill's per-tenant cap (storage:F3) keeps one pass from ending within 2; with 20 tenants of 2 it does.
   it('1. graceful cluster restart, one AZ (two pageservers): every node drains to zero, nothing lost, attached counts end within 2', async () => {
@@ -86,7 +85,7 @@ describe('storage:scenario-1–5 with Neon pageservers (simulated, over HTTP)', 
     for (const sim of w.cluster.sims.values()) sim.setLatency(60);
     const before = w.cluster.attachedSingleCounts()['1']!;
     await start(w, 'startNodeDrain', '1');
-    await waitFor(() => (w.app.storage.activeOperation('1')?.counts.moved ?? 0) >= 2, { what: '2 shards moved' });
+    await w.cluster.until(() => (w.app.storage.activeOperation('1')?.counts.moved ?? 0) >= 2, { what: '2 shards moved', stepMs: 20 });
     expect(await policy(w, '1')).toBe('DRAINING');
     expect((await start(w, 'cancelNodeDrain', '1')).__typename).toBe('Operation');
     const done = await settled(w, '1');
@@ -104,11 +103,11 @@ describe('storage:scenario-1–5 with Neon pageservers (simulated, over HTTP)', 
     await start(w, 'startNodeDrain', '1');
     const refused = await w.gql('mutation { configureNode(nodeId: "1", policy: PAUSE) { __typename } }');
     expect(refused.configureNode.__typename).toBe('PreconditionFailedError');
-    await waitFor(() => (w.app.storage.activeOperation('1')?.counts.moved ?? 0) >= 1, { what: 'a shard moved' });
-    await w.cluster.sim(1).restart();
+    await w.cluster.until(() => (w.app.storage.activeOperation('1')?.counts.moved ?? 0) >= 1, { what: 'a shard moved', stepMs: 20 });
+    await w.cluster.drive(w.cluster.sim(1).restart());
     const done = await settled(w, '1');
     expect(done).toMatchObject({ state: 'FAILED', error: 'NODE_STATE_CHANGED' });
-    await waitFor(async () => (await w.backend.getNode('1'))?.availability === 'ACTIVE', { what: 'node 1 ACTIVE' });
+    await w.cluster.until(async () => (await w.backend.getNode('1'))?.availability === 'ACTIVE', { what: 'node 1 ACTIVE' });
     const accepted = await w.gql('mutation { configureNode(nodeId: "1", policy: PAUSE) { __typename ... on ClusterNode { schedulingPolicy } } }');
     expect(accepted.configureNode).toEqual({ __typename: 'ClusterNode', schedulingPolicy: 'PAUSE' });
     await expectConsistent(w);
@@ -133,7 +132,7 @@ describe('storage:scenario-1–5 with Neon pageservers (simulated, over HTTP)', 
   });
 });
 
-describe('scenario 1 through the Neon-compatible REST facade', () => {
+describe('scenario 1 through the Neon-compatible REST facade', { timeout: 240_000 }, () => {
   it('drains, restarts and fills each of three pageservers with /control/v1 calls; nothing lost', async () => {
     const w = await setUp({ nodes: THREE_NODES(['az-a']), shards: roundRobinShards([1, 2, 3], 5, 8) });
     const { port } = await w.app.start(0, '127.0.0.1');
@@ -144,17 +143,14 @@ describe('scenario 1 through the Neon-compatible REST facade', () => {
     };
     for (const id of ['1', '2', '3']) {
       expect(await call('PUT', `/node/${id}/drain`)).toEqual({ status: 202, json: null });
-      await waitFor(async () => (await call('GET', `/node/${id}`)).json.scheduling === 'PauseForRestart', {
-        timeoutMs: 20_000,
-        what: `node ${id} PauseForRestart`,
-      });
+      await w.cluster.until(async () => (await call('GET', `/node/${id}`)).json.scheduling === 'PauseForRestart', { what: `node ${id} PauseForRestart` });
       const shards = (await call('GET', `/node/${id}/shards`)).json;
       expect(shards.node_id).toBe(Number(id));
       expect(shards.shards.every((s: { is_intended_secondary: boolean }) => s.is_intended_secondary)).toBe(true);
       expect(w.cluster.sim(id).attached()).toEqual([]);
       expect(total(w.cluster.attachedSingleCounts())).toBe(40);
-      await w.cluster.sim(id).restart({ downMs: 20 });
-      await waitFor(
+      await w.cluster.drive(w.cluster.sim(id).restart({ downMs: 1000 }));
+      await w.cluster.until(
         async () => {
           const node = (await call('GET', `/node/${id}`)).json;
           return node.availability === 'Active' && node.scheduling === 'Active';

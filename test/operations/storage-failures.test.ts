@@ -36,10 +36,30 @@ describe('failures (storage:X1–X6)', () => {
     await a.db.close();
   });
 
-  it('node OFFLINE mid-operation: moves pause and the operation says so; it fails after operationDeadline', async () => {
+  it('node OFFLINE mid-operation (neon:H5, superseding storage:X3 in part): its drain ends FAILED NODE_OFFLINE and a FAILOVER takes the shards left', async () => {
+    t = await createTestApp({ topology: twoNodes(4), latenciesMs: { cutOver: 1000 }, settings: { maxConcurrentMoves: 1, operationDeadlineMs: 60_000 } });
+    const drain = await mutate(t, 'startNodeDrain', '1');
+    await driveUntil(t, () => t!.app.storage.activeOperation('1')!.counts.moving === 1);
+    await t.cluster.simulation.setNodeOnline('1', false);
+    await settle(t, '1');
+    const done = (await t.app.operations.getOperation(drain.id))!;
+    expect(done).toMatchObject({ state: 'FAILED', error: 'NODE_OFFLINE' });
+    await driveUntil(t, () => t!.app.failover.activeFailover('1') === null && t!.app.operations.live.all(['FAILOVER']).length === 0);
+    const [failover] = await t.app.operations.listOperations({ nodeId: '1', kind: 'FAILOVER' });
+    expect(failover).toMatchObject({ kind: 'FAILOVER', state: 'SUCCEEDED', actor: 'system', reason: 'node 1 went OFFLINE' });
+    // Every shard is attached elsewhere, and node 1 is kept as a secondary (neon:H5d).
+    for (const s of await t.cluster.listShards()) {
+      expect(s.attachedNodeId).toBe('2');
+      expect(s.secondaryNodeIds).toContain('1');
+    }
+    expect(failover!.counts.moved + done.counts.moved).toBe(4);
+  });
+
+  it('storage:X4: when no failover can happen (no other node may schedule, neon:H5c), the drain pauses on the OFFLINE node and fails after operationDeadline', async () => {
     t = await createTestApp({ topology: twoNodes(4), latenciesMs: { cutOver: 1000 }, settings: { maxConcurrentMoves: 1, operationDeadlineMs: 60_000 } });
     await mutate(t, 'startNodeDrain', '1');
     await driveUntil(t, () => t!.app.storage.activeOperation('1')!.counts.moving === 1);
+    for (const n of ['2', '3']) await t.gql(`mutation { configureNode(nodeId: "${n}", policy: PAUSE) { __typename } }`);
     await t.cluster.simulation.setNodeOnline('1', false);
     await driveUntil(t, () => t!.app.storage.activeOperation('1')!.waitingOn?.kind === 'NODE_OFFLINE');
     const res = await t.gql(`{ node(id: "1") { ... on ClusterNode { operation { ${OPERATION_FIELDS} } } } }`);
@@ -52,14 +72,17 @@ describe('failures (storage:X1–X6)', () => {
     // The deadline, not sooner: at least a minute of (virtual) time after the node went away.
     expect(done.finishedAt! - done.startedAt).toBeGreaterThanOrEqual(60_000);
     expect(await policyOf(t, '1')).toBe('ACTIVE');
+    expect(await t.app.operations.listOperations({ kind: 'FAILOVER' })).toEqual([]);
   });
 
-  it('a node that returns before the deadline lets the operation go on', async () => {
+  it('storage:X4: a node that returns before the deadline lets the operation go on', async () => {
     t = await createTestApp({ topology: twoNodes(4), latenciesMs: { cutOver: 1000 }, settings: { maxConcurrentMoves: 1, operationDeadlineMs: 60_000 } });
     await mutate(t, 'startNodeDrain', '1');
+    for (const n of ['2', '3']) await t.gql(`mutation { configureNode(nodeId: "${n}", policy: PAUSE) { __typename } }`);
     await t.cluster.simulation.setNodeOnline('1', false);
     await driveUntil(t, () => t!.app.storage.activeOperation('1')?.waitingOn?.kind === 'NODE_OFFLINE');
     await t.clock.advance(30_000);
+    for (const n of ['2', '3']) await t.gql(`mutation { configureNode(nodeId: "${n}", policy: ACTIVE) { __typename } }`);
     await t.cluster.simulation.setNodeOnline('1', true);
     const done = await settle(t, '1');
     expect(done.state).toBe('SUCCEEDED');

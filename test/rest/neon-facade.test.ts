@@ -9,6 +9,9 @@ import { createEventBus } from '../../src/events/bus.ts';
 import { createLogger, type Logger } from '../../src/logger.ts';
 import { OperationCoordinator } from '../../src/operations/core/coordinator.ts';
 import { createOperationMetrics } from '../../src/operations/core/metrics.ts';
+import { DeleteEngine } from '../../src/operations/delete/engine.ts';
+import { FailoverEngine } from '../../src/operations/failover/engine.ts';
+import { ShardControls } from '../../src/operations/shard-controls/service.ts';
 import { StorageEngine } from '../../src/operations/storage/engine.ts';
 import { createNeonFacade, type NeonFacadeDeps } from '../../src/rest/neon-facade.ts';
 import { AuditLog } from '../../src/store/audit-log.ts';
@@ -99,7 +102,12 @@ async function setup(
   const metrics = createOperationMetrics({ defaultMetrics: false });
   const shared = { store: createRepositories(db.prisma, db.hotPath), bus: createEventBus(), clock, log: createLogger('silent'), observer: metrics.observer };
   const operations = new OperationCoordinator(shared);
-  const storage = new StorageEngine({ ...shared, operations, backend: cluster, settings: DEFAULT_CONFIG.operations });
+  const engineDeps = { ...shared, operations, backend: cluster, settings: DEFAULT_CONFIG.operations };
+  const storage = new StorageEngine(engineDeps);
+  const audit = new AuditLog(db.prisma);
+  const failover = new FailoverEngine({ ...engineDeps, storage, audit });
+  const deletes = new DeleteEngine({ ...engineDeps, storage });
+  const shardControls = new ShardControls({ ...engineDeps, storage });
   await operations.start();
   cleanups.push(async () => {
     await operations.shutdown();
@@ -108,8 +116,11 @@ async function setup(
   });
   const facade = createNeonFacade({
     storage,
+    failover,
+    deletes,
+    shardControls,
     backend: options.wrapBackend ? options.wrapBackend(cluster) : cluster,
-    audit: new AuditLog(db.prisma),
+    audit,
     clock,
     maxBodyBytes: DEFAULT_CONFIG.limits.maxBodyBytes,
     ...options.facade,
@@ -166,6 +177,8 @@ const NODE_FIELDS = [
   'availability',
   'availability_zone_id',
   'id',
+  'listen_grpc_addr',
+  'listen_grpc_port',
   'listen_http_addr',
   'listen_http_port',
   'listen_https_port',
@@ -192,6 +205,8 @@ describe('Neon REST facade: reading nodes', () => {
       listen_https_port: null,
       listen_pg_addr: 'ps-1-pg.storage.internal',
       listen_pg_port: 16400,
+      listen_grpc_addr: null,
+      listen_grpc_port: null,
     });
     // Without labels: the node's name and the pageserver's default ports.
     expect(json[3]).toEqual({
@@ -204,6 +219,8 @@ describe('Neon REST facade: reading nodes', () => {
       listen_https_port: null,
       listen_pg_addr: 'node-10',
       listen_pg_port: 6400,
+      listen_grpc_addr: null,
+      listen_grpc_port: null,
     });
   });
 
@@ -227,7 +244,7 @@ describe('Neon REST facade: reading nodes', () => {
 
     const missing = await h.call('GET', '/control/v1/node/99');
     expect(missing.status).toBe(404);
-    expect(missing.json).toEqual({ msg: 'node 99 not found' });
+    expect(missing.json).toEqual({ msg: 'NotFound: Node 99 not registered' });
 
     for (const bad of ['abc', '-1', '1.5', '%20', '18446744073709551616']) {
       const res = await h.call('GET', `/control/v1/node/${bad}`);
@@ -291,19 +308,17 @@ describe('Neon REST facade: drain and fill', () => {
     expect(JSON.parse(row!.arguments)).toEqual({ node_id: '1' });
   });
 
-  it('refuses with 409 on a node that already runs an operation and 412 at the cluster-wide limit', async () => {
+  it('neon:E3: refuses with 412 a second drain of a node (not 409) and a drain while another node drains', async () => {
     const h = await setup();
     h.cluster.simulation!.setLatencies({ cutOver: 10_000 });
     expect((await h.call('PUT', '/control/v1/node/1/drain')).status).toBe(202);
 
     const again = await h.call('PUT', '/control/v1/node/1/drain');
-    expect(again.status).toBe(409);
-    expect(again.json.msg).toEqual(expect.any(String));
-    expect((await h.call('PUT', '/control/v1/node/1/fill')).status).toBe(409);
+    expect(again).toMatchObject({ status: 412, json: { msg: 'Precondition failed: Background operation already ongoing for node: drain 1' } });
+    expect((await h.call('PUT', '/control/v1/node/1/fill')).status).toBe(412);
 
     const limit = await h.call('PUT', '/control/v1/node/3/drain');
-    expect(limit.status).toBe(412);
-    expect(Object.keys(limit.json)).toEqual(['msg']);
+    expect(limit).toMatchObject({ status: 412, json: { msg: 'Precondition failed: Background operation already ongoing for node: drain 1' } });
 
     const outcomes = (await h.auditRows()).map((r) => r.outcome);
     expect(outcomes).toEqual(['OK', 'CONFLICT', 'CONFLICT', 'OPERATION_LIMIT_REACHED']);
@@ -314,15 +329,16 @@ describe('Neon REST facade: drain and fill', () => {
     await h.cluster.simulation!.setNodeOnline('3', false);
     const res = await h.call('PUT', '/control/v1/node/3/drain');
     expect(res.status).toBe(503);
-    expect(res.json.msg).toEqual(expect.any(String));
-    expect((await h.auditRows())[0]).toMatchObject({ outcome: 'UNAVAILABLE', nodeId: '3' });
+    // neon:E5: no prefix on a 503.
+    expect(res.json).toEqual({ msg: 'Node 3 is currently unavailable' });
+    expect((await h.auditRows()).find((r) => r.action.endsWith('/drain'))).toMatchObject({ outcome: 'UNAVAILABLE', nodeId: '3' });
   });
 
   it('refuses with 404 a drain of an unknown node and 400 a non-integer id (not audited)', async () => {
     const h = await setup();
     const res = await h.call('PUT', '/control/v1/node/42/drain');
     expect(res.status).toBe(404);
-    expect(res.json).toEqual({ msg: 'node 42 not found' });
+    expect(res.json).toEqual({ msg: 'NotFound: Node 42 not registered' });
     expect((await h.call('PUT', '/control/v1/node/node-1/drain')).status).toBe(400);
     expect((await h.auditRows()).map((r) => [r.action, r.outcome, r.nodeId])).toEqual([['PUT /control/v1/node/:node_id/drain', 'NOT_FOUND', '42']]);
   });
@@ -352,8 +368,8 @@ describe('Neon REST facade: drain and fill', () => {
     const h = await setup();
     const none = await h.call('DELETE', '/control/v1/node/1/drain');
     expect(none.status).toBe(412);
-    expect(none.json).toEqual({ msg: 'no drain in progress on node 1' });
-    expect((await h.call('DELETE', '/control/v1/node/1/fill')).json).toEqual({ msg: 'no fill in progress on node 1' });
+    expect(none.json).toEqual({ msg: 'Precondition failed: Node 1 has no drain in progress' });
+    expect((await h.call('DELETE', '/control/v1/node/1/fill')).json).toEqual({ msg: 'Precondition failed: Node 1 has no fill in progress' });
     expect((await h.call('DELETE', '/control/v1/node/99/fill')).status).toBe(404);
   });
 
@@ -398,6 +414,59 @@ describe('Neon REST facade: drain and fill', () => {
   });
 });
 
+describe("Neon REST facade: fill and cancel refusals in Neon's order (neon:E1, neon:E2, neon:E4)", () => {
+  it('neon:E2: fill of an unknown node 404, of an offline node 503, while any operation runs 412, policy Filling 409, another policy 412; fewer than 2 nodes 412', async () => {
+    const h = await setup();
+    expect(await h.call('PUT', '/control/v1/node/99/fill')).toMatchObject({ status: 404, json: { msg: 'NotFound: Node 99 not registered' } });
+    await h.cluster.simulation!.setNodeOnline('3', false);
+    expect(await h.call('PUT', '/control/v1/node/3/fill')).toMatchObject({ status: 503, json: { msg: 'Node 3 is currently unavailable' } });
+    await h.cluster.simulation!.setNodeOnline('3', true);
+    await h.clock.advance(1500);
+    expect((await h.call('PUT', '/control/v1/node/2/config', { body: { node_id: 2, scheduling: 'Filling' } })).status).toBe(200);
+    expect(await h.call('PUT', '/control/v1/node/2/fill')).toMatchObject({ status: 409, json: { msg: 'Conflict: Node 2 has fill in progress' } });
+    expect((await h.call('PUT', '/control/v1/node/2/config', { body: { node_id: 2, scheduling: 'Pause' } })).status).toBe(200);
+    expect(await h.call('PUT', '/control/v1/node/2/fill')).toMatchObject({
+      status: 412,
+      json: { msg: 'Precondition failed: Node 2 cannot be filled due to Pause policy' },
+    });
+    expect((await h.call('PUT', '/control/v1/node/2/config', { body: { node_id: 2, scheduling: 'Active' } })).status).toBe(200);
+    h.cluster.simulation!.setLatencies({ cutOver: 10_000 });
+    expect((await h.call('PUT', '/control/v1/node/1/drain')).status).toBe(202);
+    // The one slot is taken: 412 comes before the node's own policy is looked at.
+    expect(await h.call('PUT', '/control/v1/node/2/fill')).toMatchObject({
+      status: 412,
+      json: { msg: 'Precondition failed: Background operation already ongoing for node: drain 1' },
+    });
+    await h.runOperation('1', 10_000);
+
+    const single = await setup({ topology: { nodes: [{ id: '1', zone: 'az-a' }], shards: [{ tenantId: 't9', attachedNodeId: '1' }] } });
+    expect(await single.call('PUT', '/control/v1/node/1/fill')).toMatchObject({
+      status: 412,
+      json: { msg: 'Precondition failed: No other nodes to fill from' },
+    });
+  });
+
+  it('neon:E1: a drain when no node may schedule (the node itself counts) is 412; neon:E4: a cancel of an unknown node 404, of a running drain 202', async () => {
+    const h = await setup();
+    for (const id of ['2', '3', '10'])
+      expect((await h.call('PUT', `/control/v1/node/${id}/config`, { body: { node_id: Number(id), scheduling: 'Pause' } })).status).toBe(200);
+    expect(await h.call('PUT', '/control/v1/node/1/drain')).toMatchObject({
+      status: 412,
+      json: { msg: expect.stringMatching(/^Precondition failed: No other schedulable nodes/) },
+    });
+    expect(await h.attached('1')).toEqual(T1_SHARDS);
+    expect(await h.call('DELETE', '/control/v1/node/99/drain')).toMatchObject({ status: 404, json: { msg: 'NotFound: Node 99 not registered' } });
+    expect((await h.call('PUT', '/control/v1/node/2/config', { body: { node_id: 2, scheduling: 'Active' } })).status).toBe(200);
+    h.cluster.simulation!.setLatencies({ cutOver: 10_000 });
+    expect((await h.call('PUT', '/control/v1/node/1/drain')).status).toBe(202);
+    const cancel = await h.call('DELETE', '/control/v1/node/1/drain');
+    expect(cancel.status).toBe(202);
+    expect(cancel.text).toBe('null');
+    await h.runOperation('1', 10_000);
+    expect(await h.scheduling('1')).toBe('Active');
+  });
+});
+
 describe('Neon REST facade: configure', () => {
   it('sets every Neon scheduling spelling with 200 null, and reads it back the same', async () => {
     const h = await setup();
@@ -428,7 +497,7 @@ describe('Neon REST facade: configure', () => {
     await h.call('PUT', '/control/v1/node/1/drain');
     const res = await h.call('PUT', '/control/v1/node/1/config', { body: { node_id: 1, scheduling: 'Pause' } });
     expect(res.status).toBe(412);
-    expect(res.json.msg).toMatch(/drain running/);
+    expect(res.json.msg).toBe('Precondition failed: Ongoing background operation forbids configuring: drain 1');
     expect((await h.call('PUT', '/control/v1/node/1/config', { body: { node_id: 1 } })).status).toBe(412);
     expect(await h.scheduling('1')).toBe('Draining');
     expect((await h.auditRows()).map((r) => r.outcome)).toEqual(['OK', 'PRECONDITION_FAILED', 'PRECONDITION_FAILED']);
@@ -472,29 +541,32 @@ describe('Neon REST facade: configure', () => {
     expect(JSON.parse(rows[0]!.arguments)).toEqual({ node_id: '1', body: { unparsableBytes: 9 } });
   });
 
-  it('accepts availability only when it states the observed one (it cannot be commanded)', async () => {
+  it('neon:E6: availability is accepted: the same one changes nothing; Offline fails the node over at once and the next heartbeat brings it back (neon:H8)', async () => {
     const h = await setup();
     const same = await h.call('PUT', '/control/v1/node/3/config', { body: { node_id: 3, availability: 'Active', scheduling: 'Pause' } });
     expect(same.status).toBe(200);
     expect(await h.scheduling('3')).toBe('Pause');
     // Neon's Option: null is absent.
-    expect((await h.call('PUT', '/control/v1/node/3/config', { body: { node_id: 3, availability: null, scheduling: null } })).status).toBe(200);
+    expect((await h.call('PUT', '/control/v1/node/3/config', { body: { node_id: 3, availability: null, scheduling: 'Active' } })).status).toBe(200);
 
-    const offline = await h.call('PUT', '/control/v1/node/3/config', { body: { node_id: 3, availability: 'Offline', scheduling: 'Active' } });
-    expect(offline.status).toBe(400);
-    expect(offline.json.msg).toBe('availability cannot be set: it is observed from heartbeats (node 3 is Active, not Offline)');
-    // Refused as a whole: the policy did not change either.
-    expect((await h.call('GET', '/control/v1/node/3')).json).toMatchObject({ availability: 'Active', scheduling: 'Pause' });
-
-    await h.cluster.simulation!.setNodeOnline('3', false);
-    expect((await h.call('PUT', '/control/v1/node/3/config', { body: { node_id: 3, availability: 'Offline' } })).status).toBe(200);
+    const offline = await h.call('PUT', '/control/v1/node/3/config', { body: { node_id: 3, availability: 'Offline' } });
+    expect(offline).toMatchObject({ status: 200, text: 'null' });
+    expect((await h.call('GET', '/control/v1/node/3')).json).toMatchObject({ availability: 'Offline', scheduling: 'Active' });
+    // neon:H5: t3 was attached to node 3; the failover attaches it to its secondary on node 10.
+    await h.clock.advance(100);
+    await h.storage.settled('3');
+    expect((await h.cluster.getShard('t3'))?.attachedNodeId).toBe('10');
+    // The node still answers: the next heartbeat (500 ms here) makes it Active again; nothing moves back.
+    await h.clock.advance(500);
+    expect((await h.call('GET', '/control/v1/node/3')).json.availability).toBe('Active');
+    expect((await h.cluster.getShard('t3'))?.attachedNodeId).toBe('10');
   });
 
   it('refuses with 404 an unknown node', async () => {
     const h = await setup();
     const res = await h.call('PUT', '/control/v1/node/99/config', { body: { node_id: 99, scheduling: 'Pause' } });
     expect(res.status).toBe(404);
-    expect(res.json).toEqual({ msg: 'node 99 not found' });
+    expect(res.json).toEqual({ msg: 'NotFound: Node 99 not registered' });
   });
 });
 
@@ -524,8 +596,8 @@ describe('Neon REST facade: HTTP edges', () => {
       ['GET', '/control/v1/node/1/config', 'PUT'],
       ['DELETE', '/control/v1/node/1/config', 'PUT'],
       ['PUT', '/control/v1/node/1/shards', 'GET'],
-      ['DELETE', '/control/v1/node', 'GET'],
-      ['PATCH', '/control/v1/node/1', 'GET'],
+      ['DELETE', '/control/v1/node', 'GET, POST'],
+      ['PATCH', '/control/v1/node/1', 'GET, DELETE'],
     ];
     for (const [method, path, allow] of cases) {
       const res = await h.call(method, path);

@@ -1,12 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { roundRobinShards } from '../../simulators/pageserver/index.ts';
-import { waitFor } from '../support/pageserver-cluster.ts';
 import { expectConsistent, pageserverWorlds, total } from '../support/pageserver-e2e.ts';
 import type { RolloutRun } from '../../src/operations/rollouts/run.ts';
 
 const { setUp } = pageserverWorlds(afterEach);
 
-describe('rollout:scenario-2 DRAIN_FILL over four pageserver simulators in two AZs', () => {
+describe('rollout:scenario-2 DRAIN_FILL over four pageserver simulators in two AZs', { timeout: 240_000 }, () => {
   it('ends SUCCEEDED, every shard attached once, each node within the fill’s per-tenant cap (storage:F3) of its fair share', async () => {
     const TENANTS = 20;
     const SHARDS_PER_TENANT = 2;
@@ -23,19 +22,21 @@ describe('rollout:scenario-2 DRAIN_FILL over four pageserver simulators in two A
     const run = w.app.operations.live.get(started.id) as RolloutRun;
     // The operator's deploy tooling: restart each pageserver the rollout hands over (its re-attach upcall says it is back).
     const restarted = new Set<string>();
-    await waitFor(
+    const restarts: Promise<void>[] = [];
+    await w.cluster.until(
       async () => {
         for (const [nodeId, d] of run.details) {
           if (d.phase !== 'WAITING_FOR_RESTART' || restarted.has(nodeId)) continue;
           restarted.add(nodeId);
           expect(w.cluster.sim(nodeId).attached()).toEqual([]);
-          await w.cluster.sim(nodeId).restart({ downMs: 20 });
+          restarts.push(w.cluster.sim(nodeId).restart({ downMs: 1000 }));
         }
         const op = await w.app.operations.getOperation(started.id);
         return op!.state !== 'RUNNING';
       },
-      { timeoutMs: 60_000, what: 'the rollout to end' },
+      { what: 'the rollout to end' },
     );
+    await Promise.all(restarts);
     const done = await w.app.operations.getOperation(started.id);
     expect(done).toMatchObject({ state: 'SUCCEEDED', counts: { moved: 4, failed: 0 } });
     expect([...restarted].sort()).toEqual(['1', '2', '3', '4']);

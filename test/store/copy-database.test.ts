@@ -11,6 +11,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { TopologySpec } from '../../plugins/fake/index.ts';
 import { Prisma } from '../../src/store/generated/client.ts';
 import { COPY_ORDER, copyDatabase, NOT_COPIED } from '../../src/store/copy-database.ts';
+import { openDatabase } from '../../src/store/database.ts';
+import { PrismaPluginStore } from '../../src/store/plugin-store.ts';
 import { driveUntil, mutate, settle } from '../operations/drive.ts';
 import { createTestApp, type TestApp } from '../support/graphql-app.ts';
 import { createPostgresDatabase, postgresSkipReason } from '../support/test-database.ts';
@@ -30,6 +32,25 @@ const topology: TopologySpec = {
 describe('db copy', () => {
   it('copies every model but the leader lease (a new table must be placed in COPY_ORDER or NOT_COPIED)', () => {
     expect([...COPY_ORDER, ...NOT_COPIED].sort()).toEqual(Object.values(Prisma.ModelName).sort());
+  });
+
+  it("carries the plugins' intent and generations over, so the copy continues them and never issues one twice (neon:C4)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lk-copy-'));
+    const source = await openDatabase({ url: `file:${join(dir, 'from.db')}` });
+    const store = new PrismaPluginStore(source.prisma, 'pageserver');
+    await store.createShards([{ id: 's', generation: 7, generationNodeId: '2', intent: { attachedNodeId: '2' } }]);
+    expect(await store.incrementGeneration('s', '3')).toBe(8);
+    await source.close();
+    const result = await copyDatabase(`file:${join(dir, 'from.db')}`, `file:${join(dir, 'to.db')}`);
+    expect(result.rows).toMatchObject({ PluginShard: 1 });
+    const target = await openDatabase({ url: `file:${join(dir, 'to.db')}` });
+    try {
+      const copied = new PrismaPluginStore(target.prisma, 'pageserver');
+      expect((await copied.shards()).map((x) => [x.id, x.generation, x.generationNodeId])).toEqual([['s', 8, '3']]);
+      expect(await copied.incrementGeneration('s', '1')).toBe(9);
+    } finally {
+      await target.close();
+    }
   });
 
   it.skipIf(skip)(

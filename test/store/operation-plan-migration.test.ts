@@ -6,7 +6,7 @@ import { defaultMigrationsDir, migrate, readMigrations } from '../../src/store/m
 import { useTempDir } from './helpers.ts';
 
 const tempDir = useTempDir();
-const PLAN_MIGRATION = '20261201193730_operation_plan';
+const PLAN_MIGRATION = '20261210130000_operation_plan';
 
 describe('migration operation_plan', () => {
   it('moves the plan of an existing operation out of its params into OperationPlan, keeping the other params', () => {

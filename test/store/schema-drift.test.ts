@@ -85,6 +85,9 @@ describe('schema drift', () => {
       'Operation',
       'OperationPlan',
       'OperationStep',
+      'PluginMeta',
+      'PluginNode',
+      'PluginShard',
       'VmTracking',
     ]);
     expect(live.OperationStep?.foreignKeys).toEqual([

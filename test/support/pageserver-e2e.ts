@@ -1,17 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect } from 'vitest';
-import { systemClock } from '../../src/cluster/clock.ts';
 import { createLogger } from '../../src/logger.ts';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
 import type { OperationSettings } from '../../src/config/schema.ts';
 import { buildApp, type App } from '../../src/server.ts';
-import { openDatabase } from '../../src/store/index.ts';
 import type { PageserverController } from '../../plugins/pageserver/index.ts';
 import type { PageserverOptionsInput } from '../../plugins/pageserver/options.ts';
 import type { SimClusterSpec } from '../../simulators/pageserver/index.ts';
-import { startSimCluster, waitFor, type SimCluster } from './pageserver-cluster.ts';
+import { startSimCluster, type SimCluster } from './pageserver-cluster.ts';
 
 /**
  * End-to-end worlds for the pageserver plugin: simulated pageservers over loopback HTTP,
@@ -28,6 +23,8 @@ export interface World {
 export interface WorldOptions {
   settings?: Partial<OperationSettings>;
   plugin?: Partial<PageserverOptionsInput>;
+  /** Configure the compute hook simulator as the plugin's controlPlane (default true). */
+  hook?: boolean;
 }
 
 export function pageserverWorlds(afterEach: (fn: () => Promise<void>) => void) {
@@ -43,25 +40,23 @@ export function pageserverWorlds(afterEach: (fn: () => Promise<void>) => void) {
     w?.cluster.safety.assertSafe();
   });
 
-  async function setUp(spec: SimClusterSpec, { settings = {}, plugin = {} }: WorldOptions = {}): Promise<World> {
+  async function setUp(spec: SimClusterSpec, { settings = {}, plugin = {}, hook = true }: WorldOptions = {}): Promise<World> {
     const cluster = await startSimCluster(spec);
     cleanups.push(() => cluster.close());
-    const backend = await cluster.startController(plugin);
-    const dir = mkdtempSync(join(tmpdir(), 'lk-ps-e2e-'));
-    const db = await openDatabase({ url: `file:${join(dir, 'lockkeeper.db')}` });
+    const backend = await cluster.startController(plugin, { hook });
+    // One database for the gateway and the plugin's intent, as in production.
     const app = buildApp({
       backend,
       log: createLogger('silent'),
-      prisma: db.prisma,
-      hotPath: db.hotPath,
-      clock: systemClock,
+      prisma: cluster.db.prisma,
+      hotPath: cluster.db.hotPath,
+      clock: cluster.clock,
       config: { ...DEFAULT_CONFIG, operations: { ...DEFAULT_CONFIG.operations, ...settings } },
-      onClose: () => db.close(),
     });
-    await app.ready();
+    await cluster.drive(app.ready());
     cleanups.push(async () => {
+      cluster.controller = undefined;
       await app.stop();
-      rmSync(dir, { recursive: true, force: true });
     });
     const gql = async (query: string) => {
       const res = await app.yoga.fetch('http://lockkeeper.test/graphql', {
@@ -90,8 +85,8 @@ export async function policy(w: World, nodeId: string): Promise<string> {
   return (await w.gql(`{ node(id: "${nodeId}") { ... on ClusterNode { schedulingPolicy availability } } }`)).node.schedulingPolicy;
 }
 
-export async function settled(w: World, nodeId: string, timeoutMs = 120_000) {
-  await waitFor(() => w.app.storage.activeOperation(nodeId) === null, { timeoutMs, what: `operation on node ${nodeId} to end` });
+export async function settled(w: World, nodeId: string, maxMs = 600_000) {
+  await w.cluster.until(() => w.app.storage.activeOperation(nodeId) === null, { maxMs, what: `operation on node ${nodeId} to end` });
   const [latest] = await w.app.operations.listOperations({ nodeId });
   return latest!;
 }
@@ -111,8 +106,8 @@ export async function expectConsistent(w: World) {
 export const total = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
 
 export async function restartAndWaitActive(w: World, nodeId: string) {
-  await w.cluster.sim(nodeId).restart({ downMs: 20 });
-  await waitFor(async () => (await w.backend.getNode(nodeId))?.availability === 'ACTIVE' && (await policy(w, nodeId)) === 'ACTIVE', {
+  await w.cluster.drive(w.cluster.sim(nodeId).restart({ downMs: 1000 }));
+  await w.cluster.until(async () => (await w.backend.getNode(nodeId))?.availability === 'ACTIVE' && (await policy(w, nodeId)) === 'ACTIVE', {
     what: `node ${nodeId} ACTIVE after restart`,
   });
 }
@@ -162,4 +157,20 @@ export async function stepsOf(w: World, operationId: string): Promise<StepView[]
     `{ operation(id: "${operationId}") { __typename ... on Operation { steps(first: 100) { edges { node { workloadId state reason error fromNodeId toNodeId } } } } } }`,
   );
   return data.operation.steps.edges.map((e: { node: StepView }) => e.node);
+}
+
+/** The app listening on a free port, and a REST caller that moves the world's clock while a request runs. */
+export async function restClient(w: World) {
+  const { port } = await w.app.start(0, '127.0.0.1');
+  return async (method: string, path: string, body?: unknown) => {
+    const res = await w.cluster.drive(
+      fetch(`http://127.0.0.1:${port}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+    );
+    const text = await res.text();
+    return { status: res.status, json: text ? JSON.parse(text) : undefined };
+  };
 }

@@ -95,30 +95,129 @@ export const clusterVerbs: Verb[] = [
   },
   {
     name: 'node',
-    usage:
-      'node policy <node> <POLICY> [--reason R]   set a storage node’s scheduling policy by hand (admin)\n' +
-      'node confirm-down <node> [--reason R]       the node is really down: node-down handling may take it out of service (k8s:U7)',
-    mutations: ['configureNode', 'confirmNodeDown'],
+    usage: `node policy <node> <POLICY>              set a storage node’s scheduling policy by hand (admin)
+  node availability <node> <AVAILABILITY>  ACTIVE, WARMING_UP or OFFLINE (fails its shards over; admin)
+  node delete <node> [--force]             delete the node gracefully: its shards move, then it is tombstoned (admin)
+  node cancel-delete <node>                stop a delete; the node gets its policy back (admin)
+  node confirm-down <node>                 the node is really down: node-down handling may take it out of service (k8s:U7)`,
+    options: { force: { type: 'boolean' } },
+    mutations: ['configureNode', 'setNodeAvailability', 'startNodeDelete', 'cancelNodeDelete', 'confirmNodeDown'],
     async run(ctx) {
-      const sub = arg(ctx, 0, 'sub-command (policy, confirm-down)');
+      const sub = arg(ctx, 0, 'sub-command (policy, availability, delete, cancel-delete, confirm-down)');
+      const nodeId = arg(ctx, 1, 'node id');
+      const reason = stringOption(ctx, 'reason') ?? null;
       if (sub === 'confirm-down') {
-        const nodeId = arg(ctx, 1, 'node id');
-        const { result } = await ctx.client.request(DOCUMENTS.confirmNodeDown, { nodeId, reason: stringOption(ctx, 'reason') ?? null });
+        const { result } = await ctx.client.request(DOCUMENTS.confirmNodeDown, { nodeId, reason });
         if (result.__typename !== 'ClusterNode') throw refused(result);
         ctx.io.out(ctx.json ? json(result) : `node ${nodeId}: confirmed down; it is taken out of service once vmMigrationTimeout has passed\n`);
         return EXIT.DONE;
       }
-      if (sub !== 'policy') throw new UsageError(`unknown node sub-command "${ctx.args[0]}"`);
-      const result = (
-        await ctx.client.request(DOCUMENTS.configureNode, {
-          nodeId: arg(ctx, 1, 'node id'),
-          policy: arg(ctx, 2, 'policy').toUpperCase(),
-          reason: stringOption(ctx, 'reason') ?? null,
-        })
-      ).result;
-      if (result.__typename !== 'ClusterNode') throw refused(result);
-      ctx.io.out(ctx.json ? json(result) : `node ${result.id}: policy ${result.schedulingPolicy}\n`);
-      return EXIT.DONE;
+      if (sub === 'policy') {
+        const result = (await ctx.client.request(DOCUMENTS.configureNode, { nodeId, policy: arg(ctx, 2, 'policy').toUpperCase(), reason })).result;
+        if (result.__typename !== 'ClusterNode') throw refused(result);
+        ctx.io.out(ctx.json ? json(result) : `node ${result.id}: policy ${result.schedulingPolicy}\n`);
+        return EXIT.DONE;
+      }
+      if (sub === 'availability') {
+        const availability = arg(ctx, 2, 'availability').toUpperCase().replace('-', '_');
+        const result = (await ctx.client.request(DOCUMENTS.setNodeAvailability, { nodeId, availability, reason })).result;
+        if (result.__typename !== 'ClusterNode') throw refused(result);
+        ctx.io.out(ctx.json ? json(result) : `node ${result.id}: ${result.availability}\n`);
+        return EXIT.DONE;
+      }
+      if (sub === 'delete' || sub === 'cancel-delete') {
+        const result =
+          sub === 'delete'
+            ? (await ctx.client.request(DOCUMENTS.startNodeDelete, { nodeId, force: ctx.values.force === true, reason })).result
+            : (await ctx.client.request(DOCUMENTS.cancelNodeDelete, { nodeId, reason })).result;
+        if (result.__typename !== 'Operation') throw refused(result);
+        ctx.io.out(ctx.json ? json(result) : `node ${nodeId}: ${result.kind} ${result.state} (operation ${result.id})\n`);
+        return EXIT.DONE;
+      }
+      throw new UsageError(`unknown node sub-command "${sub}"`);
+    },
+  },
+  {
+    name: 'shard',
+    usage: `shard migrate <shard> <node> [--no-prewarm] [--override-scheduler] [--origin N]   move its attachment (admin)
+  shard migrate-secondary <shard> <node>   replace its secondaries by one on <node> (admin)
+  shard cancel-reconcile <shard>           stop its reconcile in flight (admin)
+  shard policy <tenant> [--policy P] [--secondaries N]   the tenant's shard policy and secondary count (admin)
+  shard zone <shard>… [--zone Z]           set (without --zone: clear) the preferred zone (admin)`,
+    options: {
+      'no-prewarm': { type: 'boolean' },
+      'override-scheduler': { type: 'boolean' },
+      origin: { type: 'string' },
+      policy: { type: 'string' },
+      secondaries: { type: 'string' },
+      zone: { type: 'string' },
+    },
+    mutations: ['migrateShard', 'migrateShardSecondary', 'cancelShardReconcile', 'setShardPolicy', 'setPreferredZone'],
+    async run(ctx) {
+      const sub = arg(ctx, 0, 'sub-command (migrate, migrate-secondary, cancel-reconcile, policy, zone)');
+      const reason = stringOption(ctx, 'reason') ?? null;
+      const printShards = (shards: any[]) =>
+        ctx.io.out(
+          ctx.json
+            ? json(shards)
+            : table(
+                ['ID', 'ATTACHED', 'SECONDARIES', 'ZONE', 'POLICY', 'NOTIFY PENDING'],
+                shards.map((s) => [s.id, s.attachedNodeId, s.secondaryNodeIds.join(','), s.preferredZone, s.policy, s.pendingComputeNotification]),
+              ),
+        );
+      if (sub === 'migrate') {
+        const result = (
+          await ctx.client.request(DOCUMENTS.migrateShard, {
+            shardId: arg(ctx, 1, 'shard id'),
+            nodeId: arg(ctx, 2, 'node id'),
+            originNodeId: stringOption(ctx, 'origin') ?? null,
+            prewarm: ctx.values['no-prewarm'] !== true,
+            overrideScheduler: ctx.values['override-scheduler'] === true,
+            reason,
+          })
+        ).result;
+        if (result.__typename !== 'ShardMigration') throw refused(result);
+        if (ctx.json) ctx.io.out(json(result));
+        else {
+          printShards([result.shard]);
+          if (result.operation) ctx.io.out(`the rest runs as operation ${result.operation.id} (${result.operation.kind})\n`);
+        }
+        return EXIT.DONE;
+      }
+      if (sub === 'migrate-secondary' || sub === 'cancel-reconcile') {
+        const shardId = arg(ctx, 1, 'shard id');
+        const result =
+          sub === 'migrate-secondary'
+            ? (await ctx.client.request(DOCUMENTS.migrateShardSecondary, { shardId, nodeId: arg(ctx, 2, 'node id'), reason })).result
+            : (await ctx.client.request(DOCUMENTS.cancelShardReconcile, { shardId, reason })).result;
+        if (result.__typename !== 'TenantShard') throw refused(result);
+        printShards([result]);
+        return EXIT.DONE;
+      }
+      if (sub === 'policy') {
+        const secondaries = stringOption(ctx, 'secondaries');
+        if (secondaries !== undefined && !/^\d+$/.test(secondaries)) throw new UsageError(`--secondaries ${secondaries}: not a number`);
+        const result = (
+          await ctx.client.request(DOCUMENTS.setShardPolicy, {
+            tenantId: arg(ctx, 1, 'tenant id'),
+            policy: stringOption(ctx, 'policy')?.toUpperCase() ?? null,
+            secondaryCount: secondaries === undefined ? null : Number(secondaries),
+            reason,
+          })
+        ).result;
+        if (result.__typename !== 'ShardPolicyResult') throw refused(result);
+        printShards(result.shards);
+        return EXIT.DONE;
+      }
+      if (sub === 'zone') {
+        const shardIds = ctx.args.slice(1);
+        if (!shardIds.length) throw new UsageError('missing shard id');
+        const result = (await ctx.client.request(DOCUMENTS.setPreferredZone, { shardIds, zone: stringOption(ctx, 'zone') ?? null, reason })).result;
+        if (result.__typename !== 'PreferredZoneResult') throw refused(result);
+        ctx.io.out(ctx.json ? json(result) : `updated: ${result.updated.join(', ') || '(none)'}\n`);
+        return EXIT.DONE;
+      }
+      throw new UsageError(`unknown shard sub-command "${sub}"`);
     },
   },
   {

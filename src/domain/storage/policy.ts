@@ -21,6 +21,9 @@ export type PolicyEvent =
   | { type: 'fillCancelled' }
   | { type: 'fillFailed' }
   | { type: 'reattached' }
+  | { type: 'deleteAccepted' }
+  /** A cancelled delete returns the node to the policy it started from (neon:L4). */
+  | { type: 'deleteCancelled'; policy: SchedulingPolicy }
   | { type: 'configure'; policy: SchedulingPolicy };
 
 type Row = { from: readonly SchedulingPolicy[] | 'any'; event: PolicyEvent['type']; to: SchedulingPolicy | 'same' | 'asked' };
@@ -43,7 +46,11 @@ const POLICY_TRANSITIONS: readonly Row[] = [
   { from: ['FILLING'], event: 'fillFailed', to: 'ACTIVE' },
   { from: ['PAUSE_FOR_RESTART', 'DRAINING', 'FILLING'], event: 'reattached', to: 'ACTIVE' },
   // An operator's pause survives restarts (neon #9907); so do the other policies.
-  { from: ['PAUSE', 'ACTIVE', 'DELETING'], event: 'reattached', to: 'same' },
+  { from: ['PAUSE', 'ACTIVE'], event: 'reattached', to: 'same' },
+  // neon:L3: an interrupted delete must not re-admit shards (Neon's memory says Active, its database Pause).
+  { from: ['DELETING'], event: 'reattached', to: 'PAUSE' },
+  { from: ['ACTIVE', 'PAUSE'], event: 'deleteAccepted', to: 'DELETING' },
+  { from: ['DELETING'], event: 'deleteCancelled', to: 'asked' },
   { from: 'any', event: 'configure', to: 'asked' },
 ];
 

@@ -7,7 +7,7 @@ import { primeNodes } from '../loaders.ts';
 import { enumValuesOf, LabelType, pageOf, toLabels } from './common.ts';
 import { compareNatural } from '../../domain/compare.ts';
 
-const NodeAvailabilityEnum = builder.enumType('NodeAvailability', {
+export const NodeAvailabilityEnum = builder.enumType('NodeAvailability', {
   values: enumValuesOf(['ACTIVE', 'WARMING_UP', 'OFFLINE'] as const),
 });
 

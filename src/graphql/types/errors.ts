@@ -5,6 +5,8 @@ import {
   NotFoundError,
   OperationLimitReachedError,
   PreconditionFailedError,
+  ReconcileFailedError,
+  TimeoutError,
   UnavailableError,
 } from '../../domain/errors.ts';
 import { builder } from '../builder.ts';
@@ -67,4 +69,18 @@ builder.objectType(OperationLimitReachedError, {
   name: 'OperationLimitReachedError',
   interfaces: [ErrorInterface],
   fields: (t) => ({ limit: t.exposeInt('limit') }),
+});
+
+builder.objectType(TimeoutError, {
+  name: 'TimeoutError',
+  description: 'A wait ran out; what was waited for goes on (e.g. a shard reconcile beyond 30 s, neon:W4).',
+  interfaces: [ErrorInterface],
+  fields: () => ({}),
+});
+
+builder.objectType(ReconcileFailedError, {
+  name: 'ReconcileFailedError',
+  description: 'The backend tried and failed; what it changed is kept, and it retries in the background.',
+  interfaces: [ErrorInterface],
+  fields: () => ({}),
 });

@@ -60,6 +60,17 @@ const WaitingOnType = builder.objectRef<WaitingOn>('WaitingOn').implement({
   }),
 });
 
+/** A shard step's phase, kept in its `detail` by the storage runs. */
+function shardPhase(s: StepRecord): { phase: string; description: string } | null {
+  if (s.workloadKind !== 'shard' || !s.detail) return null;
+  try {
+    const d = JSON.parse(s.detail) as { phase?: unknown; description?: unknown };
+    return typeof d.phase === 'string' && typeof d.description === 'string' ? { phase: d.phase, description: d.description } : null;
+  } catch {
+    return null;
+  }
+}
+
 const StepType = builder.objectRef<StepRecord>('OperationStep').implement({
   description: 'One workload’s part of an operation.',
   fields: (t) => ({
@@ -80,6 +91,17 @@ const StepType = builder.objectRef<StepRecord>('OperationStep').implement({
     fromNodeId: t.exposeID('fromNodeId', { nullable: true }),
     toNodeId: t.exposeID('toNodeId', { nullable: true }),
     seq: t.exposeInt('seq'),
+    phase: t.string({
+      nullable: true,
+      description:
+        'A shard move: the phase it is in or ended in (neon:C1–C9: ORIGIN_STALE, BASELINE, WARM_UP, GENERATION, DESTINATION_MULTI, WAL_CATCH_UP, COMPUTE_NOTIFY, ORIGIN_SECONDARY, DESTINATION_SINGLE; ROLLING_FORWARD, DIRECT_ATTACH).',
+      resolve: (s) => shardPhase(s)?.phase ?? null,
+    }),
+    phaseDescription: t.string({
+      nullable: true,
+      description: 'What that phase waits for, e.g. "waiting for WAL catch-up on node 2".',
+      resolve: (s) => shardPhase(s)?.description ?? null,
+    }),
     startedAt: t.field({ type: 'DateTime', nullable: true, resolve: (s) => s.startedAt }),
     finishedAt: t.field({ type: 'DateTime', nullable: true, resolve: (s) => s.finishedAt }),
   }),

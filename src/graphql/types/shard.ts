@@ -5,7 +5,7 @@ import { builder } from '../builder.ts';
 import { ClusterNodeType } from './cluster-node.ts';
 import { enumValuesOf, pageOf } from './common.ts';
 
-const ShardPolicyEnum = builder.enumType('ShardSchedulingPolicy', { values: enumValuesOf(SHARD_POLICIES) });
+export const ShardPolicyEnum = builder.enumType('ShardSchedulingPolicy', { values: enumValuesOf(SHARD_POLICIES) });
 
 export const ShardType = builder.objectRef<ClusterShard>('TenantShard');
 

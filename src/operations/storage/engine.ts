@@ -5,6 +5,7 @@ import {
   countsOf,
   newOperation,
   nodeOf,
+  type OperationKind,
   type OperationOutcome,
   type OperationSnapshot,
   type RequestMeta,
@@ -24,6 +25,8 @@ import { refusalError } from './refusal.ts';
 import { StorageRun, type StorageRunHost } from './run.ts';
 
 const STORAGE_KINDS: readonly StorageKind[] = ['DRAIN', 'FILL'];
+/** The node operations that hold a node and count toward `maxConcurrentOperations` with a drain or fill (neon:L4: a delete too). */
+const NODE_OPERATION_KINDS: readonly OperationKind[] = ['DRAIN', 'FILL', 'DELETE'];
 const POLICY_OF_KIND = { DRAIN: 'DRAINING', FILL: 'FILLING' } as const;
 const END_EVENT: Record<StorageKind, Record<OperationOutcome, PolicyEvent['type']>> = {
   DRAIN: { SUCCEEDED: 'drainFinished', CANCELLED: 'drainCancelled', FAILED: 'drainFailed' },
@@ -41,6 +44,8 @@ export class StorageEngine implements OperationKindEngine {
   private nodes = new Map<string, ClusterNode>();
   /** planNodes() as last built, and the policy version it was built at; dropped when a node changes. */
   private planNodesView: { map: ReadonlyMap<string, PlanNode>; policies: number } | null = null;
+  /** Drains running as a part of another operation, by node. */
+  private readonly partRuns = new Map<string, StorageRun>();
   private unwatch: (() => void) | null = null;
   private readonly host: StorageRunHost;
 
@@ -114,9 +119,22 @@ export class StorageEngine implements OperationKindEngine {
     return this.policies.get(nodeId);
   }
 
-  /** The drain or fill on the node, or the operation whose part drains it. */
+  /** The drain, fill or delete on the node, or the operation whose part drains it. */
   activeOperation(nodeId: string): OperationSnapshot | null {
-    return this.core.live.holder(nodeId, STORAGE_KINDS) ?? null;
+    return this.core.live.holder(nodeId, NODE_OPERATION_KINDS) ?? null;
+  }
+
+  /** The node operations running (drains, fills, deletes, drain parts), one entry each: what `maxConcurrentOperations` counts. */
+  runningNodeOperations(): { kind: OperationKind; nodeId: string; operationId: string }[] {
+    return this.busyNodeIds().map((nodeId) => {
+      const op = this.core.live.holder(nodeId, NODE_OPERATION_KINDS)!;
+      return { kind: op.kind, nodeId, operationId: op.id };
+    });
+  }
+
+  /** Another engine changed a node's policy: metrics, subscribers and the node's run hear of it. */
+  policyChanged(nodeId: string): void {
+    this.afterPolicyChange(nodeId);
   }
 
   startDrain(nodeId: string, meta: RequestMeta): Promise<OperationSnapshot> {
@@ -162,6 +180,16 @@ export class StorageEngine implements OperationKindEngine {
     });
   }
 
+  /**
+   * neon:H5: the node is lost and a FAILOVER takes its shards: its drain or fill (or the
+   * drain part of its maintenance) ends FAILED with `NODE_OFFLINE` once its moves in flight stop
+   * (not awaited: the caller holds the admission lock the run needs to end).
+   */
+  loseNode(nodeId: string): void {
+    const run = (this.runOn(nodeId) as StorageRun | undefined) ?? this.partRuns.get(nodeId);
+    run?.loseNode();
+  }
+
   /** Resolves when the node's current drain or fill has ended (tests and scripts). */
   async settled(nodeId: string): Promise<void> {
     await this.runOn(nodeId)?.done;
@@ -203,6 +231,7 @@ export class StorageEngine implements OperationKindEngine {
     this.afterPolicyChange(nodeOf(owner));
     const inner: OperationSnapshot = { ...owner, kind: 'DRAIN', counts: countsOf(steps), waitingOn: null, state: 'RUNNING' };
     const run = new StorageRun({ ...this.host, journal, finish: (r, outcome, failure) => this.endShardDrain(r, outcome, failure, onEnd) }, inner, steps);
+    this.partRuns.set(run.nodeId, run);
     run.start().catch((e: unknown) => this.deps.log.error({ err: e, operation: owner.id }, 'embedded drain crashed'));
     return run;
   }
@@ -223,6 +252,7 @@ export class StorageEngine implements OperationKindEngine {
       }
       this.core.live.removePart(run.nodeId);
     });
+    if (this.partRuns.get(run.nodeId) === run) this.partRuns.delete(run.nodeId);
     onEnd(outcome, failure);
   }
 
@@ -253,7 +283,7 @@ export class StorageEngine implements OperationKindEngine {
   }
 
   private busyNodeIds(): string[] {
-    return this.core.live.heldNodes(STORAGE_KINDS);
+    return this.core.live.heldNodes(NODE_OPERATION_KINDS);
   }
 
   /**
@@ -438,7 +468,7 @@ export class StorageEngine implements OperationKindEngine {
         break;
       case 'nodeReattached':
         void this.core
-          .exclusive(() => this.changePolicy(event.nodeId, { type: 'reattached' }, this.runOn(event.nodeId)?.snapshot.id ?? null))
+          .exclusive(() => this.changePolicy(event.nodeId, { type: 'reattached' }, this.activeOperation(event.nodeId)?.id ?? null))
           .catch((e: unknown) => this.deps.log.error({ err: e, node: event.nodeId }, 're-attach handling failed'));
         break;
       default:
@@ -457,7 +487,7 @@ export class StorageEngine implements OperationKindEngine {
     this.deps.observer.policyChanged(nodeId, this.policies.get(nodeId));
     const node = this.nodes.get(nodeId);
     if (node) this.deps.bus.publish('nodeChanged', node);
-    this.runOn(nodeId)?.nudge();
+    this.core.live.on(nodeId, NODE_OPERATION_KINDS)?.nudge();
   }
 
   private nudgeAll(): void {

@@ -7,6 +7,7 @@ import type { PlanNode } from '../../domain/storage/shards.ts';
 import type { PolicyStore } from '../../store/policy-store.ts';
 import { StepRun, type FinishedStepState, type StepRunHost } from '../core/step-run.ts';
 import type { OperationSettings } from '../../config/schema.ts';
+import { CutOversInFlight, phaseDetail } from './cut-overs-in-flight.ts';
 
 export interface StorageRunHost extends StepRunHost<StorageRun> {
   backend: ClusterBackend;
@@ -31,8 +32,10 @@ export class StorageRun extends StepRun<StorageRun> {
   private queue: StepRecord[];
   private head = 0;
   private readonly inFlight = new Set<string>();
+  private readonly cutOvers = new CutOversInFlight();
   private blockedSince: number | null = null;
-  private movesDescription: { count: number; cancelling: boolean; text: string } | null = null;
+  private movesDescription: { count: number; cancelling: boolean; phase: string | null; text: string } | null = null;
+  private nodeLost = false;
 
   constructor(
     protected override readonly host: StorageRunHost,
@@ -52,6 +55,13 @@ export class StorageRun extends StepRun<StorageRun> {
     return this.snapshot.kind as StorageKind;
   }
 
+  /** neon:H5: the node was lost and a FAILOVER takes its shards: this run ends FAILED (`NODE_OFFLINE`). */
+  loseNode(): void {
+    this.nodeLost = true;
+    this.cutOvers.cancelAll(`node ${this.nodeId} went OFFLINE`);
+    this.nudge();
+  }
+
   private get expectedPolicy() {
     return this.kind === 'DRAIN' ? 'DRAINING' : 'FILLING';
   }
@@ -62,7 +72,15 @@ export class StorageRun extends StepRun<StorageRun> {
     for (;;) {
       const woken = this.nextWakeUp();
       if (this.halted) return;
-      if (this.snapshot.state === 'CANCELLING') break;
+      if (this.snapshot.state === 'CANCELLING') {
+        // neon:C11: cut-overs waiting for catch-up or compute stop; the backend completes what it issued.
+        this.cutOvers.cancelAll(`the ${this.kind.toLowerCase()} was cancelled`);
+        break;
+      }
+      if (this.nodeLost) {
+        failure = 'NODE_OFFLINE';
+        break;
+      }
       if (policies.get(this.nodeId) !== this.expectedPolicy) {
         failure = 'NODE_STATE_CHANGED';
         break;
@@ -192,7 +210,11 @@ export class StorageRun extends StepRun<StorageRun> {
     this.startStep(step, { fromNodeId, toNodeId });
     observer.movesInFlight(this.kind, 1);
     try {
-      const result = await backend.cutOverShard(shard.id, { fromNodeId, toNodeId });
+      const phases = this.cutOvers.begin(shard.id, (progress) => {
+        this.update(step, { detail: phaseDetail(progress) });
+        this.showMovesInFlight();
+      });
+      const result = await backend.cutOverShard(shard.id, { fromNodeId, toNodeId, ...phases });
       // A note on a moved step says what happened on the way (retries); on a failed one, why.
       this.finishStep(step, 'MOVED', null, result?.note ?? null);
     } catch (e) {
@@ -200,6 +222,7 @@ export class StorageRun extends StepRun<StorageRun> {
       this.finishStep(step, 'FAILED', code, e instanceof Error ? e.message : String(e));
       this.host.log.warn({ operation: this.snapshot.id, shard: shard.id, node: toNodeId, err: e }, `cut-over of shard ${shard.id} to node ${toNodeId} failed`);
     } finally {
+      this.cutOvers.end(shard.id);
       observer.movesInFlight(this.kind, -1);
     }
   }
@@ -223,9 +246,16 @@ export class StorageRun extends StepRun<StorageRun> {
       since = Math.min(since, this.steps.get(id)?.startedAt ?? this.host.clock.now());
       if (ids.length === WAITING_ON_SAMPLE) break;
     }
+    const phase = this.cutOvers.describe(ids);
     const cancelling = this.snapshot.state === 'CANCELLING';
-    if (this.movesDescription?.count !== count || this.movesDescription.cancelling !== cancelling)
-      this.movesDescription = { count, cancelling, text: `${count} cut-over(s) in flight${cancelling ? ' (cancelling: nothing new starts)' : ''}` };
-    this.setWaiting({ kind: 'MOVES_IN_FLIGHT', description: this.movesDescription.text, nodeId: this.nodeId, workloadIds: ids, since });
+    const last = this.movesDescription;
+    if (last?.count !== count || last.cancelling !== cancelling || last.phase !== phase)
+      this.movesDescription = {
+        count,
+        cancelling,
+        phase,
+        text: `${count} cut-over(s) in flight${phase ? ` (${phase})` : ''}${cancelling ? ' (cancelling: nothing new starts)' : ''}`,
+      };
+    this.setWaiting({ kind: 'MOVES_IN_FLIGHT', description: this.movesDescription!.text, nodeId: this.nodeId, workloadIds: ids, since });
   }
 }

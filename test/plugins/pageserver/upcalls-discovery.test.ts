@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ClusterEvent } from '../../../src/cluster/types.ts';
 import { pageserverOptionsSchema } from '../../../plugins/pageserver/index.ts';
 import { SafetyChecker, shardIdOf, type SimShardSpec } from '../../../simulators/pageserver/index.ts';
-import { closeAfterEach, startSimCluster, waitFor, type SimCluster } from '../../support/pageserver-cluster.ts';
+import { closeAfterEach, startSimCluster, type SimCluster } from '../../support/pageserver-cluster.ts';
 
 let c: SimCluster | undefined;
 const clusters = closeAfterEach(afterEach);
@@ -24,7 +24,18 @@ describe('options', () => {
   it('rejects unknown keys and fills defaults', () => {
     expect(pageserverOptionsSchema.safeParse({ pageservers: [{ id: 1, url: 'http://a:9898', availabilityZone: 'z' }], bogus: 1 }).success).toBe(false);
     const o = pageserverOptionsSchema.parse({ pageservers: [{ id: 1, url: 'http://a:9898', availabilityZone: 'z' }] });
-    expect(o).toMatchObject({ heartbeatIntervalMs: 5000, offlineAfterMs: 30_000, stateFile: 'pageserver-state.json', upcall: { host: '127.0.0.1', port: 0 } });
+    expect(o).toMatchObject({
+      heartbeatIntervalMs: 5000,
+      maxOfflineIntervalMs: 30_000,
+      maxWarmingUpIntervalMs: 300_000,
+      upcall: { host: '127.0.0.1', port: 0 },
+    });
+    expect(o.stateFile).toBeUndefined();
+    expect(o.controlPlane).toBeUndefined();
+    // A malformed hook URL fails start-up naming the key.
+    const bad = pageserverOptionsSchema.safeParse({ pageservers: [], controlPlane: { url: 'ftp://cplane' } });
+    expect(bad.success).toBe(false);
+    expect(bad.error!.issues[0]).toMatchObject({ path: ['controlPlane', 'url'] });
     expect(
       pageserverOptionsSchema.safeParse({
         pageservers: [
@@ -49,13 +60,18 @@ describe('upcalls', () => {
     const backend = await setUp();
     const events: ClusterEvent[] = [];
     backend.watch((e) => events.push(e));
-    await c!.sim(1).restart();
+    await c!.drive(c!.sim(1).restart());
     expect(c!.view()[shardIdOf(A)]).toEqual({ '1': 'AttachedSingle@4', '2': 'Secondary@-' });
     expect(c!.view()[shardIdOf(B)]).toEqual({ '1': 'Secondary@-', '2': 'AttachedSingle@1' });
     expect(backend.generationOf(shardIdOf(A))).toBe(4);
-    await waitFor(() => events.some((e) => e.type === 'nodeReattached' && e.nodeId === '1'));
+    // neon:L3: the new generation is in the gateway database, issued to node 1.
+    expect(await c!.db.prisma.pluginShard.findUnique({ where: { plugin_id: { plugin: 'pageserver', id: shardIdOf(A) } } })).toMatchObject({
+      generation: 4,
+      generationNodeId: '1',
+    });
+    expect(events.some((e) => e.type === 'nodeReattached' && e.nodeId === '1')).toBe(true);
     expect(events.find((e) => e.type === 'nodeChanged')).toMatchObject({ node: { id: '1', availability: 'WARMING_UP' } });
-    await waitFor(async () => (await backend.getNode('1'))?.availability === 'ACTIVE', { what: 'ACTIVE after a heartbeat' });
+    await c!.until(async () => (await backend.getNode('1'))?.availability === 'ACTIVE', { what: 'ACTIVE after a heartbeat' });
     const valid = await post(`${backend.upcallUrl}/upcall/v1/validate`, {
       tenants: [
         { id: shardIdOf(A), gen: 3 },
@@ -96,13 +112,13 @@ describe("upcall auth (upcall.token, Neon's control_plane_api_token)", () => {
     expect(backend.generationOf(shardIdOf(A))).toBe(3);
     // A pageserver configured with the token (the simulators send controllerToken).
     expect(c.sim(1).controllerToken).toBe(TOKEN);
-    await c.sim(1).restart();
+    await c.drive(c.sim(1).restart());
     expect(c.view()[shardIdOf(A)]).toEqual({ '1': 'AttachedSingle@4', '2': 'Secondary@-' });
     const valid = await withAuth(`${backend.upcallUrl}/upcall/v1/validate`, { tenants: [{ id: shardIdOf(A), gen: 4 }] }, `Bearer ${TOKEN}`);
     expect(valid).toEqual({ status: 200, json: { tenants: [{ id: shardIdOf(A), valid: true }] } });
     // A pageserver without it is refused.
     c.sim(2).controllerToken = undefined;
-    await expect(c.sim(2).restart()).rejects.toThrow(/re-attach of node 2 answered 401: .*missing Authorization header/);
+    await expect(c.drive(c.sim(2).restart())).rejects.toThrow(/re-attach of node 2 answered 401: .*missing Authorization header/);
   });
 
   it('without a token: upcalls need no Authorization header', async () => {
@@ -119,27 +135,12 @@ describe("upcall auth (upcall.token, Neon's control_plane_api_token)", () => {
   });
 });
 
-describe('heartbeats', () => {
-  it('a pageserver that stops answering goes OFFLINE, and ACTIVE again when it answers', async () => {
-    // Its heartbeats are held: they fail by timing out, so the timeout is short here.
-    c = clusters.use(await startSimCluster({ nodes: [{ id: 1 }, { id: 2 }, { id: 3 }], shards: [A, B] }));
-    const backend = await c.startController({ requestTimeoutMs: 300 });
-    const events: ClusterEvent[] = [];
-    backend.watch((e) => events.push(e));
-    c!.sim(3).stopAnswering();
-    await waitFor(async () => (await backend.getNode('3'))?.availability === 'OFFLINE', { what: 'OFFLINE' });
-    c!.sim(3).resume();
-    await waitFor(async () => (await backend.getNode('3'))?.availability === 'ACTIVE', { what: 'ACTIVE' });
-    expect(events.flatMap((e) => (e.type === 'nodeChanged' && e.node.id === '3' ? [e.node.availability] : []))).toEqual(['OFFLINE', 'ACTIVE']);
-  });
-});
-
 describe('discovery', () => {
   it('adopts what the pageservers hold on a first start; on a restart the persisted placement wins and differences are reported', async () => {
     const backend = await setUp();
     expect(backend.discoveryReport.adopted).toEqual([shardIdOf(A), shardIdOf(B)].sort());
     expect(await backend.getShard(shardIdOf(A))).toMatchObject({ attachedNodeId: '1', secondaryNodeIds: ['2'], preferredZone: 'az-a' });
-    await backend.cutOverShard(shardIdOf(A), { fromNodeId: '1', toNodeId: '2' });
+    await c!.drive(backend.cutOverShard(shardIdOf(A), { fromNodeId: '1', toNodeId: '2' }));
     await backend.close();
     // Behind the controller's back: node 3 gets a stale attachment of A, node 1 loses its secondary of A.
     c!.sim(3).seed(shardIdOf(A), { mode: 'AttachedStale', generation: 2 });
@@ -164,12 +165,16 @@ describe('discovery', () => {
       missing: [{ shardId: shardIdOf(A), nodeId: '1', role: 'secondary' }],
       unreachable: [],
     });
+    // The reconcile repairs both: node 3's stray location is detached, node 1 gets its secondary back.
+    await c!.until(() => JSON.stringify(c!.view()[shardIdOf(A)]) === JSON.stringify({ '1': 'Secondary@-', '2': 'AttachedSingle@4' }), {
+      what: 'shard A repaired',
+    });
   });
 
   it('a pageserver that does not answer at start is OFFLINE and reported', async () => {
     c = clusters.use(await startSimCluster({ nodes: [{ id: 1 }, { id: 2 }, { id: 3 }], shards: [A] }));
     c.sim(3).stopAnswering();
-    const backend = await c.startController({ requestTimeoutMs: 200, retry: { attempts: 1, backoffMs: 0 } });
+    const backend = await c.startController();
     expect(backend.discoveryReport.unreachable).toEqual(['3']);
     expect((await backend.getNode('3'))?.availability).toBe('OFFLINE');
     c.sim(3).resume();
@@ -195,7 +200,20 @@ describe("the simulators' safety checker", () => {
       'shard s: no attached location left ({"1":{"mode":"Secondary","generation":null},"2":{"mode":"Secondary","generation":null}})',
       'shard s: node 1 is AttachedSingle with generation 1 but 2 was issued',
       'shard s: AttachedSingle on nodes 1 and 2 at once',
-      'shard s: node 1 is AttachedSingle with generation 1 but 2 was issued',
     ]);
+  });
+
+  it('neon:H5: a stale AttachedSingle on a node that cannot be reached does not count against its failed-over successor', () => {
+    const safety = new SafetyChecker();
+    safety.issue('s', 1);
+    safety.record('1', 's', { mode: 'AttachedSingle', generation: 1 });
+    safety.setReachable('1', false);
+    safety.issue('s', 2);
+    safety.record('2', 's', { mode: 'AttachedSingle', generation: 2 });
+    expect(safety.violations).toEqual([]);
+    // Reachable, the same would be two attachments at once.
+    safety.setReachable('1', true);
+    safety.record('2', 's', { mode: 'AttachedSingle', generation: 2 });
+    expect(safety.violations).toEqual(['shard s: AttachedSingle on nodes 1 and 2 at once']);
   });
 });

@@ -1,5 +1,5 @@
 -- An operation's plan gets a table of its own (issue 15), as on SQLite
--- (migrations/20261201193730_operation_plan): it was kept in "Operation"."params", which is
+-- (migrations/20261210130000_operation_plan): it was kept in "Operation"."params", which is
 -- rewritten at every update of the operation's progress columns (once per group commit).
 
 -- CreateTable

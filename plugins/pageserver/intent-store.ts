@@ -1,0 +1,107 @@
+import type { PluginStore } from '../../src/cluster/plugin-store.ts';
+import { describeSchemaIssues } from '../../src/cluster/state-file.ts';
+import { intentJson, nodeJson, storedIntentSchema, storedNodeSchema, type NodeRecord, type ShardIntent } from './intent.ts';
+
+class PageserverStoreError extends Error {
+  override readonly name = 'PageserverStoreError';
+}
+
+const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/**
+ * The controller's intent (registered nodes, each shard's placement and generation) in
+ * the gateway's database, with a copy in memory for reads. Every change is written to the
+ * database before the copy changes and before anything that depends on it is sent; a
+ * generation is issued by the database's own atomic increment (neon:C4).
+ */
+export class IntentStore {
+  readonly shards = new Map<string, ShardIntent>();
+  readonly nodes = new Map<string, NodeRecord>();
+  /** Tombstoned node ids with their last registration (neon:L7). */
+  readonly tombstones = new Map<string, NodeRecord>();
+
+  private constructor(private readonly store: PluginStore) {}
+
+  static async load(store: PluginStore): Promise<IntentStore> {
+    const s = new IntentStore(store);
+    for (const row of await store.nodes()) {
+      const parsed = storedNodeSchema.safeParse(row.attrs);
+      if (!parsed.success) throw new PageserverStoreError(`stored pageserver ${row.id} is unreadable (${describeSchemaIssues(parsed.error)})`);
+      const record: NodeRecord = { id: row.id, ...parsed.data };
+      (row.lifecycle === 'deleted' ? s.tombstones : s.nodes).set(row.id, record);
+    }
+    for (const row of await store.shards()) {
+      const parsed = storedIntentSchema.safeParse(row.intent);
+      if (!parsed.success) throw new PageserverStoreError(`stored shard ${row.id} is unreadable (${describeSchemaIssues(parsed.error)})`);
+      s.shards.set(row.id, { id: row.id, generation: row.generation, generationNodeId: row.generationNodeId, ...parsed.data });
+    }
+    return s;
+  }
+
+  get meta(): Pick<PluginStore, 'getMeta' | 'setMeta'> {
+    return this.store;
+  }
+
+  sortedShards(): ShardIntent[] {
+    return [...this.shards.values()].sort(byId);
+  }
+
+  /** New shards (adopted or imported), with the generations they come with. */
+  async create(shards: ShardIntent[]): Promise<void> {
+    await this.store.createShards(shards.map((s) => ({ id: s.id, generation: s.generation, generationNodeId: s.generationNodeId, intent: intentJson(s) })));
+    for (const s of shards) if (!this.shards.has(s.id)) this.shards.set(s.id, structuredClone(s));
+  }
+
+  /** Writes `change` to the shard's intent: the database first, then the copy. */
+  async update(shard: ShardIntent, change: Partial<Omit<ShardIntent, 'id' | 'generation' | 'generationNodeId'>>): Promise<void> {
+    const next = { ...shard, ...change };
+    await this.store.putIntents([{ id: shard.id, intent: intentJson(next) }]);
+    Object.assign(shard, change);
+  }
+
+  /** neon:C4: generation + 1, issued to `nodeId`, committed before it is returned. */
+  async issueGeneration(shard: ShardIntent, nodeId: string): Promise<number> {
+    const generation = await this.store.incrementGeneration(shard.id, nodeId);
+    shard.generation = generation;
+    shard.generationNodeId = nodeId;
+    return generation;
+  }
+
+  /** A generation seen on a pageserver was issued: never issue it again. */
+  async raiseGeneration(shard: ShardIntent, atLeast: number): Promise<void> {
+    if (atLeast <= shard.generation) return;
+    shard.generation = await this.store.raiseGeneration(shard.id, atLeast);
+  }
+
+  /** neon:L3: one transaction gives every shard whose generation `nodeId` holds a new one. */
+  async reAttach(nodeId: string): Promise<Map<string, number>> {
+    const bumped = await this.store.reAttach(nodeId);
+    for (const { id, generation } of bumped) {
+      const shard = this.shards.get(id);
+      if (shard) {
+        shard.generation = generation;
+        shard.generationNodeId = nodeId;
+      }
+    }
+    return new Map(bumped.map((b) => [b.id, b.generation]));
+  }
+
+  async putNode(record: NodeRecord): Promise<void> {
+    await this.store.putNode({ id: record.id, lifecycle: 'active', attrs: nodeJson(record) });
+    this.tombstones.delete(record.id);
+    this.nodes.set(record.id, record);
+  }
+
+  async tombstone(nodeId: string): Promise<void> {
+    const record = this.nodes.get(nodeId) ?? this.tombstones.get(nodeId);
+    if (!record) return;
+    await this.store.putNode({ id: nodeId, lifecycle: 'deleted', attrs: nodeJson(record) });
+    this.nodes.delete(nodeId);
+    this.tombstones.set(nodeId, record);
+  }
+
+  async removeTombstone(nodeId: string): Promise<void> {
+    await this.store.removeNode(nodeId);
+    this.tombstones.delete(nodeId);
+  }
+}

@@ -1,0 +1,138 @@
+import type { Clock } from '../../src/cluster/clock.ts';
+import { Cancelled, reasonOf } from './sleep.ts';
+
+export { Cancelled, OperationCancelled, reasonOf, sleepUnless } from './sleep.ts';
+import { BackendError } from '../../src/cluster/errors.ts';
+import type { CutOverPhase, CutOverProgress } from '../../src/cluster/shard-control.ts';
+import { checkLocationConfigResponse } from './checks.ts';
+import type { ComputeHook, NotifyOutcome } from './compute-hook.ts';
+import type { PageserverHttp } from './http-client.ts';
+import type { IntentStore } from './intent-store.ts';
+import type { ShardIntent } from './intent.ts';
+import { CALLS } from './neon-retry.ts';
+import type { NodeSet } from './nodes.ts';
+import type { ObservedState } from './observed.ts';
+import type { LocationConfig, LocationConfigMode } from './wire.ts';
+
+/** What a reconcile is built from. */
+export interface ReconcileDeps {
+  clock: Clock;
+  http: PageserverHttp;
+  hook: ComputeHook;
+  intents: IntentStore;
+  observed: ObservedState;
+  nodes: NodeSet;
+  log: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
+  /** neon:C3 defaults outside drains and fills. */
+  warmup: { timeoutMs: number; requestTimeoutMs: number };
+}
+
+/** A reconcile that failed. `issued`: a new generation had been issued to the attached node before it failed (neon:C10). */
+export class ReconcileFailure extends BackendError {
+  constructor(
+    message: string,
+    readonly shardId: string,
+    readonly issued: boolean,
+    readonly phase: CutOverPhase | null,
+    override readonly cause: unknown,
+    readonly cancelled = false,
+  ) {
+    super(cause instanceof BackendError ? cause.code : 'Transient', message, { kind: 'shard', id: shardId });
+  }
+}
+
+/** The state of one reconcile run. */
+export class ReconcileRun {
+  /** A generation was issued in this run (neon:C4 or a direct attach). */
+  issued = false;
+  phase: CutOverPhase | null = null;
+  readonly notes: string[] = [];
+
+  constructor(
+    /** Ends everything: calls in flight and waits. */
+    readonly cancel: AbortSignal,
+    /** An operation's cancel: ends the waits of neon:C6 and neon:C7 only. */
+    readonly soft: AbortSignal | undefined,
+    private readonly onProgress: ((p: CutOverProgress) => void) | undefined,
+  ) {}
+
+  progress(phase: CutOverPhase, description: string, nodeId: string | null): void {
+    this.phase = phase;
+    this.onProgress?.({ phase, description, nodeId });
+  }
+
+  checkCancelled(): void {
+    if (this.cancel.aborted) throw new Cancelled(reasonOf(this.cancel));
+  }
+}
+
+function locationBody(shard: ShardIntent, mode: LocationConfigMode, generation: number | null): LocationConfig {
+  return {
+    mode,
+    generation,
+    secondary_conf: mode === 'Secondary' ? { warm: true } : null,
+    shard_number: shard.shardNumber,
+    shard_count: shard.shardCount,
+    shard_stripe_size: shard.stripeSize,
+    tenant_conf: {},
+  };
+}
+
+/**
+ * `PUT /v1/tenant/:id/location_config` as Neon's `Reconciler::location_config` does it
+ * (neon:C1): the observed location is unknown while the call runs and after a failure; a
+ * detach of an unavailable node is skipped (the node's activation cleans it up later).
+ */
+export async function putLocation(
+  deps: ReconcileDeps,
+  run: ReconcileRun,
+  shard: ShardIntent,
+  nodeId: string,
+  mode: LocationConfigMode,
+  generation: number | null,
+  query: { flushMs?: number; lazy?: boolean } = {},
+): Promise<void> {
+  const node = deps.nodes.get(nodeId);
+  if (!node || !deps.nodes.available(nodeId)) {
+    if (mode === 'Detached') return;
+    throw new BackendError('Unavailable', `pageserver ${nodeId} is ${node ? 'OFFLINE' : 'not registered'}: cannot set ${mode} for shard ${shard.id}`, {
+      kind: 'node',
+      id: nodeId,
+    });
+  }
+  run.checkCancelled();
+  deps.observed.set(shard.id, nodeId, 'unknown');
+  const params = new URLSearchParams();
+  if (query.flushMs !== undefined) params.set('flush_ms', String(query.flushMs));
+  if (query.lazy) params.set('lazy', 'true');
+  const qs = params.size ? `?${params}` : '';
+  const r = await deps.http.request(node, 'PUT', `/v1/tenant/${shard.id}/location_config${qs}`, {
+    body: locationBody(shard, mode, generation),
+    check: checkLocationConfigResponse,
+    ...CALLS.locationConfig,
+    signal: run.cancel,
+  });
+  if (r.attempts > 1) run.notes.push(`retried: PUT location_config ${mode} on node ${nodeId} took ${r.attempts} attempts (${r.failures.join(', ')})`);
+  if (mode === 'Detached') deps.observed.delete(shard.id, nodeId);
+  else deps.observed.set(shard.id, nodeId, { mode, generation });
+}
+
+/** One compute notification for the shard's intended attached node (neon:C12). */
+export function notifyCompute(deps: ReconcileDeps, shard: ShardIntent, signal?: AbortSignal): Promise<NotifyOutcome> {
+  return deps.hook.notify(
+    {
+      tenantId: shard.tenantId,
+      shardNumber: shard.shardNumber,
+      shardCount: shard.shardCount,
+      stripeSize: shard.stripeSize,
+      nodeId: shard.attachedNodeId,
+      preferredZone: shard.preferredZone,
+    },
+    signal,
+  );
+}
+
+export const observedAs = (deps: ReconcileDeps, shardId: string, nodeId: string, mode: LocationConfigMode, generation?: number | null) => {
+  const o = deps.observed.get(shardId, nodeId);
+  return o !== undefined && o !== 'unknown' && o.mode === mode && (generation === undefined || o.generation === generation);
+};

@@ -1,0 +1,165 @@
+import type { NodeAvailability } from '../../src/cluster/types.ts';
+import { BackendError } from '../../src/cluster/errors.ts';
+import { checkLocationConfigList, checkUtilization } from './checks.ts';
+import { heartbeatVerdict } from './heartbeater.ts';
+import type { ReconcileDeps } from './location-calls.ts';
+import { CALLS } from './neon-retry.ts';
+import type { NodeRuntime } from './nodes.ts';
+import type { Reconciler } from './reconciler.ts';
+import type { LocationConfigListResponse } from './wire.ts';
+
+export interface AvailabilityDeps extends ReconcileDeps {
+  reconciler: Reconciler;
+  limits: { maxOfflineIntervalMs: number; maxWarmingUpIntervalMs: number };
+  /** The node's availability changed (a `nodeChanged` event). */
+  changed(node: NodeRuntime): void;
+  /** The node was declared lost (a `nodeLost` event: the gateway fails its shards over, neon:H5). */
+  lost(node: NodeRuntime): void;
+}
+
+/**
+ * Node availability as Neon's controller keeps it (`Node::get_availability_transition`,
+ * neon:H2–H4): heartbeat verdicts, the activation of a node turning ACTIVE, and what going
+ * OFFLINE does to what we know of it. Failing its shards over is the gateway's FAILOVER
+ * operation (neon:H5), which hears the OFFLINE through `nodeChanged`.
+ */
+export class NodeAvailabilityKeeper {
+  private readonly activating = new Set<string>();
+
+  constructor(private readonly deps: AvailabilityDeps) {}
+
+  /** neon:H1: one node's heartbeat, `GET /v1/utilization` with 3 retries of 1 s. */
+  async probe(nodeId: string): Promise<boolean> {
+    const node = this.deps.nodes.get(nodeId);
+    if (!node) return false;
+    try {
+      await this.deps.http.request(node, 'GET', '/v1/utilization', { ...CALLS.heartbeat, check: checkUtilization });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** A heartbeat round ended: apply each node's verdict (neon:H2, neon:H3). */
+  async onRound(results: Map<string, { ok: boolean; sentAt: number }>, endedAt: number): Promise<void> {
+    await Promise.all(
+      [...results].map(async ([nodeId, { ok, sentAt }]) => {
+        const node = this.deps.nodes.get(nodeId);
+        if (!node) return;
+        // A heartbeat sent before a re-attach may have reached the old process.
+        if (ok && node.hb.availability === 'WARMING_UP' && sentAt < node.reattachedAt) return;
+        const verdict = heartbeatVerdict(node.hb, ok, endedAt, this.deps.limits);
+        if (verdict === 'available') {
+          node.hb.lastOkAt = endedAt;
+          // A failed activation keeps it out of ACTIVE; the next round tries again (neon:H4).
+          if (node.hb.availability !== 'ACTIVE') await this.activate(node).catch(() => {});
+        } else if (verdict === 'offline') {
+          const why =
+            node.hb.availability === 'WARMING_UP'
+              ? `no good heartbeat within ${this.deps.limits.maxWarmingUpIntervalMs} ms of its re-attach`
+              : `no good heartbeat for ${this.deps.limits.maxOfflineIntervalMs} ms`;
+          this.deps.log.warn({ node: nodeId }, `pageserver ${nodeId} OFFLINE: ${why}`);
+          this.goOffline(node);
+        }
+      }),
+    );
+  }
+
+  /**
+   * neon:H4 `Offline`/`WarmingUp` → `Active`: list the node's locations (5 retries, 5 s);
+   * differing ones become unknown, shards we do not know are detached; a failure keeps
+   * the node out of ACTIVE. Then ACTIVE, and its unknown locations are reconciled.
+   */
+  async activate(node: NodeRuntime): Promise<void> {
+    if (this.activating.has(node.nodeId)) return;
+    this.activating.add(node.nodeId);
+    try {
+      const { observed, intents, http } = this.deps;
+      const { json } = await http.request<LocationConfigListResponse>(node, 'GET', '/v1/location_config', {
+        ...CALLS.activation,
+        check: checkLocationConfigList,
+      });
+      const reported = new Map(json.tenant_shards);
+      for (const [shardId, config] of reported) {
+        if (!intents.shards.has(shardId)) {
+          await http.request(node, 'PUT', `/v1/tenant/${shardId}/location_config`, {
+            body: {
+              mode: 'Detached',
+              generation: null,
+              secondary_conf: null,
+              shard_number: config?.shard_number ?? 0,
+              shard_count: config?.shard_count ?? 0,
+              shard_stripe_size: 0,
+              tenant_conf: {},
+            },
+            ...CALLS.activation,
+          });
+          this.deps.log.info({ node: node.nodeId, shard: shardId }, `detached shard ${shardId} from node ${node.nodeId}: not known to this controller`);
+          continue;
+        }
+        const mine = observed.get(shardId, node.nodeId);
+        const same = mine !== undefined && mine !== 'unknown' && config !== null && mine.mode === config.mode && mine.generation === config.generation;
+        if (!same) observed.set(shardId, node.nodeId, 'unknown');
+      }
+      // What the node no longer holds: it holds nothing of it.
+      for (const shardId of observed.shardsOn(node.nodeId)) if (!reported.has(shardId)) observed.delete(shardId, node.nodeId);
+      node.hb.warmingSince = null;
+      this.set(node, 'ACTIVE');
+      this.deps.log.info({ node: node.nodeId }, `pageserver ${node.nodeId} ACTIVE`);
+      for (const shard of intents.sortedShards()) {
+        if (shard.policy === 'STOP' || this.deps.reconciler.reconciling(shard.id)) continue;
+        if (observed.get(shard.id, node.nodeId) === 'unknown' || this.deps.reconciler.needsReconcile(shard)) {
+          this.deps.reconciler.run(shard.id).catch(() => {});
+        }
+      }
+    } catch (e) {
+      this.deps.log.warn(
+        { node: node.nodeId, err: e },
+        `pageserver ${node.nodeId} answers heartbeats but could not be activated: ${e instanceof Error ? e.message : String(e)}`,
+      );
+      throw new BackendError('Unavailable', `node ${node.nodeId} could not be activated: ${e instanceof Error ? e.message : String(e)}`, {
+        kind: 'node',
+        id: node.nodeId,
+      });
+    } finally {
+      this.activating.delete(node.nodeId);
+    }
+  }
+
+  /** neon:H4 `→ Offline`: calls in flight end, every location on it becomes unknown (neon:H5a). */
+  goOffline(node: NodeRuntime): void {
+    if (node.hb.availability === 'OFFLINE') return;
+    this.deps.http.abortNode(node.nodeId, `pageserver ${node.nodeId} went OFFLINE`);
+    this.deps.observed.unknownOn(node.nodeId);
+    this.set(node, 'OFFLINE');
+    this.deps.lost(node);
+  }
+
+  /** A re-attach (neon:H6): WARMING_UP from now; calls in flight to the old process end; nothing is rescheduled. */
+  warmingUp(node: NodeRuntime, now: number): void {
+    this.deps.http.abortNode(node.nodeId, `pageserver ${node.nodeId} restarted (re-attach)`);
+    node.reattachedAt = now;
+    node.hb.warmingSince = now;
+    this.set(node, 'WARMING_UP');
+  }
+
+  /**
+   * neon:E6: an operator's availability. `OFFLINE` at once (neon:H8; the next good
+   * heartbeat brings it back); `ACTIVE` through the activation (its failure is the caller's
+   * error); `WARMING_UP` from now.
+   */
+  async command(node: NodeRuntime, availability: NodeAvailability): Promise<void> {
+    if (availability === 'OFFLINE') return this.goOffline(node);
+    if (availability === 'WARMING_UP') {
+      node.hb.warmingSince = this.deps.clock.now();
+      return this.set(node, 'WARMING_UP');
+    }
+    if (node.hb.availability !== 'ACTIVE') await this.activate(node);
+  }
+
+  private set(node: NodeRuntime, availability: NodeAvailability): void {
+    if (node.hb.availability === availability) return;
+    node.hb.availability = availability;
+    this.deps.changed(node);
+  }
+}

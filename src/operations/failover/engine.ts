@@ -1,0 +1,205 @@
+import { randomUUID } from 'node:crypto';
+import type { ClusterEvent, ClusterNode, NodeAvailability } from '../../cluster/types.ts';
+import { isBackendError } from '../../cluster/errors.ts';
+import { NotFoundError, PreconditionFailedError, UnavailableError } from '../../domain/errors.ts';
+import { countsOf, newOperation, type OperationOutcome, type OperationSnapshot, type RequestMeta, type StepRecord } from '../../domain/operations.ts';
+import { failoverRefusal, planFailover } from '../../domain/storage/failover-plan.ts';
+import type { PlanNode } from '../../domain/storage/shards.ts';
+import type { AuditLog } from '../../store/audit-log.ts';
+import type { InterruptedOperation } from '../../store/operation-repository.ts';
+import type { EngineDeps } from '../core/engine-deps.ts';
+import type { OperationKindEngine } from '../core/operation-kind.ts';
+import type { StorageEngine } from '../storage/engine.ts';
+import { FailoverRun, type FailoverRunHost } from './run.ts';
+
+const KINDS = ['FAILOVER'] as const;
+/** Failovers start by themselves: the audit log and the operation name this actor. */
+const SYSTEM_ACTOR = 'system';
+
+/**
+ * Failover of a lost node (neon:H5) as operations of kind FAILOVER, for every backend that
+ * serves shards and can fail them over (`backend.failover`). When the backend declares a
+ * node lost (`nodeLost`) — by its own heartbeats (neon:H3) or an operator's config (neon:H8) — its
+ * attached shards get a new attached node each, unless it is the only node (H5b) or no
+ * node may schedule (H5c). Never refused or queued by `maxConcurrentOperations`: the drain
+ * or fill running on the lost node ends FAILED (`NODE_OFFLINE`) and its shards are the
+ * failover's.
+ */
+export class FailoverEngine implements OperationKindEngine {
+  readonly kinds = KINDS;
+  private readonly nodes = new Map<string, ClusterNode>();
+  private unwatch: (() => void) | null = null;
+  private readonly host: FailoverRunHost;
+
+  constructor(private readonly deps: EngineDeps & { storage: StorageEngine; audit: AuditLog }) {
+    this.host = {
+      backend: deps.backend,
+      clock: deps.clock,
+      journal: deps.operations.journal,
+      observer: deps.observer,
+      log: deps.log,
+      planNodes: () => this.planNodes(),
+      finish: (run, outcome, failure) => this.finish(run, outcome, failure),
+    };
+    deps.operations.register(this);
+  }
+
+  private get core() {
+    return this.deps.operations;
+  }
+
+  async prepare(): Promise<boolean> {
+    const { backend } = this.deps;
+    if (!backend.capabilities.shards || !backend.failover) return false;
+    this.unwatch = backend.watch((event) => this.onClusterEvent(event));
+    for (const n of await backend.listNodes()) this.nodes.set(n.id, n);
+    return true;
+  }
+
+  resume({ snapshot: stored, steps: recorded }: InterruptedOperation): void {
+    const steps = recorded.map((s) => (s.state === 'MOVING' ? { ...s, state: 'PLANNED' as const, startedAt: null } : s));
+    const snapshot = { ...stored, counts: countsOf(steps), waitingOn: null };
+    this.deps.log.info({ operation: snapshot.id, node: snapshot.nodeId, left: snapshot.counts.planned }, `resuming the failover of node ${snapshot.nodeId}`);
+    this.core.launch(new FailoverRun(this.host, snapshot, steps));
+  }
+
+  stop(): void {
+    this.unwatch?.();
+  }
+
+  /**
+   * neon:E6, neon:H8: an operator's availability for the node. `OFFLINE` at once (a
+   * FAILOVER follows, as for a lost node; on a node that still answers the next good
+   * heartbeat brings it back), `ACTIVE` through the node's activation, `WARMING_UP` from now.
+   */
+  async setNodeAvailability(nodeId: string, availability: NodeAvailability, meta: RequestMeta): Promise<ClusterNode> {
+    const { backend, log } = this.deps;
+    if (!backend.failover) throw new PreconditionFailedError('NOT_SUPPORTED', 'this backend does not take a commanded availability');
+    if (!(await backend.getNode(nodeId))) throw new NotFoundError('node', nodeId);
+    try {
+      await backend.failover.setNodeAvailability(nodeId, availability);
+    } catch (e) {
+      // An activation that could not list the node's locations (neon:H4).
+      if (isBackendError(e, 'Unavailable')) throw new UnavailableError(e.message, nodeId);
+      throw e;
+    }
+    log.info({ node: nodeId, availability, actor: meta.actor, reason: meta.reason }, `node ${nodeId} set ${availability} by ${meta.actor}`);
+    const node = await backend.getNode(nodeId);
+    if (!node) throw new NotFoundError('node', nodeId);
+    return node;
+  }
+
+  /** The failover running for the node, if any. */
+  activeFailover(nodeId: string): OperationSnapshot | null {
+    return this.core.live.on(nodeId, KINDS)?.snapshot ?? null;
+  }
+
+  /** Resolves once the failovers started so far have been admitted (tests). */
+  idle(): Promise<void> {
+    return this.admitting;
+  }
+
+  private admitting: Promise<void> = Promise.resolve();
+
+  private onClusterEvent(event: ClusterEvent): void {
+    if (this.core.stopped) return;
+    if (event.type === 'nodeRemoved') {
+      this.nodes.delete(event.nodeId);
+      return;
+    }
+    if (event.type === 'nodeChanged') {
+      this.nodes.set(event.node.id, event.node);
+      for (const run of this.core.live.all(KINDS)) run.nudge();
+      return;
+    }
+    if (event.type !== 'nodeLost') return;
+    const { nodeId } = event;
+    this.admitting = this.admitting
+      .then(() => this.core.exclusive(() => this.nodeLost(nodeId)))
+      .catch((e: unknown) => this.deps.log.error({ err: e, node: nodeId }, `failover of node ${nodeId} could not start`));
+  }
+
+  private planNodes(): Map<string, PlanNode> {
+    const out = new Map<string, PlanNode>();
+    for (const n of this.nodes.values()) out.set(n.id, { id: n.id, zone: n.zone, availability: n.availability, policy: this.deps.storage.policyOf(n.id) });
+    return out;
+  }
+
+  /** neon:H5: hold the lock. */
+  private async nodeLost(nodeId: string): Promise<void> {
+    const { backend, store, clock, log } = this.deps;
+    if (this.activeFailover(nodeId)) return;
+    const node = await backend.getNode(nodeId);
+    if (!node || node.availability !== 'OFFLINE') return;
+    const nodes = [...this.planNodes().values()];
+    const refusal = failoverRefusal(nodeId, nodes);
+    const all = await backend.listShards();
+    const shards = all.filter((s) => s.attachedNodeId === nodeId);
+    const now = clock.now();
+    if (refusal || shards.length === 0) {
+      const why =
+        refusal === 'ONLY_NODE' ? 'it is the only node' : refusal === 'NO_SCHEDULABLE_NODE' ? 'no other node may take shards' : 'no shard is attached there';
+      log.warn({ node: nodeId, reason: refusal ?? 'NO_SHARDS' }, `node ${nodeId} is OFFLINE: nothing is failed over, ${why}`);
+      if (refusal)
+        await store.events
+          .append({ at: now, type: 'FAILOVER_NOT_STARTED', nodeId, operationId: null, payload: { reason: refusal, shards: shards.length } })
+          .then(() => {});
+      return;
+    }
+    // The drain or fill of the lost node ends: its shards are the failover's now.
+    this.deps.storage.loseNode(nodeId);
+    const steps: StepRecord[] = planFailover(nodeId, all, nodes).map((d, seq) => ({
+      workloadKind: 'shard',
+      workloadId: d.shard.id,
+      action: 'FAILOVER',
+      state: d.action === 'move' ? 'PLANNED' : 'SKIPPED',
+      reason: d.action === 'skip' ? d.reason : d.cold ? 'COLD_ATTACH' : null,
+      error: null,
+      fromNodeId: nodeId,
+      toNodeId: d.action === 'move' ? d.toNodeId : null,
+      seq,
+      startedAt: null,
+      finishedAt: d.action === 'skip' ? now : null,
+    }));
+    const meta = { actor: SYSTEM_ACTOR, reason: `node ${nodeId} went OFFLINE` };
+    const snapshot = newOperation({ id: randomUUID(), kind: 'FAILOVER', nodeId, meta, steps, now });
+    await store.commit([
+      store.operations.create(snapshot, {}, steps),
+      store.events.append({
+        at: now,
+        type: 'OPERATION_STARTED',
+        nodeId,
+        operationId: snapshot.id,
+        payload: { kind: 'FAILOVER', actor: meta.actor, reason: meta.reason, counts: snapshot.counts },
+      }),
+    ]);
+    await this.deps.audit.record({
+      actor: SYSTEM_ACTOR,
+      action: 'failover',
+      arguments: { nodeId, shards: shards.length },
+      reason: meta.reason,
+      outcome: 'OK',
+      nodeId,
+      at: new Date(now),
+    });
+    this.deps.observer.operationStarted('FAILOVER');
+    for (const s of steps) if (s.state === 'SKIPPED') this.deps.observer.stepFinished('FAILOVER', 'SKIPPED', s.reason, null);
+    log.warn(
+      { operation: snapshot.id, node: nodeId, planned: snapshot.counts.planned, skipped: snapshot.counts.skipped },
+      `node ${nodeId} is OFFLINE: failing over ${snapshot.counts.planned} shard(s)`,
+    );
+    this.core.launch(new FailoverRun(this.host, snapshot, steps));
+    this.core.publishProgress(snapshot, steps);
+  }
+
+  private async finish(run: FailoverRun, outcome: OperationOutcome, failure: string | null): Promise<void> {
+    if (this.core.stopped) return;
+    await this.core.journal.flush();
+    await this.core.exclusive(() => this.core.close(run, outcome, failure));
+    const c = run.snapshot.counts;
+    this.deps.log.info(
+      { operation: run.snapshot.id, node: run.nodeId, moved: c.moved, skipped: c.skipped, failed: c.failed },
+      `failover of node ${run.nodeId} ${outcome.toLowerCase()}`,
+    );
+  }
+}

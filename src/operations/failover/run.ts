@@ -1,0 +1,107 @@
+import type { ClusterBackend } from '../../cluster/backend.ts';
+import { isBackendError } from '../../cluster/errors.ts';
+import { nodeOf, type OperationSnapshot, type StepRecord } from '../../domain/operations.ts';
+import { chooseFailoverTarget } from '../../domain/storage/failover-plan.ts';
+import { maySchedule } from '../../domain/storage/policy.ts';
+import type { PlanNode } from '../../domain/storage/shards.ts';
+import { StepRun, type FinishedStepState, type StepRunHost } from '../core/step-run.ts';
+
+export interface FailoverRunHost extends StepRunHost<FailoverRun> {
+  backend: ClusterBackend;
+  /** The cluster's nodes as last seen, with their policies. */
+  planNodes(): Map<string, PlanNode>;
+}
+
+/** Direct attaches in flight at once: Neon's normal-priority reconcile units (`RECONCILER_CONCURRENCY_DEFAULT`, neon:H5). */
+const IN_FLIGHT = 128;
+const WAITING_ON_SAMPLE = 20;
+
+/**
+ * A lost node's failover (neon:H5): one step per shard that was attached there, each a
+ * direct attach of the shard to its new node (a new generation and one compute
+ * notification, done by the backend). Never cancelled by an operator; a gateway restart
+ * resumes it (a step that was in flight is asked again: the backend's failover is idempotent).
+ */
+export class FailoverRun extends StepRun<FailoverRun> {
+  private queue: StepRecord[];
+  private readonly inFlight = new Set<string>();
+
+  constructor(
+    protected override readonly host: FailoverRunHost,
+    snapshot: OperationSnapshot,
+    steps: StepRecord[],
+  ) {
+    super(host, snapshot);
+    this.queue = steps.filter((s) => s.state === 'PLANNED').sort((a, b) => a.seq - b.seq);
+  }
+
+  override get nodeId(): string {
+    return nodeOf(this.snapshot);
+  }
+
+  protected async run(): Promise<void> {
+    for (;;) {
+      const woken = this.nextWakeUp();
+      if (this.halted) return;
+      while (this.queue.length && this.inFlight.size < IN_FLIGHT) {
+        const step = this.queue.shift()!;
+        this.inFlight.add(step.workloadId);
+        this.launch(
+          step,
+          () => this.failOver(step),
+          () => this.inFlight.delete(step.workloadId),
+        );
+      }
+      if (!this.queue.length && !this.inFlight.size) break;
+      this.setWaiting({
+        kind: 'MOVES_IN_FLIGHT',
+        description: `failing over ${this.inFlight.size} shard(s) from node ${this.nodeId}${this.queue.length ? `, ${this.queue.length} waiting` : ''}`,
+        nodeId: this.nodeId,
+        workloadIds: [...this.inFlight].slice(0, WAITING_ON_SAMPLE),
+        since: this.snapshot.startedAt,
+      });
+      await woken;
+    }
+    this.snapshot.waitingOn = null;
+    await this.end('SUCCEEDED', null);
+  }
+
+  protected stepEvent(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null) {
+    return { type: `SHARD_${state}`, payload: { shard: step.workloadId, from: step.fromNodeId, to: step.toNodeId, reason, error, failover: true } };
+  }
+
+  private async failOver(step: StepRecord): Promise<void> {
+    const { backend, log } = this.host;
+    const shard = await backend.getShard(step.workloadId);
+    if (!shard) return this.finishStep(step, 'SKIPPED', 'SHARD_GONE', null);
+    if (shard.attachedNodeId !== this.nodeId) {
+      if (shard.attachedNodeId === step.toNodeId) return this.finishStep(step, 'MOVED', null, null);
+      return this.finishStep(step, 'SKIPPED', 'NOT_ATTACHED_HERE', `attached to node ${shard.attachedNodeId} by someone else`);
+    }
+    if (shard.policy === 'PAUSE' || shard.policy === 'STOP') return this.finishStep(step, 'SKIPPED', `SHARD_POLICY_${shard.policy}`, null);
+    // The planned node may have stopped being schedulable meanwhile: choose again.
+    const nodes = this.host.planNodes();
+    const planned = step.toNodeId === null ? undefined : nodes.get(step.toNodeId);
+    let toNodeId: string;
+    if (planned && maySchedule(planned)) toNodeId = planned.id;
+    else {
+      const counts = new Map<string, number>();
+      for (const s of await backend.listShards()) counts.set(s.attachedNodeId, (counts.get(s.attachedNodeId) ?? 0) + 1);
+      const again = chooseFailoverTarget(shard, this.nodeId, nodes, counts);
+      if (!again) return this.finishStep(step, 'SKIPPED', 'NO_SCHEDULABLE_NODE', null);
+      toNodeId = again.nodeId;
+    }
+    this.startStep(step, { fromNodeId: this.nodeId, toNodeId });
+    this.host.observer.movesInFlight('FAILOVER', 1);
+    try {
+      const result = await backend.failover!.failOverShard(shard.id, { fromNodeId: this.nodeId, toNodeId });
+      this.finishStep(step, 'MOVED', null, result?.note ?? null);
+    } catch (e) {
+      const code = isBackendError(e) ? e.code.toUpperCase() : 'ERROR';
+      this.finishStep(step, 'FAILED', code, e instanceof Error ? e.message : String(e));
+      log.warn({ operation: this.snapshot.id, shard: shard.id, node: toNodeId, err: e }, `failover of shard ${shard.id} to node ${toNodeId} failed`);
+    } finally {
+      this.host.observer.movesInFlight('FAILOVER', -1);
+    }
+  }
+}

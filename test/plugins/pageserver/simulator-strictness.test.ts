@@ -1,0 +1,83 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_TIMELINE_ID, formatShardId, PageserverSim, SafetyChecker } from '../../../simulators/pageserver/index.ts';
+
+/**
+ * The pageserver simulator refuses what Neon's pageserver refuses (issue 11, "Simulators";
+ * each refusal is listed in simulators/README.md): a plugin that passes against it does not
+ * rely on a request the real pageserver would reject.
+ */
+
+const SHARD = formatShardId('a'.repeat(32), 0, 0);
+const OTHER = formatShardId('c'.repeat(32), 0, 0);
+const sims: PageserverSim[] = [];
+afterEach(async () => {
+  for (const s of sims.splice(0)) await s.close();
+});
+
+async function sim(): Promise<PageserverSim> {
+  const s = await new PageserverSim({ nodeId: 1, safety: new SafetyChecker() }).start();
+  sims.push(s);
+  return s;
+}
+
+async function put(s: PageserverSim, shardId: string, body: Record<string, unknown>) {
+  const res = await fetch(`${s.url}/v1/tenant/${shardId}/location_config`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ tenant_conf: {}, ...body }),
+  });
+  return { status: res.status, json: (await res.json()) as unknown };
+}
+
+async function waitLsn(s: PageserverSim, shardId: string) {
+  const res = await fetch(`${s.url}/v1/tenant/${shardId}/wait_lsn`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ [DEFAULT_TIMELINE_ID]: '0/1', timeout: { secs: 0, nanos: 0 } }),
+  });
+  return { status: res.status, json: (await res.json()) as unknown };
+}
+
+describe('the pageserver simulator is strict as Neon', () => {
+  it('a location_config with a generation below one seen for the shard is refused (stale generation), and so is an attached mode without one', async () => {
+    const s = await sim();
+    expect((await put(s, SHARD, { mode: 'AttachedSingle', generation: 5 })).status).toBe(200);
+    expect(await put(s, SHARD, { mode: 'AttachedSingle', generation: 4 })).toEqual({
+      status: 400,
+      json: { msg: 'Bad request: Generation 4 is less than existing 5' },
+    });
+    // Not even after the shard was detached: the pageserver remembers the highest generation.
+    expect((await put(s, SHARD, { mode: 'Detached' })).status).toBe(200);
+    expect((await put(s, SHARD, { mode: 'AttachedMulti', generation: 3 })).status).toBe(400);
+    expect(await put(s, OTHER, { mode: 'AttachedSingle' })).toEqual({ status: 400, json: { msg: 'Bad request: AttachedSingle needs a generation' } });
+    expect(await put(s, OTHER, { mode: 'AttachedSingle', generation: null })).toMatchObject({ status: 400 });
+    expect(s.view()).toEqual({});
+  });
+
+  it('AttachedMulti for a shard the node never held, and AttachedStale for one not attached there, are refused', async () => {
+    const s = await sim();
+    expect(await put(s, SHARD, { mode: 'AttachedMulti', generation: 1 })).toEqual({
+      status: 400,
+      json: { msg: `Bad request: AttachedMulti for tenant shard ${SHARD}, which this pageserver never held` },
+    });
+    expect(await put(s, SHARD, { mode: 'AttachedStale', generation: 1 })).toEqual({
+      status: 400,
+      json: { msg: `Bad request: AttachedStale for tenant shard ${SHARD}, which is not attached here` },
+    });
+    // A secondary there is held but not attached: AttachedMulti is fine, AttachedStale is not.
+    expect((await put(s, SHARD, { mode: 'Secondary', secondary_conf: { warm: true } })).status).toBe(200);
+    expect((await put(s, SHARD, { mode: 'AttachedStale', generation: 1 })).status).toBe(400);
+    expect((await put(s, SHARD, { mode: 'AttachedMulti', generation: 1 })).status).toBe(200);
+    expect((await put(s, SHARD, { mode: 'AttachedStale', generation: 1 })).status).toBe(200);
+    expect(s.view()).toEqual({ [SHARD]: { mode: 'AttachedStale', generation: 1 } });
+  });
+
+  it('wait_lsn for a shard not attached there is 404; attached and caught up is 200', async () => {
+    const s = await sim();
+    expect(await waitLsn(s, SHARD)).toEqual({ status: 404, json: { msg: `NotFound: Tenant shard ${SHARD} is not attached here` } });
+    await put(s, SHARD, { mode: 'Secondary', secondary_conf: { warm: true } });
+    expect((await waitLsn(s, SHARD)).status).toBe(404);
+    await put(s, SHARD, { mode: 'AttachedSingle', generation: 1 });
+    expect((await waitLsn(s, SHARD)).status).toBe(200);
+  });
+});
