@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { startThrowawayPostgres } from '../test/support/postgres-server.ts';
 import type { Benchmark, BenchReport } from './benchmark.ts';
-import { drainOnce, GOAL, LATENCY_MS, SHARDS, WIDTH } from './drain-10k.ts';
+import { GOAL, LATENCY_MS, SHARDS, WIDTH } from './drain-10k.ts';
+import { drainOnce } from './drain-harness.ts';
 
 async function freshDatabase(serverUrl: string): Promise<string> {
   const name = `lk_bench_${randomBytes(4).toString('hex')}`;
@@ -35,7 +36,7 @@ export const drain10kPostgresql: Benchmark = {
     const runs = [];
     try {
       for (let i = 0; i < options.rounds; i++) {
-        const r = await drainOnce(await freshDatabase(serverUrl));
+        const r = await drainOnce({ shards: SHARDS, width: WIDTH, latencyMs: LATENCY_MS, databaseUrl: await freshDatabase(serverUrl) });
         progress(`  run ${i + 1}: ${r.wallMs.toFixed(0)} ms (${(r.wallMs / ideal).toFixed(3)} × ideal), peak RSS ${(r.peakRss / 1024 ** 2).toFixed(0)} MiB`);
         runs.push(r);
       }

@@ -6,81 +6,13 @@
  * persistence (group-committed steps and events) and scheduling add to the moves
  * themselves. Peak RSS of the process is reported beside it.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createSimulatedCluster, type TopologySpec } from '../plugins/fake/index.ts';
-import { createLogger } from '../src/logger.ts';
-import { DEFAULT_CONFIG } from '../src/config/defaults.ts';
-import { buildApp } from '../src/server.ts';
-import { openDatabase } from '../src/store/database.ts';
 import type { Benchmark, BenchReport } from './benchmark.ts';
+import { DRAIN_NODES as NODES, drainOnce, WARMUP_SHARDS } from './drain-harness.ts';
 
 export const SHARDS = 10_000;
-const NODES = 10;
 export const WIDTH = 64;
 export const LATENCY_MS = 20;
 export const GOAL = 1.15;
-
-/** A small node drained first, so one-time costs (JIT, query compilation) are not counted. */
-const WARMUP_NODE = String(NODES + 1);
-const WARMUP_SHARDS = 2 * WIDTH;
-
-function topology(): TopologySpec {
-  const nodes = Array.from({ length: NODES + 1 }, (_, i) => ({ id: String(i + 1), zone: 'zone-a' }));
-  const warmup = Array.from({ length: WARMUP_SHARDS }, (_, i) => ({
-    tenantId: 'warmup',
-    shardNumber: i,
-    shardCount: WARMUP_SHARDS,
-    attachedNodeId: WARMUP_NODE,
-    secondaries: [{ nodeId: String(2 + (i % (NODES - 1))) }],
-    sizeBytes: 1024,
-  }));
-  const shards = Array.from({ length: SHARDS }, (_, i) => ({
-    tenantId: `tenant${String(Math.floor(i / 100)).padStart(4, '0')}`,
-    shardNumber: i % 100,
-    shardCount: 100,
-    attachedNodeId: '1',
-    secondaries: [{ nodeId: String(2 + (i % (NODES - 1))) }],
-    sizeBytes: 1024,
-  }));
-  return { nodes, shards: [...warmup, ...shards] };
-}
-
-/** One measured drain; on a fresh SQLite file, or on the empty database `databaseUrl` names (PostgreSQL: bench/drain-10k-postgresql.ts). */
-export async function drainOnce(databaseUrl?: string): Promise<{ wallMs: number; moved: number; peakRss: number }> {
-  const dir = mkdtempSync(join(tmpdir(), 'lockkeeper-drain-bench-'));
-  const db = await openDatabase({ url: databaseUrl ?? `file:${join(dir, 'bench.db')}` });
-  const cluster = createSimulatedCluster({ topology: topology(), latenciesMs: { cutOver: LATENCY_MS } });
-  const app = buildApp({
-    backend: cluster,
-    log: createLogger('warn'),
-    prisma: db.prisma,
-    hotPath: db.hotPath,
-    config: { ...DEFAULT_CONFIG, operations: { ...DEFAULT_CONFIG.operations, maxConcurrentMoves: WIDTH } },
-    onClose: () => db.close(),
-  });
-  await app.ready();
-  let peakRss = process.memoryUsage().rss;
-  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 20);
-  try {
-    await app.storage.startDrain(WARMUP_NODE, { actor: 'bench', reason: 'warm-up' });
-    await app.storage.settled(WARMUP_NODE);
-    const started = performance.now();
-    const op = await app.storage.startDrain('1', { actor: 'bench', reason: null });
-    await app.storage.settled('1');
-    const wallMs = performance.now() - started;
-    const done = await app.operations.getOperation(op.id);
-    if (done?.state !== 'SUCCEEDED' || done.counts.moved !== SHARDS) throw new Error(`drain did not move every shard: ${JSON.stringify(done)}`);
-    const rows = await db.prisma.operationStep.count({ where: { operationId: op.id, state: 'MOVED' } });
-    if (rows !== SHARDS) throw new Error(`only ${rows} steps persisted as MOVED`);
-    return { wallMs, moved: done.counts.moved, peakRss: Math.max(peakRss, process.memoryUsage().rss) };
-  } finally {
-    clearInterval(sampler);
-    await app.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 export const drain10k: Benchmark = {
   name: 'drain-10k',
@@ -89,7 +21,7 @@ export const drain10k: Benchmark = {
     const ideal = Math.ceil(SHARDS / WIDTH) * LATENCY_MS;
     const runs = [];
     for (let i = 0; i < options.rounds; i++) {
-      const r = await drainOnce();
+      const r = await drainOnce({ shards: SHARDS, width: WIDTH, latencyMs: LATENCY_MS });
       progress(`  run ${i + 1}: ${r.wallMs.toFixed(0)} ms (${(r.wallMs / ideal).toFixed(3)} × ideal), peak RSS ${(r.peakRss / 1024 ** 2).toFixed(0)} MiB`);
       runs.push(r);
     }

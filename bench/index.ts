@@ -1,9 +1,12 @@
 import type { Benchmark } from './benchmark.ts';
+import { drain0 } from './drain-0.ts';
 import { drain10k } from './drain-10k.ts';
 import { drain10kPostgresql } from './drain-10k-postgresql.ts';
 import { maintenance500 } from './maintenance-500.ts';
+import { memory } from './memory.ts';
 import { readPath } from './read-path.ts';
+import { startup } from './startup.ts';
 import { takeover } from './takeover.ts';
 
 /** Every benchmark `npm run bench` runs, in order. Register new ones here. */
-export const benchmarks: readonly Benchmark[] = [readPath, drain10k, maintenance500, drain10kPostgresql, takeover];
+export const benchmarks: readonly Benchmark[] = [readPath, startup, memory, drain0, drain10k, maintenance500, drain10kPostgresql, takeover];

@@ -85,6 +85,7 @@ async function once(): Promise<Run> {
     backend: wrapped,
     log: createLogger('warn'),
     prisma: db.prisma,
+    hotPath: db.hotPath,
     config: {
       ...DEFAULT_CONFIG,
       operations: { ...DEFAULT_CONFIG.operations, maxParallelMigrations: PER_CLUSTER, maxOutboundMigrationsPerNode: PER_NODE },

@@ -27,7 +27,7 @@ import { StorageEngine } from './operations/storage/engine.ts';
 import { headerOf } from './rest/http-io.ts';
 import { createNeonFacade } from './rest/neon-facade.ts';
 import { AuditLog } from './store/audit-log.ts';
-import type { HotPathSql } from './store/hot-path-sql.ts';
+import type { HotPath } from './store/hot-path-sql.ts';
 import type { PrismaClient } from './store/index.ts';
 import { createRepositories } from './store/repositories.ts';
 import { isFenceError } from './leadership/lease-store.ts';
@@ -48,8 +48,8 @@ export interface AppDeps {
   backend: ClusterBackend;
   log: Logger;
   prisma: PrismaClient;
-  /** The database dialect's hot-path statements (Database.hotPath); default SQLite's. */
-  hotPath?: HotPathSql;
+  /** The database dialect's hot path (Database.hotPath). */
+  hotPath: HotPath;
   /** Parsed once at start (src/config/load.ts): every default is in place. */
   config: AppConfig;
   clock?: Clock;

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { systemClock, type Clock } from '../../src/cluster/clock.ts';
 import { demoTopology } from './demo-topology.ts';
+import { generateTopology } from './generate-topology.ts';
 import { DEFAULT_LATENCIES_MS, fakeOptionsSchema, type FakeOptions, type FakeOptionsInput } from './options.ts';
 import { SimulatedCluster } from './simulated-cluster.ts';
 import { emptyTopology, topologySchema, type Topology } from './topology.ts';
@@ -14,6 +15,7 @@ export interface CreateSimulatedClusterOptions extends FakeOptionsInput {
 function resolveTopology(topology: FakeOptions['topology']): Topology {
   if (topology === 'demo') return topologySchema.parse(demoTopology());
   if (topology === 'empty') return topologySchema.parse(emptyTopology());
+  if ('generate' in topology) return topologySchema.parse(generateTopology(topology.generate));
   return topology;
 }
 

@@ -48,6 +48,10 @@ export class FaultInjector {
     }
   }
 
+  isStuck(id: string): boolean {
+    return this.settings.stuck.includes(id);
+  }
+
   /**
    * Resolves once `id` is not stuck (at once when it is not). A stuck move completes as
    * soon as the fault is lifted; `cancel` forgets the waiter when the move is aborted.

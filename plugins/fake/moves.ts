@@ -83,18 +83,20 @@ export class MoveTracker {
         cancelStuck();
         settle(error);
       };
+      const finish = () => {
+        if (settled) return;
+        try {
+          spec.complete();
+          settle();
+        } catch (error) {
+          settle(error);
+        }
+      };
       cancelTimer = this.clock.setTimer(latencyMs, () => {
-        const gate = spec.stuckId === undefined ? { promise: Promise.resolve(), cancel: () => {} } : this.faults.untilUnstuck(spec.stuckId);
+        if (spec.stuckId === undefined || !this.faults.isStuck(spec.stuckId)) return finish();
+        const gate = this.faults.untilUnstuck(spec.stuckId);
         cancelStuck = gate.cancel;
-        void gate.promise.then(() => {
-          if (settled) return;
-          try {
-            spec.complete();
-            settle();
-          } catch (error) {
-            settle(error);
-          }
-        });
+        void gate.promise.then(finish);
       });
     });
     this.moves.set(key, {

@@ -9,10 +9,43 @@ const ms = z.number().int().nonnegative();
 
 export const latenciesSchema = z.object({ migrate: ms, stop: ms, start: ms, cutOver: ms, cordon: ms }).partial().strict();
 
+const count = (max: number) => z.number().int().nonnegative().max(max);
+
+/** Most workloads a generated topology may hold: beyond it the simulator is not the tool. */
+const MAX_GENERATED_WORKLOADS = 2_000_000;
+
+/**
+ * `topology: { generate: {...} }`: a cluster of any size as config, not code (the memory
+ * benchmark's 100 000 shards + 10 000 VMs) — see generateTopology for each field.
+ */
+const generatedTopologySchema = z
+  .object({
+    generate: z
+      .object({
+        nodes: count(10_000).min(1),
+        zones: count(1_000).min(1).optional(),
+        controlPlaneNodes: count(10_000).optional(),
+        vmsPerNode: count(100_000).optional(),
+        namespaces: z.array(z.string().min(1)).min(1).optional(),
+        tenants: count(1_000_000).optional(),
+        shardsPerTenant: count(256).min(1).optional(),
+        secondariesPerShard: count(16).optional(),
+        seed: z.number().int().optional(),
+      })
+      .strict()
+      .refine((g) => g.nodes * (g.vmsPerNode ?? 0) + (g.tenants ?? 0) * (g.shardsPerTenant ?? 1) <= MAX_GENERATED_WORKLOADS, {
+        message: `at most ${MAX_GENERATED_WORKLOADS.toLocaleString('en')} workloads (nodes × vmsPerNode + tenants × shardsPerTenant)`,
+      }),
+  })
+  .strict();
+
+/** An object without `generate`: so that a bad `generate` is reported as such, not as an unknown key of an inline topology. */
+const notGenerated = z.custom<unknown>((v) => !(typeof v === 'object' && v !== null && 'generate' in v), { abort: true });
+
 /** Options of the `fake` plugin (config file `backend.options`); unknown keys are rejected by name. */
 export const fakeOptionsSchema = z
   .object({
-    topology: z.union([z.literal('demo'), z.literal('empty'), topologySchema]).default('demo'),
+    topology: z.union([z.literal('demo'), z.literal('empty'), generatedTopologySchema, notGenerated.pipe(topologySchema)]).default('demo'),
     latenciesMs: latenciesSchema.default({}),
     /** How long a restarting node stays OFFLINE before it re-attaches. */
     restartDelayMs: ms.default(3000),

@@ -11,7 +11,7 @@ function requireSecondary(shard: ClusterShard, nodeId: string): void {
 }
 
 /** Asking an OFFLINE pageserver fails, as a real request would: the caller sees "unknown lag". */
-export async function getSecondaryStatus(rt: Runtime, shardId: string, nodeId: string): Promise<SecondaryStatus> {
+export function getSecondaryStatus(rt: Runtime, shardId: string, nodeId: string): SecondaryStatus {
   const shard = rt.state.shard(shardId);
   rt.state.requireOnline(nodeId);
   requireSecondary(shard, nodeId);
@@ -53,7 +53,8 @@ export function finishCutOver(rt: Runtime, shard: ClusterShard, fromNodeId: stri
   return true;
 }
 
-export async function cutOverShard(rt: Runtime, id: string, options: { fromNodeId: string; toNodeId: string }): Promise<void> {
+/** Throws at once when the cut-over is refused; otherwise the move's promise (undefined when there is nothing to do). */
+export function cutOverShard(rt: Runtime, id: string, options: { fromNodeId: string; toNodeId: string }): Promise<void> | void {
   const shard = rt.state.shard(id);
   const { fromNodeId, toNodeId } = options;
   rt.state.node(fromNodeId);

@@ -1,17 +1,19 @@
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ClusterBackend } from '../cluster/backend.ts';
 import { combineBackends } from '../cluster/composite.ts';
 import type { ClusterPlugin, PluginContext } from '../cluster/plugin.ts';
 import type { PluginStore } from '../cluster/plugin-store.ts';
 import { issueLines } from '../cluster/zod-issues.ts';
+import { COMPILED, projectPath } from '../project-root.ts';
 import { ConfigError } from './errors.ts';
 import type { PluginEntry } from './schema.ts';
 
-const pluginsDir = new URL('../../plugins/', import.meta.url);
+/** The plugins' folder: their TypeScript, or the compiled build's (`dist/plugins`, see scripts/build.mjs). */
+const pluginsDir = pathToFileURL(projectPath(COMPILED ? 'dist/plugins/' : 'plugins/'));
 
 function pluginModuleUrl(name: string): URL {
-  return new URL(`${name}/index.ts`, pluginsDir);
+  return new URL(`${name}/index.${COMPILED ? 'js' : 'ts'}`, pluginsDir);
 }
 
 /**

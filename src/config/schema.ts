@@ -112,6 +112,12 @@ const limitSettingsSchema = z
      * costs about 20 000.
      */
     maxCost: z.number().int().min(1).default(50_000),
+    /**
+     * Aliased fields in one operation (fragments counted where spread, `__typename` exempt):
+     * aliases let one request run a field thousands of times under cost and depth limits
+     * that each count it once per alias.
+     */
+    maxAliases: z.number().int().min(0).default(15),
     /** Largest request body (GraphQL over HTTP, REST) and WebSocket message, in bytes. */
     maxBodyBytes: z
       .number()

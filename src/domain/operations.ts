@@ -140,7 +140,11 @@ const FIELD: Record<StepState, keyof Omit<OperationCounts, 'skippedByReason' | '
 };
 
 /** Adjusts `counts` for a step going from `before` (null: new) to `after`. */
-export function countTransition(counts: OperationCounts, before: StepRecord | null, after: StepRecord): void {
+export function countTransition(
+  counts: OperationCounts,
+  before: Pick<StepRecord, 'state' | 'reason'> | null,
+  after: Pick<StepRecord, 'state' | 'reason'>,
+): void {
   if (before) {
     counts[FIELD[before.state]]--;
     if (before.state === 'SKIPPED') bump(counts.skippedByReason, before.reason, -1);

@@ -8,13 +8,15 @@ import type { Logger } from '../logger.ts';
 import { createContext, type AppServices, type GraphQLContext } from './context.ts';
 import { renderLockkeeperGraphiQL } from './graphiql.ts';
 import { toTypedError } from './map-backend-error.ts';
-import { useBadRequestStatus } from './plugins/use-bad-request-status.ts';
+import { useAliasLimit } from './plugins/use-alias-limit.ts';
+import { useCompiledQueries } from './plugins/use-compiled-queries.ts';
 import { useCostLimit } from './plugins/use-cost-limit.ts';
 import { useCsrfPrevention } from './plugins/use-csrf-prevention.ts';
 import { useDepthLimit } from './plugins/use-depth-limit.ts';
 import { useEndSubscriptionsOnRevoke } from './plugins/use-end-subscriptions-on-revoke.ts';
 import { useMutationRateLimit } from './plugins/use-mutation-rate-limit.ts';
 import { useNoOriginalErrors } from './plugins/use-no-original-errors.ts';
+import { useHttpStatus } from './plugins/use-http-status.ts';
 import { buildSchema } from './schema.ts';
 
 export const GRAPHQL_PATH = '/graphql';
@@ -23,7 +25,7 @@ export type LockkeeperYoga = YogaServerInstance<Record<string, unknown>, GraphQL
 
 export interface GraphQLHandlerOptions {
   /** Abuse limits of GraphQL documents (config `limits`). */
-  limits: Pick<LimitSettings, 'maxDepth' | 'maxCost'>;
+  limits: Pick<LimitSettings, 'maxDepth' | 'maxCost' | 'maxAliases'>;
   /** Browser origins allowed to call (CORS and CSRF). */
   allowedOrigins: readonly string[];
 }
@@ -81,10 +83,12 @@ export function createGraphQLHandler(services: AppServices, log: Logger, { limit
       useCsrfPrevention({ allowedOrigins }),
       useDepthLimit(limits),
       useCostLimit(limits),
+      useAliasLimit(limits),
       useMutationRateLimit({ auth: services.auth }),
       useEndSubscriptionsOnRevoke({ auth: services.auth }),
       useNoOriginalErrors(),
-      useBadRequestStatus(),
+      useHttpStatus(),
+      useCompiledQueries(),
     ],
     logging: {
       debug: (...args) => log.debug({ args }, 'graphql'),

@@ -1,8 +1,10 @@
 import { readFile } from 'node:fs/promises';
+import { pathToFileURL } from 'node:url';
+import { projectPath } from '../project-root.ts';
 import type { Handler } from './router.ts';
 
 /** Where `npm run build` puts the dashboard (scripts/build-web.mjs): served from the package, no CDN (rollout:W1). */
-const DASHBOARD_DIR = new URL('../../dist/web/', import.meta.url);
+const DASHBOARD_DIR = pathToFileURL(projectPath('dist/web/'));
 
 const FILES: Record<string, { file: string; type: string }> = {
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },

@@ -13,10 +13,11 @@ import { acquireServeLock } from './serve-lock.ts';
 
 type Model = Prisma.ModelName;
 
-/** Parents before children (OperationStep references Operation). Every model is here or in NOT_COPIED (a test checks). */
+/** Parents before children (OperationPlan and OperationStep reference Operation). Every model is here or in NOT_COPIED (a test checks). */
 export const COPY_ORDER: readonly Model[] = [
   'NodeState',
   'Operation',
+  'OperationPlan',
   'OperationStep',
   'Event',
   'AuditEntry',
@@ -47,6 +48,7 @@ const delegate = (prisma: PrismaClient, model: Model) => (prisma as unknown as R
 const ORDER_BY: Record<string, string[]> = {
   Event: ['seq'],
   VmTracking: ['vmId'],
+  OperationPlan: ['operationId'],
   PluginNode: ['plugin', 'id'],
   PluginShard: ['plugin', 'id'],
   PluginMeta: ['plugin', 'key'],

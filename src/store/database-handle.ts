@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { PrismaClient } from './generated/client.ts';
-import type { HotPathSql } from './hot-path-sql.ts';
+import type { HotPath } from './hot-path-sql.ts';
 import type { MigrateResult } from './migrate.ts';
 
 export type DatabaseDialect = 'sqlite' | 'postgresql';
@@ -15,7 +15,7 @@ export interface Database {
   /** SQLite: the absolute path of the file. PostgreSQL: the URL without its password. */
   file: string;
   /** The dialect's hand-written hot-path statements (ha:DB3), chosen once here. */
-  hotPath: HotPathSql;
+  hotPath: HotPath;
   /** PostgreSQL only: the connection pool and the URL it was opened with (for LISTEN connections). */
   postgres?: { pool: pg.Pool; url: string };
   /** What the migrator did while opening. */

@@ -18,10 +18,11 @@ import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import BetterSqlite3 from 'better-sqlite3';
 import { PrismaClient } from './generated/client.ts';
 import type { Database } from './database-handle.ts';
+import type { HotPath } from './hot-path-sql.ts';
 import { migrate, type MigrateResult } from './migrate.ts';
+import { sqliteHotPath } from './sqlite-hot-path.ts';
 
 export type { Database, DatabaseDialect } from './database-handle.ts';
-import { sqliteHotPath } from './sqlite-hot-path.ts';
 
 export const DATABASE_URL_ENV = 'LOCKKEEPER_DATABASE_URL';
 export const DEFAULT_DATABASE_URL = 'file:./data/lockkeeper.db';
@@ -110,6 +111,23 @@ function assertSqliteFile(file: string): void {
   }
 }
 
+/**
+ * Prisma's better-sqlite3 adapter, keeping the connection it opens so that the hot path
+ * writes on the same connection (sqlite-hot-path.ts says why). The adapter holds it in its
+ * `client` field; a Prisma upgrade that renames it fails here, at open, by name.
+ */
+class ConnectionKeepingAdapter extends PrismaBetterSqlite3 {
+  connection: BetterSqlite3.Database | null = null;
+
+  override async connect(): ReturnType<PrismaBetterSqlite3['connect']> {
+    const adapter = await super.connect();
+    const client: unknown = (adapter as unknown as { client?: unknown }).client;
+    if (!(client instanceof BetterSqlite3)) throw new Error("Prisma's better-sqlite3 adapter no longer exposes its connection as `client`");
+    this.connection = client;
+    return adapter;
+  }
+}
+
 /** Whether the URL selects PostgreSQL (ha:DB1). */
 export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url);
@@ -161,10 +179,13 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<D
 
   // Phase 2: the Prisma client on its own connection (the adapter opens it; the file must
   // exist by now, so nothing is ever created here).
-  const adapter = new PrismaBetterSqlite3({ url: file, timeout: busyTimeoutMs, fileMustExist: true });
+  const adapter = new ConnectionKeepingAdapter({ url: file, timeout: busyTimeoutMs, fileMustExist: true });
   const prisma = new PrismaClient({ adapter });
+  let hotPath: HotPath;
   try {
     await prisma.$connect();
+    if (!adapter.connection) throw new Error('the database adapter did not connect');
+    hotPath = sqliteHotPath(adapter.connection);
     // Per-connection settings. better-sqlite3 is built with foreign keys on and its
     // `timeout` sets busy_timeout; say both explicitly. synchronous=NORMAL is SQLite's
     // recommendation for WAL: durable against a killed process, only a power cut can lose
@@ -182,7 +203,7 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<D
     prisma,
     dialect: 'sqlite',
     file,
-    hotPath: sqliteHotPath,
+    hotPath,
     migrations,
     close: () => (closing ??= prisma.$disconnect()),
   };

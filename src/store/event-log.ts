@@ -1,7 +1,6 @@
 import type { Event, PrismaClient } from './index.ts';
-import type { HotPathSql } from './hot-path-sql.ts';
+import type { EventRow } from './hot-path-sql.ts';
 import type { PendingWrite } from './pending-write.ts';
-import { sqliteHotPath } from './sqlite-hot-path.ts';
 
 export interface EventFilter {
   /** Only events after this sequence number (the cursor). */
@@ -20,12 +19,14 @@ export interface LoggedEvent {
   at: number;
 }
 
+/** An entry's row for the hot path (the journal's batches). */
+export function eventRow(e: LoggedEvent): EventRow {
+  return [new Date(e.at).toISOString(), e.type, e.nodeId, e.operationId, JSON.stringify(e.payload ?? {})];
+}
+
 /** The append-only event log, read oldest first; `seq` is the replay cursor. */
 export class EventLog {
-  constructor(
-    private readonly prisma: PrismaClient,
-    private readonly sql: HotPathSql = sqliteHotPath,
-  ) {}
+  constructor(private readonly prisma: PrismaClient) {}
 
   read(filter: EventFilter, limit: number): Promise<Event[]> {
     return this.prisma.event.findMany({
@@ -49,22 +50,5 @@ export class EventLog {
     return this.prisma.event.create({
       data: { at: new Date(event.at), type: event.type, nodeId: event.nodeId, operationId: event.operationId, payload: JSON.stringify(event.payload) },
     });
-  }
-
-  /** Many entries in few statements (the journal's batches). */
-  appendMany(events: LoggedEvent[]): PendingWrite[] {
-    const writes: PendingWrite[] = [];
-    const chunk = this.sql.maxRowsPerStatement;
-    for (let i = 0; i < events.length; i += chunk) {
-      const rows = events.slice(i, i + chunk).map((e) => ({
-        at: new Date(e.at).toISOString(),
-        type: e.type,
-        nodeId: e.nodeId,
-        operationId: e.operationId,
-        payload: JSON.stringify(e.payload ?? {}),
-      }));
-      writes.push(this.prisma.$executeRaw(this.sql.insertEvents(rows)));
-    }
-    return writes;
   }
 }

@@ -6,11 +6,11 @@
  * starting together apply each migration once: the second waits, then finds it applied.
  */
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
+import { projectPath } from '../project-root.ts';
 import type pg from 'pg';
 import { MIGRATIONS_TABLE, MigrationError, readMigrations, verifyHistory, type MigrateResult, type MigrationRow } from './migrate.ts';
 
-export const defaultPostgresMigrationsDir = fileURLToPath(new URL('../../prisma/migrations-postgresql/', import.meta.url));
+export const defaultPostgresMigrationsDir = projectPath('prisma/migrations-postgresql/');
 
 /** The advisory lock key the migrators of every replica share ("LKMG"). */
 const MIGRATION_LOCK_KEY = 0x4c4b4d47;

@@ -33,11 +33,11 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { projectPath } from '../project-root.ts';
 import type BetterSqlite3 from 'better-sqlite3';
 
-/** `prisma/migrations/` of this checkout, found relative to this module. */
-export const defaultMigrationsDir = fileURLToPath(new URL('../../prisma/migrations/', import.meta.url));
+/** `prisma/migrations/` of this checkout. */
+export const defaultMigrationsDir = projectPath('prisma/migrations/');
 
 export const MIGRATIONS_TABLE = '_prisma_migrations';
 

@@ -1,5 +1,5 @@
 import { UNENDED_OPERATION_STATES, type OperationKind, type OperationSnapshot, type OperationState, type StepRecord } from '../domain/operations.ts';
-import type { HotPathSql } from './hot-path-sql.ts';
+import type { HotPath, ProgressRow, StepRow } from './hot-path-sql.ts';
 import type { PrismaClient } from './index.ts';
 import { compactPlan, mergeSteps, snapshotOf, stepOf, stepsOfPlan } from './operation-rows.ts';
 import type { PendingWrite } from './pending-write.ts';
@@ -14,25 +14,47 @@ export interface OperationFilter {
 export interface InterruptedOperation {
   snapshot: OperationSnapshot;
   steps: StepRecord[];
-  /** What it was started with (its `params`, without a stored plan). */
+  /** What it was started with (its `params`). */
   params: Record<string, unknown>;
 }
 
-function paramsOf(json: string): Record<string, unknown> {
-  const { plan: _plan, ...params } = JSON.parse(json) as Record<string, unknown>;
-  return params;
-}
+const paramsOf = (json: string) => JSON.parse(json) as Record<string, unknown>;
 
 const date = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** A step's row for the hot path (the journal, writeSteps). */
+export function stepRow(operationId: string, s: StepRecord): StepRow {
+  return [
+    `${operationId}:${s.workloadKind}:${s.workloadId}`,
+    operationId,
+    s.workloadKind,
+    s.workloadId,
+    s.action,
+    s.state,
+    s.reason,
+    s.error,
+    s.fromNodeId,
+    s.toNodeId,
+    s.seq,
+    date(s.startedAt),
+    date(s.finishedAt),
+    s.detail ?? null,
+  ];
+}
+
+/** A running operation's progress row for the hot path (the journal writes one per operation at every flush). */
+export function progressRow(op: OperationSnapshot, now: Date): ProgressRow {
+  return [op.state, op.error, JSON.stringify(op.counts), op.waitingOn ? JSON.stringify(op.waitingOn) : null, date(op.finishedAt), now.toISOString(), op.id];
+}
 
 /** Operations and their steps. Writes are returned, not sent, so that callers commit them with others. */
 export class OperationRepository {
   constructor(
     private readonly prisma: PrismaClient,
-    private readonly sql: HotPathSql,
+    private readonly hotPath: HotPath,
   ) {}
 
-  /** The row of a new operation with its `params` (e.g. the settings in force) and, when given, its plan (see compactPlan). */
+  /** The row of a new operation with its `params` (e.g. the settings in force) and, when given, its plan (see compactPlan; a row of its own). */
   create(op: OperationSnapshot, params: object, plan?: StepRecord[]): PendingWrite {
     return this.prisma.operation.create({
       data: {
@@ -43,56 +65,24 @@ export class OperationRepository {
         reason: op.reason,
         actor: op.actor,
         counts: JSON.stringify(op.counts),
-        params: JSON.stringify(plan ? { ...params, plan: compactPlan(plan) } : params),
+        params: JSON.stringify(params),
         createdAt: new Date(op.createdAt),
         startedAt: new Date(op.startedAt),
+        ...(plan && { plan: { create: { plan: JSON.stringify(compactPlan(plan)) } } }),
       },
     });
   }
 
   /**
-   * Upserts steps with one statement, however many: the journal's changes and a new
-   * operation's plan (10 000 rows must cost milliseconds, not seconds).
+   * Upserts steps with one statement, however many, to commit with other writes: a new
+   * operation's first steps (10 000 rows must cost milliseconds, not seconds).
    */
   writeSteps(rows: { operationId: string; step: StepRecord }[]): PendingWrite[] {
     if (!rows.length) return [];
-    const json = JSON.stringify(
-      rows.map(({ operationId, step: s }) => ({
-        id: `${operationId}:${s.workloadKind}:${s.workloadId}`,
-        operationId,
-        workloadKind: s.workloadKind,
-        workloadId: s.workloadId,
-        action: s.action,
-        state: s.state,
-        reason: s.reason,
-        error: s.error,
-        fromNodeId: s.fromNodeId,
-        toNodeId: s.toNodeId,
-        seq: s.seq,
-        startedAt: date(s.startedAt),
-        finishedAt: date(s.finishedAt),
-        detail: s.detail ?? null,
-      })),
-    );
-    return [this.prisma.$executeRaw(this.sql.upsertSteps(json))];
+    return [this.prisma.$executeRaw(this.hotPath.upsertSteps(JSON.stringify(rows.map(({ operationId, step }) => stepRow(operationId, step)))))];
   }
 
-  /** The progress of a running operation (the journal writes it at every flush). */
-  writeProgress(op: OperationSnapshot): PendingWrite {
-    return this.prisma.$executeRaw(
-      this.sql.updateProgress({
-        id: op.id,
-        state: op.state,
-        error: op.error,
-        counts: JSON.stringify(op.counts),
-        waitingOn: op.waitingOn ? JSON.stringify(op.waitingOn) : null,
-        finishedAt: date(op.finishedAt),
-        updatedAt: new Date().toISOString(),
-      }),
-    );
-  }
-
-  /** What the operation was started with (without a stored plan); null for an unknown id. */
+  /** What the operation was started with; null for an unknown id. */
   async params(id: string): Promise<Record<string, unknown> | null> {
     const row = await this.prisma.operation.findUnique({ where: { id }, select: { params: true } });
     return row ? paramsOf(row.params) : null;
@@ -168,10 +158,10 @@ export class OperationRepository {
   /** Every step of an operation in plan order: the stored plan overlaid with the steps recorded since. */
   async steps(operationId: string): Promise<StepRecord[]> {
     const [op, rows] = await Promise.all([
-      this.prisma.operation.findUnique({ where: { id: operationId }, select: { params: true, createdAt: true } }),
+      this.prisma.operation.findUnique({ where: { id: operationId }, select: { createdAt: true, plan: true } }),
       this.prisma.operationStep.findMany({ where: { operationId } }),
     ]);
-    return mergeSteps(op ? stepsOfPlan(op.params, op.createdAt.getTime()) : [], rows.map(stepOf));
+    return mergeSteps(op?.plan ? stepsOfPlan(op.plan.plan, op.createdAt.getTime()) : [], rows.map(stepOf));
   }
 
   /** Which operations have not ended, and in what state and on which node (a light read: the leader polls it for other replicas' admissions, ha:R2). */
@@ -187,11 +177,11 @@ export class OperationRepository {
   async interrupted(kinds: readonly OperationKind[], ids?: readonly string[]): Promise<InterruptedOperation[]> {
     const rows = await this.prisma.operation.findMany({
       where: { state: { in: [...UNENDED_OPERATION_STATES] }, kind: { in: [...kinds] }, ...(ids && { id: { in: [...ids] } }) },
-      include: { steps: true },
+      include: { steps: true, plan: true },
     });
     return rows.map((row) => ({
       snapshot: snapshotOf(row),
-      steps: mergeSteps(stepsOfPlan(row.params, row.createdAt.getTime()), row.steps.map(stepOf)),
+      steps: mergeSteps(row.plan ? stepsOfPlan(row.plan.plan, row.createdAt.getTime()) : [], row.steps.map(stepOf)),
       params: paramsOf(row.params),
     }));
   }

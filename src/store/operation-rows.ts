@@ -52,17 +52,17 @@ type PlannedRow = [
 ];
 
 /**
- * A plan as stored in its operation's row (`params.plan`): one compact entry per step,
+ * A plan as stored beside its operation (table OperationPlan): one compact entry per step,
  * in order. Step rows are written only when a step changes, so starting a drain of
- * 10 000 shards writes one row, not 10 000; a step without a row is as planned.
+ * 10 000 shards writes one plan row, not 10 000 step rows; a step without a row is as planned.
  */
 export function compactPlan(steps: StepRecord[]): PlannedRow[] {
   return steps.map((s) => [s.workloadKind, s.workloadId, s.action, s.state, s.reason, s.fromNodeId, s.toNodeId]);
 }
 
-/** The steps of a plan stored by compactPlan, as they were when planned at `plannedAt`. */
-export function stepsOfPlan(params: string, plannedAt: number): StepRecord[] {
-  const plan = (JSON.parse(params) as { plan?: PlannedRow[] }).plan ?? [];
+/** The steps of a plan stored by compactPlan (its JSON), as they were when planned at `plannedAt`. */
+export function stepsOfPlan(planJson: string, plannedAt: number): StepRecord[] {
+  const plan = JSON.parse(planJson) as PlannedRow[];
   return plan.map(([workloadKind, workloadId, action, state, reason, fromNodeId, toNodeId], seq) => ({
     workloadKind,
     workloadId,

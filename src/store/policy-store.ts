@@ -18,6 +18,7 @@ export interface PolicyTransition {
  */
 export class PolicyStore {
   private cache = new Map<string, SchedulingPolicy>();
+  private changes = 0;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -31,6 +32,12 @@ export class PolicyStore {
   async load(): Promise<void> {
     const rows = await this.prisma.nodeState.findMany({ select: { id: true, schedulingPolicy: true } });
     this.cache = new Map(rows.map((r) => [r.id, r.schedulingPolicy as SchedulingPolicy]));
+    this.changes++;
+  }
+
+  /** Grows at every change of a cached policy: views derived from the policies (a drain's plan nodes) are rebuilt only then. */
+  get version(): number {
+    return this.changes;
   }
 
   /** Reloads one node's policy: another replica changed it (ha:R2). */
@@ -38,6 +45,7 @@ export class PolicyStore {
     const row = await this.prisma.nodeState.findUnique({ where: { id: nodeId }, select: { schedulingPolicy: true } });
     if (row) this.cache.set(nodeId, row.schedulingPolicy as SchedulingPolicy);
     else this.cache.delete(nodeId);
+    this.changes++;
   }
 
   get(nodeId: string): SchedulingPolicy {
@@ -64,7 +72,10 @@ export class PolicyStore {
         }),
         this.events.append({ at, type: 'NODE_POLICY_CHANGED', nodeId, operationId, payload: { from, to, cause: event.type, ...details } }),
       ],
-      applied: () => this.cache.set(nodeId, to),
+      applied: () => {
+        this.cache.set(nodeId, to);
+        this.changes++;
+      },
     };
   }
 

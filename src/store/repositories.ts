@@ -1,12 +1,12 @@
+import type { OperationSnapshot, StepRecord } from '../domain/operations.ts';
 import { admissionRefusalOf, type AdmissionCheck } from './admission-sql.ts';
-import { EventLog } from './event-log.ts';
-import type { HotPathSql } from './hot-path-sql.ts';
+import { EventLog, eventRow, type LoggedEvent } from './event-log.ts';
+import type { HotPath } from './hot-path-sql.ts';
 import type { PrismaClient } from './index.ts';
 import { MaintenanceStateStore } from './maintenance-state-store.ts';
-import { OperationRepository } from './operation-repository.ts';
+import { OperationRepository, progressRow, stepRow } from './operation-repository.ts';
 import type { PendingWrite } from './pending-write.ts';
 import { PolicyStore } from './policy-store.ts';
-import { sqliteHotPath } from './sqlite-hot-path.ts';
 import { VmTrackingRepository } from './vm-tracking-repository.ts';
 
 /** What background operations read and write, over one database. */
@@ -18,6 +18,8 @@ export interface Repositories {
   vmTracking: VmTrackingRepository;
   /** Commits writes built by any of them in one transaction, in order. */
   commit(writes: PendingWrite[]): Promise<void>;
+  /** Commits one group commit of the journal in one transaction (the hot path: steps, operations' progress, events in order). */
+  commitJournal(batch: { steps: { operationId: string; step: StepRecord }[]; operations: OperationSnapshot[]; events: LoggedEvent[] }): Promise<void>;
   /** Whether other replicas admit work on this database too (PostgreSQL): admissions go through `admit`, the leader adopts what they admitted. */
   readonly shared: boolean;
   /**
@@ -47,24 +49,25 @@ const NO_FENCE: Fence = { statements: () => [], failed: () => {} };
 
 export function createRepositories(
   prisma: PrismaClient,
-  sql: HotPathSql = sqliteHotPath,
+  /** The database's hot path (`Database.hotPath`). */
+  hotPath: HotPath,
   fence: Fence = NO_FENCE,
   /** Called after every commit: the readers of the event log on this replica look again (ha:E1). */
   committed: () => void = () => {},
 ): Repositories {
-  const events = new EventLog(prisma, sql);
-  const commit = async (writes: PendingWrite[]) => {
-    const notify = sql.notifyEvents ? [prisma.$executeRaw(sql.notifyEvents)] : [];
+  const events = new EventLog(prisma);
+  const commit = async (writes: PendingWrite[], fenceStatements = fence.statements()) => {
+    const notify = hotPath.notifyEvents ? [prisma.$executeRaw(hotPath.notifyEvents)] : [];
     try {
-      await prisma.$transaction([...fence.statements(), ...writes, ...notify]);
+      await prisma.$transaction([...fenceStatements, ...writes, ...notify]);
     } catch (e) {
       fence.failed(e);
       throw e;
     }
     committed();
   };
-  const admission = sql.admission;
-  const notify = () => (sql.notifyEvents ? [prisma.$executeRaw(sql.notifyEvents)] : []);
+  const admission = hotPath.admission;
+  const notify = () => (hotPath.notifyEvents ? [prisma.$executeRaw(hotPath.notifyEvents)] : []);
   const admit = async (writes: PendingWrite[], check: AdmissionCheck | null) => {
     if (!admission) return commit(writes);
     const guard = check ? [prisma.$executeRaw(admission.guard(check))] : [];
@@ -86,14 +89,33 @@ export function createRepositories(
     return (changed ?? 0) > 0;
   };
   return {
-    operations: new OperationRepository(prisma, sql),
+    operations: new OperationRepository(prisma, hotPath),
     events,
     policies: new PolicyStore(prisma, events, commit),
     maintenanceStates: new MaintenanceStateStore(prisma, events),
     vmTracking: new VmTrackingRepository(prisma, commit),
-    commit,
+    commit: (writes) => commit(writes),
     shared: admission !== undefined,
     admit,
     requestCancel,
+    commitJournal: async (journal) => {
+      const now = new Date();
+      const batch = {
+        steps: journal.steps.map(({ operationId, step }) => stepRow(operationId, step)),
+        progress: journal.operations.map((op) => progressRow(op, now)),
+        events: journal.events.map(eventRow),
+      };
+      // Asked first: a stand-by may not write at all (it throws).
+      const fenceStatements = fence.statements();
+      if (hotPath.commitDirect && !fenceStatements.length && !hotPath.notifyEvents) {
+        await hotPath.commitDirect(batch);
+        committed();
+        return;
+      }
+      await commit(
+        hotPath.journalStatements(batch).map((sql) => prisma.$executeRaw(sql)),
+        fenceStatements,
+      );
+    },
   };
 }

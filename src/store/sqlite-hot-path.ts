@@ -1,29 +1,61 @@
+import type BetterSqlite3 from 'better-sqlite3';
 import { Prisma } from './generated/client.ts';
-import { STEP_UPSERT_CHANGES, type HotPathSql } from './hot-path-sql.ts';
+import { EVENT_COLUMNS, PROGRESS_COLUMNS, quotedColumns, STEP_COLUMNS, STEP_UPSERT_CHANGES, type HotPath, type JournalBatch } from './hot-path-sql.ts';
 
-/** The hot-path statements in SQLite's dialect. */
-export const sqliteHotPath: HotPathSql = {
-  // The rows travel as one JSON parameter that SQLite unpacks with json_each: Prisma's
-  // `createMany` compiles each row and costs seconds (and hundreds of MiB) for a
-  // 10 000-shard plan; this costs under 100 ms. `WHERE true` lets SQLite parse ON
-  // CONFLICT after a SELECT (its documented upsert quirk).
-  upsertSteps: (rowsJson) =>
-    Prisma.sql`INSERT INTO "OperationStep" ("id", "operationId", "workloadKind", "workloadId", "action", "state", "reason", "error", "fromNodeId", "toNodeId", "seq", "startedAt", "finishedAt", "detail")
-      SELECT r.value->>'id', r.value->>'operationId', r.value->>'workloadKind', r.value->>'workloadId', r.value->>'action', r.value->>'state',
-             r.value->>'reason', r.value->>'error', r.value->>'fromNodeId', r.value->>'toNodeId', r.value->>'seq', r.value->>'startedAt', r.value->>'finishedAt', r.value->>'detail'
-      FROM json_each(${rowsJson}) AS r WHERE true
-      ${STEP_UPSERT_CHANGES}`,
+const params = (columns: readonly string[]) => columns.map(() => '?').join(', ');
 
-  updateProgress: (p) =>
-    Prisma.sql`UPDATE "Operation" SET "state" = ${p.state}, "error" = ${p.error}, "counts" = ${p.counts},
-          "waitingOn" = ${p.waitingOn}, "finishedAt" = ${p.finishedAt}, "updatedAt" = ${p.updatedAt}
-          WHERE "id" = ${p.id}`,
+const UPSERT_STEP = `INSERT INTO "OperationStep" (${quotedColumns(STEP_COLUMNS)}) VALUES (${params(STEP_COLUMNS)}) ${STEP_UPSERT_CHANGES}`;
+const UPDATE_PROGRESS = `UPDATE "Operation" SET ${PROGRESS_COLUMNS.map((c) => `"${c}" = ?`).join(', ')} WHERE "id" = ?`;
+/** The same UPDATE as a Prisma statement: its text around the parameters. */
+const UPDATE_PROGRESS_PARTS = UPDATE_PROGRESS.split('?');
+const INSERT_EVENT = `INSERT INTO "Event" (${quotedColumns(EVENT_COLUMNS)}) VALUES (${params(EVENT_COLUMNS)})`;
 
-  insertEvents: (rows) => {
-    const values = rows.map((e) => Prisma.sql`(${e.at}, ${e.type}, ${e.nodeId}, ${e.operationId}, ${e.payload})`);
-    return Prisma.sql`INSERT INTO "Event" ("at", "type", "nodeId", "operationId", "payload") VALUES ${Prisma.join(values)}`;
-  },
+// Many rows as one JSON parameter that SQLite unpacks with json_each (Prisma's `createMany`
+// compiles each row and costs seconds for a 10 000-step plan). `WHERE true` lets SQLite
+// parse ON CONFLICT after a SELECT (its documented upsert quirk).
+const UPSERT_STEPS_JSON = [
+  `INSERT INTO "OperationStep" (${quotedColumns(STEP_COLUMNS)}) SELECT ${STEP_COLUMNS.map((_, i) => `r.value->>${i}`).join(', ')} FROM json_each(`,
+  `) AS r WHERE true ${STEP_UPSERT_CHANGES}`,
+];
+const INSERT_EVENTS_JSON = [
+  `INSERT INTO "Event" (${quotedColumns(EVENT_COLUMNS)}) SELECT ${EVENT_COLUMNS.map((_, i) => `r.value->>${i}`).join(', ')} FROM json_each(`,
+  `) AS r ORDER BY r.key`,
+];
 
-  // Five parameters a row: well under SQLite's bound-parameter limit.
-  maxRowsPerStatement: 400,
-};
+/** How long a group commit waits between looks at a Prisma transaction still open on the connection. */
+const TRANSACTION_POLL_MS = 1;
+
+/**
+ * The hot path in SQLite's dialect, on the better-sqlite3 connection that Prisma's adapter
+ * uses (see openDatabase): a journal batch is a few prepared statements run synchronously
+ * in one transaction — no JSON, nothing else runs in between.
+ *
+ * Prisma's own transactions run on this same connection and stay open across awaits; a
+ * batch written inside one would become part of it (and be lost if it rolled back), so a
+ * batch waits until none is open. A second connection would not need that wait, but a
+ * Prisma transaction that had read before our commit could then not write (SQLite's
+ * SQLITE_BUSY_SNAPSHOT).
+ */
+export function sqliteHotPath(connection: BetterSqlite3.Database): HotPath {
+  const upsertStep = connection.prepare(UPSERT_STEP);
+  const updateProgress = connection.prepare(UPDATE_PROGRESS);
+  const insertEvent = connection.prepare(INSERT_EVENT);
+  const write = connection.transaction((batch: JournalBatch) => {
+    for (const row of batch.steps) upsertStep.run(row);
+    for (const row of batch.progress) updateProgress.run(row);
+    for (const row of batch.events) insertEvent.run(row);
+  });
+  const upsertSteps = (rowsJson: string) => Prisma.sql(UPSERT_STEPS_JSON, rowsJson);
+  return {
+    async commitDirect(batch) {
+      while (connection.inTransaction) await new Promise((resolve) => setTimeout(resolve, TRANSACTION_POLL_MS));
+      write(batch);
+    },
+    upsertSteps,
+    journalStatements: ({ steps, progress, events }) => [
+      ...(steps.length ? [upsertSteps(JSON.stringify(steps))] : []),
+      ...progress.map((row) => Prisma.sql(UPDATE_PROGRESS_PARTS, ...row)),
+      ...(events.length ? [Prisma.sql(INSERT_EVENTS_JSON, JSON.stringify(events))] : []),
+    ],
+  };
+}

@@ -16,7 +16,9 @@ describe('abuse limits: each refusal is a clear error, never a crash', () => {
     s = await startSecuredServer({ security: { limits: { maxDepth: 4 } } });
     expect((await s.gql('{ vms { edges { node { id } } } }', { token: s.tokens.viewer })).status).toBe(200);
     const res = await s.gql('{ vms { edges { node { node { name } } } } }', { token: s.tokens.viewer });
-    expect(res.status).toBe(400);
+    // A plain application/json client: 200 with errors (GraphQL over HTTP; see test/graphql/http-status.test.ts).
+    expect(res.status).toBe(200);
+    expect(res.body.data).toBeUndefined();
     expect(codes(res.body)).toEqual(['DEPTH_LIMIT']);
     expect(res.body.errors![0]!.message).toMatch(/Query depth limit of 4 exceeded/);
     // Introspection (GraphiQL's is deeper than that) is exempt.
@@ -26,13 +28,28 @@ describe('abuse limits: each refusal is a clear error, never a crash', () => {
 
   it('query cost limit: aliases and large pages add up', async () => {
     s = await startSecuredServer();
-    const aliases = Array.from({ length: 400 }, (_, i) => `a${i}: vms(first: 100) { edges { node { id name } } }`).join(' ');
+    const aliases = Array.from({ length: 15 }, (_, i) => `a${i}: vms(first: 1000) { edges { node { id name } } }`).join(' ');
     const res = await s.gql(`{ ${aliases} }`, { token: s.tokens.viewer });
-    expect(res.status).toBe(400);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toBeUndefined();
     expect(codes(res.body)).toEqual(['COST_LIMIT']);
     expect(res.body.errors![0]!.message).toMatch(/Query Cost limit of 50000 exceeded/);
     const fine = await s.gql('{ vms(first: 100) { edges { node { id name } } } }', { token: s.tokens.viewer });
     expect(fine.status).toBe(200);
+  });
+
+  it('alias limit: 2000 aliased fields in one query are refused before anything runs; __typename is free', async () => {
+    s = await startSecuredServer();
+    const listVms = () => s!.t.cluster.callCounts.get('listVms') ?? 0;
+    const before = listVms();
+    const aliases = Array.from({ length: 2000 }, (_, i) => `a${i}: vms(first: 1) { totalCount }`).join(' ');
+    const res = await s.gql(`{ ${aliases} }`, { token: s.tokens.viewer });
+    expect(res.body.data).toBeUndefined();
+    expect(codes(res.body)).toContain('ALIAS_LIMIT');
+    expect(res.body.errors!.find((e) => e.extensions?.code === 'ALIAS_LIMIT')!.message).toBe('Aliases limit of 15 exceeded, found 2000.');
+    expect(listVms()).toBe(before);
+    const fifteen = Array.from({ length: 15 }, (_, i) => `a${i}: vms(first: 1) { totalCount }`).join(' ');
+    expect((await s.gql(`{ ${fifteen} t1: __typename t2: __typename }`, { token: s.tokens.viewer })).body.errors).toBeUndefined();
   });
 
   it('page sizes are capped at 1000 (connections and the audit log)', async () => {

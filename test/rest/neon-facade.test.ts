@@ -100,7 +100,7 @@ async function setup(
   });
   const db = await openDatabase({ url: `file:${tempDir()}/x.db` });
   const metrics = createOperationMetrics({ defaultMetrics: false });
-  const shared = { store: createRepositories(db.prisma), bus: createEventBus(), clock, log: createLogger('silent'), observer: metrics.observer };
+  const shared = { store: createRepositories(db.prisma, db.hotPath), bus: createEventBus(), clock, log: createLogger('silent'), observer: metrics.observer };
   const operations = new OperationCoordinator(shared);
   const engineDeps = { ...shared, operations, backend: cluster, settings: DEFAULT_CONFIG.operations };
   const storage = new StorageEngine(engineDeps);

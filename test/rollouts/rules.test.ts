@@ -237,7 +237,8 @@ describe('running (rollout:O4–O8, rollout:O10, rollout:O11)', () => {
     });
     expect(await control(t, 'resumeRollout', `id: "${r.id}"`)).toMatchObject({ state: 'RUNNING' });
     await driveUntil(t, () => run(t!, r.id).details.get('2')!.phase === 'WAITING_FOR_CONFIRM');
-    expect(run(t, r.id).snapshot.waitingOn!.description).toMatch(/^node-2: waiting for continueRollout since/);
+    // Says since when once the run looked again (the pass that entered the phase says only what it waits for).
+    await driveUntil(t, () => /^node-2: waiting for continueRollout since/.test(run(t!, r.id).snapshot.waitingOn?.description ?? ''), { maxMs: 60_000 });
     await control(t, 'continueRollout', `id: "${r.id}", nodeId: "2"`);
     expect(await driveRollout(t, r.id, ['SUCCEEDED', 'FAILED'], { restart: false })).toMatchObject({ state: 'SUCCEEDED' });
     const types = (await events(t, r.id)).map((e) => e.type);

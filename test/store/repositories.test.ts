@@ -7,6 +7,7 @@ import { newOperation, type StepRecord } from '../../src/domain/operations.ts';
 import { Journal } from '../../src/operations/core/journal.ts';
 import { AuditLog } from '../../src/store/audit-log.ts';
 import { createRepositories, type Repositories } from '../../src/store/repositories.ts';
+import type { Database } from '../../src/store/database.ts';
 import { DIALECTS, openTestDatabase, postgresSkipReason } from '../support/test-database.ts';
 
 const START = Date.UTC(2026, 0, 1, 12, 0, 0, 123);
@@ -36,12 +37,12 @@ afterEach(async () => {
 describe.each(DIALECTS)('repositories on %s', (dialect) => {
   const skip = dialect === 'postgresql' ? postgresSkipReason() : null;
 
-  async function repositories(): Promise<{ store: Repositories; audit: AuditLog; reopen: () => Repositories }> {
+  async function repositories(): Promise<{ store: Repositories; audit: AuditLog; reopen: () => Repositories; db: Database }> {
     const db = await openTestDatabase({ dialect });
     opened.push(db);
     expect(db.dialect).toBe(dialect);
     const reopen = () => createRepositories(db.prisma, db.hotPath);
-    return { store: reopen(), audit: new AuditLog(db.prisma), reopen };
+    return { store: reopen(), audit: new AuditLog(db.prisma), reopen, db };
   }
 
   it.skipIf(skip)('operations: create with a compact plan, upsert steps (hot path), progress, finish, interrupted', async () => {
@@ -73,7 +74,7 @@ describe.each(DIALECTS)('repositories on %s', (dialect) => {
       ['t/2', 'SKIPPED', null, START, null],
     ]);
 
-    await store.commit([store.operations.writeProgress({ ...op, counts: { ...op.counts, moved: 1 }, waitingOn: null, finishedAt: null })]);
+    await store.commitJournal({ steps: [], operations: [{ ...op, counts: { ...op.counts, moved: 1 }, waitingOn: null, finishedAt: null }], events: [] });
     expect((await store.operations.find('op-1'))?.counts.moved).toBe(1);
     expect(await store.operations.params('op-1')).toEqual({ settings: { maxConcurrentMoves: 4 } });
 
@@ -102,7 +103,7 @@ describe.each(DIALECTS)('repositories on %s', (dialect) => {
       payload: { shard: `t/${i}`, note: i % 2 ? 'ünïcødé' : null },
       at: START + i,
     }));
-    await store.commit(store.events.appendMany(events));
+    await store.commitJournal({ steps: [], operations: [], events });
     expect(await store.events.latestSeq()).toBe(2500);
     const page = await store.events.read({ after: 2490 }, 100);
     expect(page.map((e) => e.seq)).toEqual([2491, 2492, 2493, 2494, 2495, 2496, 2497, 2498, 2499, 2500]);
@@ -126,6 +127,51 @@ describe.each(DIALECTS)('repositories on %s', (dialect) => {
     expect((await store.operations.steps('j')).map((s) => s.state)).toEqual(['MOVED', 'PLANNED']);
     expect((await store.operations.find('j'))?.counts).toMatchObject({ planned: 1, moved: 1 });
     expect((await store.events.read({ operationId: 'j' }, 10)).map((e) => e.type)).toEqual(['SHARD_MOVED']);
+  });
+
+  it.skipIf(skip)('a journal batch behind a fence goes through the fence in the same transaction, and a refusal writes nothing (ha:L3)', async () => {
+    const { db } = await repositories();
+    let refuse = false;
+    const failed: unknown[] = [];
+    const fence = {
+      // A real statement of the transaction, failing it when told to (as lockkeeper_fence does).
+      statements: () => [
+        refuse ? db.prisma.$executeRawUnsafe('UPDATE "NoSuchTable" SET x = 1') : db.prisma.$executeRawUnsafe('UPDATE "Operation" SET "id" = "id" WHERE 1 = 0'),
+      ],
+      failed: (e: unknown) => failed.push(e),
+    };
+    let commits = 0;
+    const store = createRepositories(db.prisma, db.hotPath, fence, () => commits++);
+    const plan = [step('a', 0), step('b', 1)];
+    const op = newOperation({ id: 'f', kind: 'FILL', nodeId: '2', meta: { actor: 'a', reason: null }, steps: plan, now: START });
+    await store.commit([store.operations.create(op, {}, plan)]);
+    const events = Array.from({ length: 3 }, (_, i) => ({ type: 'SHARD_MOVED', nodeId: '2', operationId: 'f', payload: { i }, at: START + i }));
+    const batch = {
+      steps: [{ operationId: 'f', step: { ...plan[1]!, state: 'MOVED' as const, startedAt: START + 1, finishedAt: START + 2 } }],
+      operations: [{ ...op, counts: { ...op.counts, moved: 1 } }],
+      events,
+    };
+
+    refuse = true;
+    await expect(store.commitJournal(batch)).rejects.toThrow();
+    expect(failed).toHaveLength(1);
+    expect((await store.operations.steps('f')).map((s) => s.state)).toEqual(['PLANNED', 'PLANNED']);
+    expect(await store.events.latestSeq()).toBe(0);
+
+    refuse = false;
+    const before = commits;
+    await store.commitJournal(batch);
+    expect(commits).toBe(before + 1);
+    expect((await store.operations.steps('f')).map((s) => [s.state, s.finishedAt])).toEqual([
+      ['PLANNED', null],
+      ['MOVED', START + 2],
+    ]);
+    expect((await store.operations.find('f'))?.counts.moved).toBe(1);
+    expect((await store.events.read({ operationId: 'f' }, 10)).map((e) => [e.seq, JSON.parse(e.payload).i, e.at.getTime()])).toEqual([
+      [1, 0, START],
+      [2, 1, START + 1],
+      [3, 2, START + 2],
+    ]);
   });
 
   it.skipIf(skip)('policies and maintenance states: persisted with their events, cached after commit, reloaded', async () => {

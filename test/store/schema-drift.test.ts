@@ -83,6 +83,7 @@ describe('schema drift', () => {
       'LeaderLease',
       'NodeState',
       'Operation',
+      'OperationPlan',
       'OperationStep',
       'PluginMeta',
       'PluginNode',

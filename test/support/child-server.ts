@@ -18,8 +18,8 @@ export interface ChildServer {
  * Runs `lockkeeper serve` as a separate process, as an operator would, and waits for its
  * "listening" log line (the port comes from it, since tests bind port 0).
  */
-export function spawnLockkeeper(env: Record<string, string>, cwd: string, args = ['serve']): ChildServer & { ready: Promise<void> } {
-  const child = spawn(process.execPath, [BIN, ...args], {
+export function spawnLockkeeper(env: Record<string, string>, cwd: string, args = ['serve'], nodeArgs: string[] = []): ChildServer & { ready: Promise<void> } {
+  const child = spawn(process.execPath, [...nodeArgs, BIN, ...args], {
     cwd,
     env: { ...process.env, LOCKKEEPER_PORT: '0', LOCKKEEPER_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

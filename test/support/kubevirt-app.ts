@@ -76,6 +76,7 @@ export async function kubevirtApp(
     backend,
     log: createLogger('silent'),
     prisma: db.prisma,
+    hotPath: db.hotPath,
     clock,
     config: { ...DEFAULT_CONFIG, operations: { ...DEFAULT_CONFIG.operations, migrationRetryDelayMs: 100, ...settings } },
     onClose: () => db.close(),

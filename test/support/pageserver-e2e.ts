@@ -49,6 +49,7 @@ export function pageserverWorlds(afterEach: (fn: () => Promise<void>) => void) {
       backend,
       log: createLogger('silent'),
       prisma: cluster.db.prisma,
+      hotPath: cluster.db.hotPath,
       clock: cluster.clock,
       config: { ...DEFAULT_CONFIG, operations: { ...DEFAULT_CONFIG.operations, ...settings } },
     });

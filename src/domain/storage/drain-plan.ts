@@ -36,14 +36,17 @@ export function planDrain(nodeId: string, shards: readonly PlanShard[], nodes: r
   return shards
     .filter((s) => s.attachedNodeId === nodeId)
     .sort(byTenantAndNumber)
-    .map((shard): DrainDecision => {
-      if (shard.policy === 'PAUSE') return { shard, action: 'skip', reason: 'SHARD_POLICY_PAUSE' };
-      if (shard.policy === 'STOP') return { shard, action: 'skip', reason: 'SHARD_POLICY_STOP' };
-      if (shard.secondaryNodeIds.length === 0) return { shard, action: 'skip', reason: 'NO_SECONDARY' };
-      const toNodeId = chooseDrainDestination(shard, byId);
-      if (!toNodeId) return { shard, action: 'skip', reason: 'NO_SCHEDULABLE_SECONDARY' };
-      return { shard, action: 'move', toNodeId };
-    });
+    .map((shard) => decideDrain(shard, byId));
+}
+
+/** storage:D2–D3 for one shard of the node being drained (a drain looks again before each move). */
+export function decideDrain(shard: PlanShard, nodes: ReadonlyMap<string, PlanNode>): DrainDecision {
+  if (shard.policy === 'PAUSE') return { shard, action: 'skip', reason: 'SHARD_POLICY_PAUSE' };
+  if (shard.policy === 'STOP') return { shard, action: 'skip', reason: 'SHARD_POLICY_STOP' };
+  if (shard.secondaryNodeIds.length === 0) return { shard, action: 'skip', reason: 'NO_SECONDARY' };
+  const toNodeId = chooseDrainDestination(shard, nodes);
+  if (!toNodeId) return { shard, action: 'skip', reason: 'NO_SCHEDULABLE_SECONDARY' };
+  return { shard, action: 'move', toNodeId };
 }
 
 /** storage:D4: a secondary is warm enough when its lag is known and at most the limit. */

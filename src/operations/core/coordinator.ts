@@ -184,7 +184,10 @@ export class OperationCoordinator {
     const { snapshot } = run;
     const now = options.at ?? this.deps.clock.now();
     const remaining = options.remaining ?? null;
-    Object.assign(snapshot, { state: outcome, error, finishedAt: now, etaAt: null, waitingOn: options.keepWaitingOn ? snapshot.waitingOn : null, remaining });
+    // The live record says "ended" only once that is committed: whoever looks meanwhile
+    // (a rollout following this operation) must not act on an end whose transitions
+    // (`alsoWrite`, `committed`) have not happened yet.
+    const ended = { state: outcome, error, finishedAt: now, etaAt: null, waitingOn: options.keepWaitingOn ? snapshot.waitingOn : null, remaining };
     const { store } = this.deps;
     const warning = remaining?.length
       ? [
@@ -198,7 +201,7 @@ export class OperationCoordinator {
         ]
       : [];
     await store.commit([
-      store.operations.finish({ ...snapshot, finishedAt: now }),
+      store.operations.finish({ ...snapshot, ...ended }),
       store.events.append({
         at: now,
         type: 'OPERATION_FINISHED',
@@ -209,6 +212,7 @@ export class OperationCoordinator {
       ...warning,
       ...(options.alsoWrite ?? []),
     ]);
+    Object.assign(snapshot, ended);
     options.committed?.();
     this.live.remove(run);
     this.deps.observer.operationFinished(snapshot.kind, outcome);

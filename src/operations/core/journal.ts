@@ -28,12 +28,13 @@ export class Journal {
   private generation = 0;
 
   constructor(
-    private readonly store: Pick<Repositories, 'operations' | 'events' | 'commit'>,
+    private readonly store: Pick<Repositories, 'commitJournal'>,
     private readonly afterFlush: (operations: OperationSnapshot[], steps: { operationId: string; step: StepRecord }[]) => void,
   ) {}
 
+  /** Queues the step; it is copied when the flush writes it (a step changed twice before a flush is written once, as last changed). */
   step(operationId: string, step: StepRecord): void {
-    this.steps.set(`${operationId}\u0000${step.workloadKind}\u0000${step.workloadId}`, { operationId, step: { ...step } });
+    this.steps.set(`${operationId}\u0000${step.workloadKind}\u0000${step.workloadId}`, { operationId, step });
     this.schedule();
   }
 
@@ -52,7 +53,9 @@ export class Journal {
   async flush(): Promise<void> {
     while (this.flushing) await this.flushing;
     if (!this.steps.size && !this.operations.size && !this.events.length) return;
-    const steps = [...this.steps.values()];
+    // Copies: what is written (and then published) is the step as it is now, not as it will be.
+    const steps: { operationId: string; step: StepRecord }[] = [];
+    for (const { operationId, step } of this.steps.values()) steps.push({ operationId, step: { ...step } });
     const operations = [...this.operations.values()];
     const events = this.events;
     this.steps = new Map();
@@ -91,11 +94,9 @@ export class Journal {
   }
 
   private async write(steps: { operationId: string; step: StepRecord }[], operations: OperationSnapshot[], events: LoggedEvent[]) {
-    const { operations: records, events: log } = this.store;
-    const statements = [...records.writeSteps(steps), ...operations.map((op) => records.writeProgress(op)), ...log.appendMany(events)];
     const generation = this.generation;
     try {
-      await this.store.commit(statements);
+      await this.store.commitJournal({ steps, operations, events });
     } catch (e) {
       if (generation !== this.generation) throw e;
       // Put the batch back so nothing is lost; newer queued values win over older ones.

@@ -47,7 +47,10 @@ export class LiveRuns {
 
   /** Every run of one of `kinds` (of any kind when omitted). */
   all(kinds?: readonly OperationKind[]): LiveRun[] {
-    return [...this.runs.values()].filter((run) => ofKind(run.snapshot.kind, kinds));
+    // A loop, not spread + filter: engines ask at every backend event (one per move of a drain).
+    const runs: LiveRun[] = [];
+    for (const run of this.runs.values()) if (ofKind(run.snapshot.kind, kinds)) runs.push(run);
+    return runs;
   }
 
   /** The run on the node of one of `kinds` (of any kind when omitted); parts are not runs of their own. */

@@ -16,6 +16,12 @@ import type { StallBasis } from './stall-basis.ts';
 
 export type FinishedStepState = 'MOVED' | 'STOPPED' | 'SKIPPED' | 'FAILED';
 
+function sameIds(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** What every run needs of the engine that started it. */
 export interface StepRunHost<R> {
   clock: Clock;
@@ -158,19 +164,24 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
 
   /** Runs one step's work in the background; a crash fails the step, and the run looks again when it ends. */
   protected launch(step: StepRecord, work: () => Promise<void>, settled?: () => void): void {
-    work()
-      .catch((e: unknown) => {
-        this.host.log.error({ err: e, operation: this.snapshot.id, [step.workloadKind]: step.workloadId }, 'step crashed');
-        this.finishStep(step, 'FAILED', 'INTERNAL', String(e));
-      })
-      .finally(() => {
-        settled?.();
-        this.wakeUp();
-      });
+    void this.runStep(step, work, settled);
+  }
+
+  private async runStep(step: StepRecord, work: () => Promise<void>, settled: (() => void) | undefined): Promise<void> {
+    try {
+      await work();
+    } catch (e) {
+      this.host.log.error({ err: e, operation: this.snapshot.id, [step.workloadKind]: step.workloadId }, 'step crashed');
+      this.finishStep(step, 'FAILED', 'INTERNAL', String(e));
+    } finally {
+      settled?.();
+      this.wakeUp();
+    }
   }
 
   /** The step is under way from now; the first one anchors the ETA. */
   protected startStep(step: StepRecord, change: Partial<StepRecord> = {}): void {
+    if (this.halted) return;
     const now = this.host.clock.now();
     this.firstStartAt ??= now;
     this.update(step, { state: 'MOVING', ...change, startedAt: now });
@@ -254,9 +265,14 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
 
   protected update(step: StepRecord, change: Partial<StepRecord>): void {
     if (this.halted) return;
-    const before = { ...step };
+    const { state, reason } = step;
     Object.assign(step, change);
-    countTransition(this.counts, before, step);
+    this.changed(step, state, reason);
+  }
+
+  /** After a step changed in place (it was `state`/`reason` before): counts, ETA and the journal follow. */
+  private changed(step: StepRecord, state: StepRecord['state'], reason: string | null): void {
+    countTransition(this.counts, { state, reason }, step);
     this.snapshot.counts = this.totalCounts();
     const { counts } = this.snapshot;
     const now = this.host.clock.now();
@@ -276,7 +292,7 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
   protected setWaiting(waiting: WaitingOn): void {
     const prev = this.waiting;
     const shown = this.snapshot.waitingOn;
-    const same = prev && prev.kind === waiting.kind && prev.description === waiting.description && prev.workloadIds.join() === waiting.workloadIds.join();
+    const same = prev && prev.kind === waiting.kind && prev.description === waiting.description && sameIds(prev.workloadIds, waiting.workloadIds);
     if (same && shown && (shown === prev || shown.stalled)) return;
     this.waiting = waiting;
     this.showWaitingWithStalls();

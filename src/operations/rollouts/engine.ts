@@ -304,7 +304,8 @@ export class RolloutEngine implements OperationKindEngine {
       if (selected.length === 0) throw new NotFoundError('node', `(no node matches the selector ${JSON.stringify(input.selector)})`);
     }
     for (const node of selected) {
-      const busy = this.core.live.holder(node.id) ?? this.runs().find((r) => r.steps.some((s) => s.workloadId === node.id))?.snapshot;
+      // A node of a rollout names the rollout, whether or not its node step has started an operation yet.
+      const busy = this.runs().find((r) => r.steps.some((s) => s.workloadId === node.id))?.snapshot ?? this.core.live.holder(node.id);
       if (busy) throw new ConflictError(`node ${node.id} is already in a ${busy.kind.toLowerCase()} (operation ${busy.id})`, busy.id);
     }
     const { maxUnavailable } = settings;

@@ -46,6 +46,8 @@ export class StorageEngine implements OperationKindEngine {
   readonly kinds = STORAGE_KINDS;
   readonly parts: PartEngine;
   private nodes = new Map<string, ClusterNode>();
+  /** planNodes() as last built, and the policy version it was built at; dropped when a node changes. */
+  private planNodesView: { map: ReadonlyMap<string, PlanNode>; policies: number } | null = null;
   /** Drains running as a part of another operation, by node. */
   private readonly partRuns = new Map<string, StorageRun>();
   private unwatch: (() => void) | null = null;
@@ -334,22 +336,32 @@ export class StorageEngine implements OperationKindEngine {
     };
   }
 
-  private planNodes(): Map<string, PlanNode> {
-    const out = new Map<string, PlanNode>();
-    for (const n of this.nodes.values()) out.set(n.id, { id: n.id, zone: n.zone, availability: n.availability, policy: this.policies.get(n.id) });
-    return out;
+  /** The nodes as the plans see them; built once per change of a node or a policy (every move of a drain reads it). */
+  private planNodes(): ReadonlyMap<string, PlanNode> {
+    const version = this.policies.version;
+    if (this.planNodesView?.policies === version) return this.planNodesView.map;
+    const map = new Map<string, PlanNode>();
+    for (const n of this.nodes.values()) map.set(n.id, { id: n.id, zone: n.zone, availability: n.availability, policy: this.policies.get(n.id) });
+    this.planNodesView = { map, policies: version };
+    return map;
+  }
+
+  private setNode(node: ClusterNode): void {
+    this.nodes.set(node.id, node);
+    this.planNodesView = null;
   }
 
   private async refreshNodes(): Promise<ClusterNode[]> {
     const nodes = await this.deps.backend.listNodes();
     this.nodes = new Map(nodes.map((n) => [n.id, n]));
+    this.planNodesView = null;
     return nodes;
   }
 
   private async requireNode(nodeId: string): Promise<ClusterNode> {
     const node = await this.deps.backend.getNode(nodeId);
     if (!node) throw new NotFoundError('node', nodeId);
-    this.nodes.set(node.id, node);
+    this.setNode(node);
     return node;
   }
 
@@ -485,11 +497,12 @@ export class StorageEngine implements OperationKindEngine {
     if (this.core.stopped) return;
     switch (event.type) {
       case 'nodeChanged':
-        this.nodes.set(event.node.id, event.node);
+        this.setNode(event.node);
         this.nudgeAll();
         break;
       case 'nodeRemoved':
         this.nodes.delete(event.nodeId);
+        this.planNodesView = null;
         this.nudgeAll();
         break;
       case 'nodeReattached':

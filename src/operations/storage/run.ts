@@ -2,7 +2,7 @@ import type { ClusterBackend } from '../../cluster/backend.ts';
 import { isBackendError } from '../../cluster/errors.ts';
 import type { ClusterShard } from '../../cluster/types.ts';
 import { nodeOf, type OperationOutcome, type OperationSnapshot, type StepRecord, type StorageKind } from '../../domain/operations.ts';
-import { planDrain, warmthVerdict } from '../../domain/storage/drain-plan.ts';
+import { decideDrain, warmthVerdict } from '../../domain/storage/drain-plan.ts';
 import { reasonsLeftBy } from '../../domain/remaining.ts';
 import type { PlanNode } from '../../domain/storage/shards.ts';
 import type { PolicyStore } from '../../store/policy-store.ts';
@@ -15,7 +15,7 @@ export interface StorageRunHost extends StepRunHost<StorageRun> {
   policies: PolicyStore;
   settings: OperationSettings;
   /** The cluster's nodes as last seen, with their policies. */
-  planNodes(): Map<string, PlanNode>;
+  planNodes(): ReadonlyMap<string, PlanNode>;
 }
 
 /** Reason recorded on steps that never ran because the operation ended first. */
@@ -29,10 +29,13 @@ const WAITING_ON_SAMPLE = 20;
  */
 export class StorageRun extends StepRun<StorageRun> {
   private readonly steps: Map<string, StepRecord>;
+  /** Planned steps not started yet, in plan order: `queue[head…]` (taking from the front must not cost O(n)). */
   private queue: StepRecord[];
+  private head = 0;
   private readonly inFlight = new Set<string>();
   private readonly cutOvers = new CutOversInFlight();
   private blockedSince: number | null = null;
+  private movesDescription: { count: number; cancelling: boolean; phase: string | null; text: string } | null = null;
   private nodeLost = false;
 
   constructor(
@@ -114,16 +117,14 @@ export class StorageRun extends StepRun<StorageRun> {
         failure = 'NODE_STATE_CHANGED';
         break;
       }
-      if (this.queue.length === 0 && this.inFlight.size === 0) break;
+      if (this.queued === 0 && this.inFlight.size === 0) break;
       if (this.inFlight.size < settings.maxConcurrentMoves) {
-        const next = this.takeRunnable();
-        if (next) {
+        // Fill the pool at once: nothing can cancel or change the node between two launches of one pass.
+        for (let next = this.takeRunnable(); next; next = this.inFlight.size < settings.maxConcurrentMoves ? this.takeRunnable() : undefined)
           this.launchMove(next);
-          continue;
-        }
-        if (this.queue.length && this.inFlight.size === 0) {
+        if (this.queued && this.inFlight.size === 0) {
           // Everything left touches an OFFLINE node: wait for it, up to the deadline (storage:X4).
-          const offline = this.offlineNodesOf(this.queue[0]!)[0] ?? this.nodeId;
+          const offline = this.offlineNodesOf(this.queue[this.head]!, this.host.planNodes())[0] ?? this.nodeId;
           this.blockedSince ??= clock.now();
           const waited = clock.now() - this.blockedSince;
           if (waited >= settings.operationDeadlineMs) {
@@ -134,7 +135,7 @@ export class StorageRun extends StepRun<StorageRun> {
             kind: 'NODE_OFFLINE',
             description: `paused: node ${offline} is OFFLINE; the operation fails if it does not return within ${Math.round(settings.operationDeadlineMs / 1000)} s`,
             nodeId: offline,
-            workloadIds: this.queue.slice(0, WAITING_ON_SAMPLE).map((s) => s.workloadId),
+            workloadIds: this.queue.slice(this.head, this.head + WAITING_ON_SAMPLE).map((s) => s.workloadId),
             since: this.blockedSince,
           });
           await this.waitAtMost(woken, settings.operationDeadlineMs - waited);
@@ -151,8 +152,9 @@ export class StorageRun extends StepRun<StorageRun> {
       await this.nextWakeUp();
     }
     const outcome: OperationOutcome = this.snapshot.state === 'CANCELLING' ? 'CANCELLED' : failure ? 'FAILED' : 'SUCCEEDED';
-    this.skipUnattempted(this.queue, outcome === 'CANCELLED' ? NOT_ATTEMPTED.CANCELLED : NOT_ATTEMPTED.FAILED);
+    this.skipUnattempted(this.queue.slice(this.head), outcome === 'CANCELLED' ? NOT_ATTEMPTED.CANCELLED : NOT_ATTEMPTED.FAILED);
     this.queue = [];
+    this.head = 0;
     this.snapshot.waitingOn = null;
     await this.end(outcome, failure);
   }
@@ -161,18 +163,30 @@ export class StorageRun extends StepRun<StorageRun> {
     return { type: `SHARD_${state}`, payload: { shard: step.workloadId, from: step.fromNodeId, to: step.toNodeId, reason, error } };
   }
 
-  private offlineNodesOf(step: StepRecord): string[] {
-    const nodes = this.host.planNodes();
+  private get queued(): number {
+    return this.queue.length - this.head;
+  }
+
+  private offlineNodesOf(step: StepRecord, nodes: ReadonlyMap<string, PlanNode>): string[] {
     const involved = this.kind === 'DRAIN' ? [this.nodeId] : [this.nodeId, step.fromNodeId];
     return involved.filter((id): id is string => id !== null && nodes.get(id)?.availability === 'OFFLINE');
   }
 
   /** The first planned step whose nodes are not OFFLINE (moves touching an offline node wait). */
   private takeRunnable(): StepRecord | undefined {
-    const index = this.queue.findIndex((s) => this.offlineNodesOf(s).length === 0);
-    if (index < 0) return undefined;
+    const nodes = this.host.planNodes();
+    let index = this.head;
+    // While no node is OFFLINE (nearly always) the first one runs; only otherwise look further.
+    let anyOffline = false;
+    for (const n of nodes.values()) if (n.availability === 'OFFLINE') anyOffline = true;
+    if (anyOffline) while (index < this.queue.length && this.offlineNodesOf(this.queue[index]!, nodes).length) index++;
+    if (index >= this.queue.length) return undefined;
     this.blockedSince = null;
-    return this.queue.splice(index, 1)[0];
+    const step = this.queue[index]!;
+    // The taken front stays in the array (every step is in `steps` anyway).
+    if (index === this.head) this.head++;
+    else this.queue.splice(index, 1);
+    return step;
   }
 
   private launchMove(step: StepRecord): void {
@@ -189,8 +203,7 @@ export class StorageRun extends StepRun<StorageRun> {
     if (!shard) return;
     const nodeId = this.nodeId;
     if (shard.attachedNodeId !== nodeId) return this.alreadyDone(step, shard);
-    const [decision] = planDrain(nodeId, [shard], [...this.host.planNodes().values()]);
-    if (!decision) return;
+    const decision = decideDrain(shard, this.host.planNodes());
     if (decision.action === 'skip') return this.skip(step, decision.reason);
     await this.cutOver(step, shard, nodeId, decision.toNodeId);
   }
@@ -255,16 +268,26 @@ export class StorageRun extends StepRun<StorageRun> {
   }
 
   private showMovesInFlight(): void {
-    if (!this.inFlight.size) return;
-    const ids = [...this.inFlight].slice(0, WAITING_ON_SAMPLE);
-    const since = Math.min(...ids.map((id) => this.steps.get(id)?.startedAt ?? this.host.clock.now()));
+    const count = this.inFlight.size;
+    if (!count) return;
+    // The oldest few moves (a Set keeps insertion order): read at every wake-up, so no copy of the whole set.
+    const ids: string[] = [];
+    let since = Number.POSITIVE_INFINITY;
+    for (const id of this.inFlight) {
+      ids.push(id);
+      since = Math.min(since, this.steps.get(id)?.startedAt ?? this.host.clock.now());
+      if (ids.length === WAITING_ON_SAMPLE) break;
+    }
     const phase = this.cutOvers.describe(ids);
-    this.setWaiting({
-      kind: 'MOVES_IN_FLIGHT',
-      description: `${this.inFlight.size} cut-over(s) in flight${phase ? ` (${phase})` : ''}${this.snapshot.state === 'CANCELLING' ? ' (cancelling: nothing new starts)' : ''}`,
-      nodeId: this.nodeId,
-      workloadIds: ids,
-      since,
-    });
+    const cancelling = this.snapshot.state === 'CANCELLING';
+    const last = this.movesDescription;
+    if (last?.count !== count || last.cancelling !== cancelling || last.phase !== phase)
+      this.movesDescription = {
+        count,
+        cancelling,
+        phase,
+        text: `${count} cut-over(s) in flight${phase ? ` (${phase})` : ''}${cancelling ? ' (cancelling: nothing new starts)' : ''}`,
+      };
+    this.setWaiting({ kind: 'MOVES_IN_FLIGHT', description: this.movesDescription!.text, nodeId: this.nodeId, workloadIds: ids, since });
   }
 }

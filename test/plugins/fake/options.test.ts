@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../support/virtual-clock.ts';
-import fakePlugin, { createSimulatedCluster, DEFAULT_LATENCIES_MS, fakeOptionsSchema } from '../../../plugins/fake/index.ts';
+import fakePlugin, { createSimulatedCluster, DEFAULT_LATENCIES_MS, fakeOptionsSchema, generateTopology } from '../../../plugins/fake/index.ts';
 
 const issues = (input: unknown) => {
   const result = fakeOptionsSchema.safeParse(input);
@@ -34,6 +34,31 @@ describe('fake plugin options', () => {
     expect(issues({ topology: { nodes: [{ id: '1' }], shards: [{ tenantId: 't', attachedNodeId: '1', secondaries: [{ nodeId: '1' }] }] } })).toContain(
       'another node',
     );
+  });
+
+  it('topology.generate: the generated cluster from config (the same as generateTopology), bounded and strict', async () => {
+    const generate = { nodes: 6, zones: 3, vmsPerNode: 5, tenants: 10, shardsPerTenant: 4 };
+    const backend = await fakePlugin.create(fakePlugin.optionsSchema.parse({ topology: { generate } }), {
+      clock: new VirtualClock(),
+      configDir: '.',
+      log: { info: () => {}, warn: () => {} },
+    });
+    const nodes = await backend.listNodes();
+    expect(nodes).toHaveLength(6);
+    expect(new Set(nodes.map((n) => n.zone))).toEqual(new Set(['zone-a', 'zone-b', 'zone-c']));
+    expect(await backend.listVms()).toHaveLength(30);
+    const shards = await backend.listShards();
+    expect(shards).toHaveLength(40);
+    // The same cluster as from code.
+    const fromCode = createSimulatedCluster({ topology: generateTopology(generate), clock: new VirtualClock() });
+    expect(shards.map((s) => [s.id, s.attachedNodeId])).toEqual((await fromCode.listShards()).map((s) => [s.id, s.attachedNodeId]));
+    await backend.close();
+    await fromCode.close();
+
+    expect(issues({ topology: { generate: { nodes: 2, vmsPerNod: 1 } } })).toContain('vmsPerNod');
+    expect(issues({ topology: { generate: { zones: 2 } } })).toContain('nodes');
+    expect(issues({ topology: { generate: { nodes: 0 } } })).toContain('nodes');
+    expect(issues({ topology: { generate: { nodes: 10_000, vmsPerNode: 1_000 } } })).toContain('at most 2,000,000 workloads');
   });
 
   it('createSimulatedCluster validates the same way and merges partial latencies over the defaults', () => {

@@ -1,0 +1,68 @@
+#!/usr/bin/env node
+// Compiles the gateway (src/, plugins/, bin/) to plain JavaScript in dist/, so that
+// `npm start` runs `node` with no run-time transpiler (issue 15 point 1). Tests, benches and
+// scripts keep running the TypeScript through tsx.
+//
+// esbuild bundles our code and leaves every package in node_modules external:
+// - dist/src/cli.js: the command line (`npm start` runs `serve`);
+// - dist/plugins/<name>/index.js: one entry per plugin, loaded by name at start
+//   (src/config/plugin-registry.ts), so a plugin that is not configured is never read;
+// - dist/chunks/: code shared between them (one copy of src/cluster, src/domain...), and
+//   code behind a dynamic import (PostgreSQL, db copy, client verbs) loaded only when used;
+// - dist/bin/lockkeeper.js: the compiled counterpart of bin/lockkeeper.js.
+//
+// `--if-stale` (prestart) builds only when a source file is newer than the last build, so
+// `npm start` after an edit never runs old code and costs one stat walk otherwise.
+import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const out = join(root, 'dist');
+const stamp = join(out, '.server-build');
+const SOURCES = ['src', 'plugins', 'bin', 'prisma/schema.prisma', 'package.json'];
+const SKIP = new Set(['web', 'node_modules']);
+
+function newestMtime(path) {
+  const stat = statSync(path, { throwIfNoEntry: false });
+  if (!stat) return 0;
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  let newest = stat.mtimeMs;
+  for (const entry of readdirSync(path)) if (!SKIP.has(entry)) newest = Math.max(newest, newestMtime(join(path, entry)));
+  return newest;
+}
+
+if (process.argv.includes('--if-stale')) {
+  const built = statSync(stamp, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+  if (built >= Math.max(...SOURCES.map((s) => newestMtime(join(root, s))))) process.exit(0);
+}
+
+const { build } = await import('esbuild');
+const plugins = readdirSync(join(root, 'plugins'), { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => join(root, 'plugins', d.name, 'index.ts'));
+
+for (const dir of ['src', 'plugins', 'chunks', 'bin']) rmSync(join(out, dir), { recursive: true, force: true });
+await build({
+  entryPoints: [join(root, 'src', 'cli.ts'), ...plugins],
+  outdir: out,
+  outbase: root,
+  entryNames: '[dir]/[name]',
+  chunkNames: 'chunks/[name]-[hash]',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  packages: 'external',
+  sourcemap: true,
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+mkdirSync(join(out, 'bin'), { recursive: true });
+writeFileSync(
+  join(out, 'bin', 'lockkeeper.js'),
+  "#!/usr/bin/env node\n// Built by scripts/build-server.mjs: the command line, compiled (bin/lockkeeper.js runs the TypeScript).\nawait import('../src/cli.js');\n",
+  { mode: 0o755 },
+);
+writeFileSync(stamp, `${new Date().toISOString()}\n`);
