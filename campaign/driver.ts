@@ -99,15 +99,25 @@ export class Driver {
         this.started(r);
         if (r.__typename !== 'Operation') return this.fail(task, `drain refused: ${r.code} ${r.message}`);
       }
-      for (let n = await this.node(nodeId); n.policy !== 'ACTIVE' || n.running.length; n = await this.node(nodeId)) {
+      // The cycle an operator runs: drain, restart the node (its re-attach makes it ACTIVE again,
+      // neon:L3; here the restart is said with configureNode, so that the node's VMs are left
+      // alone), then fill (neon:E2: a fill needs ACTIVE).
+      let filled = false;
+      for (let n = await this.node(nodeId); !filled || n.policy !== 'ACTIVE' || n.running.length; n = await this.node(nodeId)) {
         if (late()) return this.fail(task, `drain/fill did not end (policy ${n.policy})`);
         if (n.running.length) {
           await pause(300);
           continue;
         }
+        if (n.policy !== 'ACTIVE') {
+          const r = await this.mutate('configureNode', `nodeId: "${nodeId}", policy: ACTIVE, reason: "campaign: restarted"`, '');
+          if (r.__typename !== 'ClusterNode') return this.fail(task, `configureNode refused: ${r.code} ${r.message}`);
+          continue;
+        }
         const r = await this.mutate('startNodeFill', `nodeId: "${nodeId}", reason: "campaign"`, '... on Operation { id }');
         this.started(r);
         if (r.__typename !== 'Operation') return this.fail(task, `fill refused: ${r.code} ${r.message}`);
+        filled = true;
       }
     }
     return true;

@@ -117,10 +117,13 @@ export function readDatabase(path: string): DatabaseView {
 /** `RerunOnFailure` (the database) as `RERUN_ON_FAILURE` (the API). */
 const asEnum = (value: string) => value.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase();
 
-const TERMINAL_STEP = new Set(['MOVED', 'SKIPPED', 'FAILED']);
+/** STOPPED: a VM that was only stopped (issue 17); ABANDONED: in flight when a forced cancel ended its operation. */
+const TERMINAL_STEP = new Set(['MOVED', 'STOPPED', 'SKIPPED', 'FAILED', 'ABANDONED']);
+/** A succeeded operation had nothing abandoned: only a forced cancel or disable abandons, and it ends the operation CANCELLED. */
+const SUCCEEDED_STEP = new Set(['MOVED', 'STOPPED', 'SKIPPED', 'FAILED']);
 const ENDED_OPERATION = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
-/** A step's terminal event: `VM_<ACTION>_<STATE>` or `SHARD_<STATE>`, under its operation. */
-const TERMINAL_EVENT = /^(VM_[A-Z_]+|SHARD)_(MOVED|SKIPPED|FAILED)$/;
+/** A step's terminal event, under its operation: `VM_<ACTION>_<STATE>`, `SHARD_<STATE>`, `VM_STOPPED` or `STEP_ABANDONED`. */
+const TERMINAL_EVENT = /^((VM_[A-Z_]+|SHARD)_(MOVED|SKIPPED|FAILED)|VM_STOPPED|STEP_ABANDONED)$/;
 
 /** What the campaign knew before it started: each VM's run strategy, and the operations it was answered. */
 export interface Ledger {
@@ -150,8 +153,8 @@ export function findViolations(cluster: ClusterView, db: DatabaseView, ledger: L
   const terminal = new Map<string, number>();
   for (const e of db.events) {
     if (e.operationId === null || !TERMINAL_EVENT.test(e.type)) continue;
-    const payload = JSON.parse(e.payload) as { vm?: string; shard?: string };
-    const key = `${e.operationId} ${payload.vm ?? payload.shard}`;
+    const payload = JSON.parse(e.payload) as { vm?: string; shard?: string; node?: string };
+    const key = `${e.operationId} ${payload.vm ?? payload.shard ?? payload.node}`;
     terminal.set(key, (terminal.get(key) ?? 0) + 1);
   }
   const seen = new Set<string>();
@@ -165,7 +168,7 @@ export function findViolations(cluster: ClusterView, db: DatabaseView, ledger: L
     if (!TERMINAL_STEP.has(s.state) && events !== 0)
       out.push(`step ${s.workloadId} of operation ${s.operationId} is ${s.state} yet has ${events} terminal events`);
     const op = db.operations.find((o) => o.id === s.operationId);
-    if (op?.state === 'SUCCEEDED' && !TERMINAL_STEP.has(s.state)) out.push(`operation ${op.id} SUCCEEDED with step ${s.workloadId} ${s.state}`);
+    if (op?.state === 'SUCCEEDED' && !SUCCEEDED_STEP.has(s.state)) out.push(`operation ${op.id} SUCCEEDED with step ${s.workloadId} ${s.state}`);
     if (s.state === 'FAILED' && !s.error) out.push(`step ${s.workloadId} of operation ${s.operationId} FAILED without naming why`);
   }
   for (const key of terminal.keys()) out.push(`terminal event without a step: ${key}`);

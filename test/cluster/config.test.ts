@@ -48,7 +48,8 @@ describe('config loading', () => {
 
   it('takes the port, host, insecure flag and database from the environment over the file', () => {
     const dir = dirWithConfig('{"server":{"port":4100,"host":"::1"},"database":{"url":"file:a.db"}}');
-    expect(loadConfig({}, dir).config).toMatchObject({ server: { port: 4100, host: '::1', insecure: false }, database: { url: 'file:a.db' } });
+    // A relative file: URL in the file is the file's folder's; one in the environment stays the working directory's.
+    expect(loadConfig({}, dir).config).toMatchObject({ server: { port: 4100, host: '::1', insecure: false }, database: { url: `file:${join(dir, 'a.db')}` } });
     const env = { LOCKKEEPER_PORT: '4300', LOCKKEEPER_HOST: '0.0.0.0', LOCKKEEPER_INSECURE: 'yes', LOCKKEEPER_DATABASE_URL: 'file:b.db' };
     expect(loadConfig(env, dir).config).toMatchObject({ server: { port: 4300, host: '0.0.0.0', insecure: true }, database: { url: 'file:b.db' } });
   });

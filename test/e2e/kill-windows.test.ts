@@ -9,9 +9,7 @@
  * After the run the campaign's invariants hold (campaign/invariants.ts), plus each
  * window's own checks.
  *
- * The pageserver cut-over window (C1–C9 between steps) waits for the Neon parity issue's
- * multi-step cut-over, which is not on main yet: the pageserver plugin's cut-over is still
- * one call.
+ * The pageserver cut-over window (neon:C1–C9 between steps) is not covered here yet.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

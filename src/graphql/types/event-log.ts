@@ -47,6 +47,7 @@ builder.queryField('eventLog', (t) =>
     },
     resolve: async (_, args, ctx) => {
       const first = Math.min(Math.max(1, args.first ?? 100), PAGE.maxSize);
+      await ctx.operations.writeQueued();
       const rows = await ctx.events.read(filterOf(args), first + 1);
       const events = rows.slice(0, first);
       return { events, nextCursor: events.at(-1)?.seq ?? args.after ?? 0, hasMore: rows.length > first };

@@ -107,6 +107,15 @@ export class OperationCoordinator {
     return this.lock.run(fn);
   }
 
+  /**
+   * Read-your-writes for the event log: what this replica's runs have queued (group commit)
+   * is written before a read, so a caller who saw a step end finds its event. A write that
+   * fails (a deposed leader's, refused by the fence) leaves the read to what is committed.
+   */
+  async writeQueued(): Promise<void> {
+    await this.journal.flush().catch((error: unknown) => this.deps.log.debug({ err: error }, 'queued writes not written before a read'));
+  }
+
   /** Stops following the backend and writes what is queued; runs are left for the next start to resume. */
   async shutdown(): Promise<void> {
     this.stopping = true;

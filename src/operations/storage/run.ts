@@ -67,9 +67,7 @@ export class StorageRun extends StepRun<StorageRun> {
    * engine ends the operation. Returns the abandoned steps.
    */
   forceCancel(): StepRecord[] {
-    const unattempted = this.queue;
-    this.queue = [];
-    const abandoned = this.abandonInFlight(this.inFlightSteps(), (s) => this.lastKnown(s), unattempted, NOT_ATTEMPTED.CANCELLED);
+    const abandoned = this.abandonInFlight(this.inFlightSteps(), (s) => this.lastKnown(s), this.takeQueued(), NOT_ATTEMPTED.CANCELLED);
     // neon:C11: cut-overs waiting for catch-up or compute stop, as on a plain cancel; the backend completes what it issued.
     this.cutOvers.cancelAll(`the ${this.kind.toLowerCase()} was force-cancelled`);
     return abandoned;
@@ -152,15 +150,21 @@ export class StorageRun extends StepRun<StorageRun> {
       await this.nextWakeUp();
     }
     const outcome: OperationOutcome = this.snapshot.state === 'CANCELLING' ? 'CANCELLED' : failure ? 'FAILED' : 'SUCCEEDED';
-    this.skipUnattempted(this.queue.slice(this.head), outcome === 'CANCELLED' ? NOT_ATTEMPTED.CANCELLED : NOT_ATTEMPTED.FAILED);
-    this.queue = [];
-    this.head = 0;
+    this.skipUnattempted(this.takeQueued(), outcome === 'CANCELLED' ? NOT_ATTEMPTED.CANCELLED : NOT_ATTEMPTED.FAILED);
     this.snapshot.waitingOn = null;
     await this.end(outcome, failure);
   }
 
   protected stepEvent(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null) {
     return { type: `SHARD_${state}`, payload: { shard: step.workloadId, from: step.fromNodeId, to: step.toNodeId, reason, error } };
+  }
+
+  /** The planned steps not started yet; the queue is empty afterwards. */
+  private takeQueued(): StepRecord[] {
+    const rest = this.queue.slice(this.head);
+    this.queue = [];
+    this.head = 0;
+    return rest;
   }
 
   private get queued(): number {

@@ -7,15 +7,19 @@ import { afterEach, expect, it } from 'vitest';
 import { systemClock } from '../../../src/cluster/clock.ts';
 import { createPageserverBackend, pageserverOptionsSchema, type PageserverController } from '../../../plugins/pageserver/index.ts';
 import { startPageserverFleet, type PageserverFleet } from '../../../simulators/pageserver/index.ts';
+import { openDatabase, type Database } from '../../../src/store/index.ts';
+import { PrismaPluginStore } from '../../../src/store/plugin-store.ts';
 
 /** Issue 17, point 8: the upcall listener's URL is logged at start, so the pageservers' control_plane_api can be pointed at it. */
 
 let fleet: PageserverFleet | undefined;
 let controller: PageserverController | undefined;
+let db: Database | undefined;
 const dir = mkdtempSync(join(tmpdir(), 'lk-upcall-log-'));
 afterEach(async () => {
   await controller?.close();
   await fleet?.close();
+  await db?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -36,7 +40,8 @@ it('logs the upcall listener’s URL (with the port it was given) at start', asy
     stateFile: 'placement.json',
     upcall: { host: '127.0.0.1', port: 0 },
   });
-  controller = await createPageserverBackend(options, { configDir: dir, log, clock: systemClock });
+  db = await openDatabase({ url: `file:${join(dir, 'lockkeeper.db')}` });
+  controller = await createPageserverBackend(options, { configDir: dir, log, clock: systemClock, store: new PrismaPluginStore(db.prisma, 'pageserver') });
   const logged = lines.find((l) => typeof l.upcallUrl === 'string');
   expect(logged?.upcallUrl).toBe(`${controller.upcallUrl}/upcall/v1/`);
   expect(controller.upcallUrl).toMatch(/^http:\/\/127\.0\.0\.1:[1-9]\d*$/);
