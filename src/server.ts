@@ -151,7 +151,7 @@ export function buildApp(deps: AppDeps): App {
   const { allowedOrigins, insecure } = config.server;
   const { maxBodyBytes } = config.limits;
 
-  const remaining = new RemainingReader(deps.backend, shared.store.operations);
+  const remaining = new RemainingReader(deps.backend, shared.store.operations, config.operations, clock);
   metrics.watchState({
     nodes: () => deps.backend.listNodes(),
     maintenancePhase: (nodeId) => maintenance.stateOf(nodeId)?.phase ?? null,

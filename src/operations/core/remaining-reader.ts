@@ -1,6 +1,9 @@
 import type { ClusterBackend } from '../../cluster/backend.ts';
+import type { Clock } from '../../cluster/clock.ts';
 import type { ClusterShard, ClusterVm } from '../../cluster/types.ts';
-import { remainingWorkloads, SHARD_FALLBACK_REASONS, type NodeWorkloads, type RemainingWorkload } from '../../domain/remaining.ts';
+import type { OperationSettings } from '../../config/schema.ts';
+import { candidateSelector, type DrainPod } from '../../domain/pods/drain.ts';
+import { POD_OWN_REASONS, remainingWorkloads, SHARD_FALLBACK_REASONS, type NodeWorkloads, type RemainingWorkload } from '../../domain/remaining.ts';
 import type { OperationSnapshot } from '../../domain/operations.ts';
 import type { Logger } from '../../logger.ts';
 import type { OperationRepository } from '../../store/operation-repository.ts';
@@ -8,12 +11,15 @@ import type { OperationRepository } from '../../store/operation-repository.ts';
 /**
  * Reads what would lose service if a node restarted now (the rule: domain/remaining.ts)
  * from the backend: for one node with that node's filters, for several with one list call
- * per kind. Kinds the backend does not serve count as none.
+ * per kind (pods: one call per node, as the pod drain lists them, k8s:K1). Kinds the backend
+ * does not serve count as none. Pods are judged with the configured pod-drain options (k8s:K4).
  */
 export class RemainingReader {
   constructor(
     private readonly backend: ClusterBackend,
     private readonly operations: Pick<OperationRepository, 'latestRemaining'>,
+    private readonly settings: Pick<OperationSettings, 'podDrain'>,
+    private readonly clock: Pick<Clock, 'now'>,
   ) {}
 
   /**
@@ -38,17 +44,24 @@ export class RemainingReader {
   private async read(nodeIds: readonly string[]): Promise<NodeWorkloads> {
     const { backend } = this;
     const one = nodeIds.length === 1 ? nodeIds[0]! : undefined;
-    const [vms, shards] = await Promise.all([
+    const options = this.settings.podDrain;
+    const podDrain = backend.podDrain;
+    const [vms, shards, pods] = await Promise.all([
       backend.capabilities.vms ? backend.listVms(one === undefined ? {} : { nodeId: one }) : ([] as ClusterVm[]),
       backend.capabilities.shards ? backend.listShards(one === undefined ? {} : { attachedNodeId: one }) : ([] as ClusterShard[]),
+      podDrain ? Promise.all(nodeIds.map((id) => podDrain.listNodePods(id, candidateSelector(options)))) : null,
     ]);
-    return { vms, shards };
+    if (!pods) return { vms, shards };
+    const byNode = new Map<string, readonly DrainPod[]>(nodeIds.map((id, i) => [id, pods[i]!]));
+    return { vms, shards, pods: { byNode, options, now: this.clock.now() } };
   }
 }
 
-/** The reasons an operation recorded for the shards it left (not the fallbacks the rule gives without one). */
+/** The reasons an operation recorded for the shards and pods it left (not those the rule gives itself without one). */
 function reasonsOf(remaining: readonly RemainingWorkload[]): Map<string, string> {
-  return new Map(remaining.filter((w) => w.kind === 'SHARD' && !SHARD_FALLBACK_REASONS.includes(w.reason)).map((w) => [w.id, w.reason]));
+  const recorded = (w: RemainingWorkload) =>
+    (w.kind === 'SHARD' && !SHARD_FALLBACK_REASONS.includes(w.reason)) || (w.kind === 'POD' && !POD_OWN_REASONS.includes(w.reason));
+  return new Map(remaining.filter(recorded).map((w) => [w.id, w.reason]));
 }
 
 /** The log line of an operation that ended with workloads left on its node (the WORKLOADS_REMAIN event says the same). */

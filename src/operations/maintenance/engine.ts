@@ -70,7 +70,7 @@ export class MaintenanceEngine implements OperationKindEngine {
   private readonly remaining: RemainingReader;
 
   constructor(private readonly deps: EngineDeps) {
-    this.remaining = new RemainingReader(deps.backend, deps.store.operations);
+    this.remaining = new RemainingReader(deps.backend, deps.store.operations, deps.settings, deps.clock);
     this.tracking = new TrackingStore(deps.store.vmTracking, deps.backend);
     this.limiter = new MigrationLimiter(() => ({ cluster: deps.settings.maxParallelMigrations, perNode: deps.settings.maxOutboundMigrationsPerNode }));
     this.host = {

@@ -12,6 +12,7 @@ import {
   type EvictionAnswer,
   type PodDrainOptions,
 } from '../../domain/pods/drain.ts';
+import type { PodLeftReason } from '../../domain/remaining.ts';
 import type { Logger } from '../../logger.ts';
 
 export interface PodDrainHost {
@@ -81,6 +82,27 @@ export class PodDrainPhase {
       description: `${left.length} pod(s) left on node ${this.host.nodeId}: ${left.map(([id, s]) => describe(id, s)).join('; ')}`,
       podIds: left.map(([id]) => id),
     };
+  }
+
+  /** Why each pod the drain did not get off the node is still there, by its last state (domain/remaining.ts). */
+  leftBecause(): Map<string, PodLeftReason> {
+    const out = new Map<string, PodLeftReason>();
+    for (const [id, s] of this.pods) {
+      if (s.state === 'DONE') continue;
+      out.set(
+        id,
+        s.state === 'BLOCKED'
+          ? s.budget
+            ? 'PDB_BLOCKED'
+            : 'EVICTION_REFUSED'
+          : s.state === 'FAILED'
+            ? 'EVICTION_FAILED'
+            : s.state === 'DELETING'
+              ? 'POD_TERMINATING'
+              : 'NOT_EVICTED',
+      );
+    }
+    return out;
   }
 
   async run(): Promise<PodDrainOutcome> {

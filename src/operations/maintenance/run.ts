@@ -129,10 +129,10 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
     return `${step.action.toLowerCase()} of VM ${step.workloadId}${to} in flight${since}, not confirmed by the backend`;
   }
 
-  /** Why its skipped and failed steps left their VMs and shards (domain/remaining.ts). */
+  /** Why its skipped and failed steps left their VMs and shards, and its pod drain its pods (domain/remaining.ts). */
   leftBecause(): Map<string, string> {
     const shards = this.shardRun instanceof StorageRun ? this.shardRun.leftBecause() : reasonsLeftBy(this.shardSteps);
-    return new Map([...reasonsLeftBy(this.steps), ...shards]);
+    return new Map([...reasonsLeftBy(this.steps), ...shards, ...(this.podDrain?.leftBecause() ?? [])]);
   }
 
   protected override onHalt(): void {

@@ -55,7 +55,7 @@ export class StorageEngine implements OperationKindEngine {
   private readonly remaining: RemainingReader;
 
   constructor(private readonly deps: EngineDeps) {
-    this.remaining = new RemainingReader(deps.backend, deps.store.operations);
+    this.remaining = new RemainingReader(deps.backend, deps.store.operations, deps.settings, deps.clock);
     this.host = {
       backend: deps.backend,
       clock: deps.clock,
