@@ -1,4 +1,5 @@
 import SchemaBuilder from '@pothos/core';
+import { valueFromASTUntyped } from 'graphql';
 import ErrorsPlugin from '@pothos/plugin-errors';
 import RelayPlugin from '@pothos/plugin-relay';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
@@ -15,6 +16,7 @@ export const builder = new SchemaBuilder<{
   AuthScopes: { viewer: boolean; operator: boolean; admin: boolean };
   Scalars: {
     DateTime: { Input: Date; Output: Date | string | number };
+    JSON: { Input: unknown; Output: unknown };
   };
 }>({
   // Order matters: our plugin gives every root field its scope before scope-auth reads it;
@@ -55,6 +57,13 @@ builder.scalarType('DateTime', {
     if (Number.isNaN(date.getTime())) throw new TypeError(`not a DateTime: ${String(value)}`);
     return date;
   },
+});
+
+builder.scalarType('JSON', {
+  description: 'Any JSON value (an object, array, string, number, boolean or null), sent as itself, not as a JSON-encoded string.',
+  serialize: (value) => value,
+  parseValue: (value) => value,
+  parseLiteral: (ast) => valueFromASTUntyped(ast),
 });
 
 /** Page sizes: a default small enough for people, a cap that bounds any one request. */

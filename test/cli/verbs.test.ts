@@ -160,6 +160,11 @@ describe('lockkeeper client verbs against a real gateway (rollout:T1–T5)', () 
     const page = (await cli(s.url, 'events', '--after', '0', '--json')).json();
     expect(page.events.length).toBeGreaterThan(0);
     expect(page.events[0].seq).toBe(1);
+    // The payload is JSON as it is (issue 17, point 6), and the plain listing prints it as JSON.
+    expect(typeof page.events[0].payload).toBe('object');
+    const lines = (await cli(s.url, 'events', '--after', '0')).out.trim().split('\n');
+    expect(lines[0]!.split('  ').at(-1)).toBe(JSON.stringify(page.events[0].payload));
+    expect(lines.join('\n')).not.toContain('[object Object]');
     expect(await cli(s.url, 'nodes', '--bogus')).toMatchObject({ code: 2, err: expect.stringContaining('usage: lockkeeper nodes') });
     expect((await cli(s.url, 'rollout', 'frobnicate')).code).toBe(2);
     expect((await processCli(['frobnicate'])).code).toBe(2);

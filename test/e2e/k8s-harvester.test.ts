@@ -41,9 +41,7 @@ describe('k8s:scenario-9: delegation to Harvester', () => {
     const op = (await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1") { ... on Operation { id } } }`)).r;
     await eventually(() => phase() === 'COMPLETED');
     const log = (await gql(`{ eventLog(after: 0, first: 100, nodeId: "n1") { events { type payload } } }`)).eventLog.events;
-    const phases = log
-      .filter((e: { type: string }) => e.type === 'MAINTENANCE_PHASE_CHANGED')
-      .map((e: { payload: unknown }) => (typeof e.payload === 'string' ? JSON.parse(e.payload) : e.payload).to);
+    const phases = log.filter((e: { type: string }) => e.type === 'MAINTENANCE_PHASE_CHANGED').map((e: { payload: { to: string } }) => e.payload.to);
     expect(phases).toEqual(['DRAINING', 'EVACUATING', 'COMPLETED']);
     await eventually(async () => (await gql(`{ operation(id: "${op.id}") { ... on Operation { state } } }`)).operation.state === 'SUCCEEDED');
     // Lockkeeper wrote exactly Harvester's API request; everything else was Harvester's and KubeVirt's doing.

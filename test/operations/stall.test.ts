@@ -43,7 +43,7 @@ async function steps(id: string) {
 
 async function events(operationId: string, type: string) {
   const res = await t.gql(`{ eventLog(operationId: "${operationId}", types: ["${type}"]) { events { type payload } } }`);
-  return res.data.eventLog.events.map((e: { payload: string | object }) => (typeof e.payload === 'string' ? JSON.parse(e.payload) : e.payload));
+  return res.data.eventLog.events.map((e: { payload: object }) => e.payload);
 }
 
 /** Scrapes /metrics over HTTP (the app's own server, on a free loopback port). */

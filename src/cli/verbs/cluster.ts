@@ -81,7 +81,9 @@ export const clusterVerbs: Verb[] = [
     async run(ctx) {
       const after = stringOption(ctx, 'after');
       const print = (e: any) =>
-        ctx.io.out(ctx.json ? `${JSON.stringify(e)}\n` : `${e.seq}  ${new Date(e.at).toISOString()}  ${e.type}  ${e.nodeId ?? '-'}  ${e.payload}\n`);
+        ctx.io.out(
+          ctx.json ? `${JSON.stringify(e)}\n` : `${e.seq}  ${new Date(e.at).toISOString()}  ${e.type}  ${e.nodeId ?? '-'}  ${JSON.stringify(e.payload)}\n`,
+        );
       if (ctx.values.follow) {
         await ctx.client.subscribe<{ eventLog: any }>(DOCUMENTS.followEvents, { after: after === undefined ? null : Number(after) }, (d) => {
           print(d.eventLog);

@@ -11,7 +11,12 @@ const LogEventType = builder.objectRef<Event>('LogEvent').implement({
     type: t.exposeString('type', { description: 'e.g. NODE_POLICY_CHANGED, MAINTENANCE_PHASE_CHANGED, OPERATION_STARTED, SHARD_MOVED, VM_MIGRATE_MOVED.' }),
     nodeId: t.exposeID('nodeId', { nullable: true }),
     operationId: t.exposeID('operationId', { nullable: true }),
-    payload: t.exposeString('payload', { description: 'The details, as JSON.' }),
+    payload: t.field({
+      type: 'JSON',
+      description:
+        'The details, a JSON object (its fields depend on `type`). Earlier versions sent a JSON-encoded string that clients parsed: a breaking change for scripts (README, *Event log*).',
+      resolve: (e) => JSON.parse(e.payload) as unknown,
+    }),
   }),
 });
 
