@@ -1,8 +1,11 @@
 # Lockkeeper's image, built from this repository: docker build -t lockkeeper .
 # Two stages: the first installs every dependency and builds; the second keeps what the
 # gateway runs on (production dependencies, the build, the sources tsx runs) and nothing of
-# the compilers. The commands are package.json's own — `npm ci`, `npm run build`,
-# `npm start` — so the image runs as a checkout does (test/deploy/dockerfile.test.ts).
+# the compilers. The commands are package.json's own — `npm ci`, `npm run build`, and what
+# `npm start` execs (`node dist/src/cli.js serve`) — so the image runs as a checkout does
+# (test/deploy/dockerfile.test.ts). The image runs node itself, not npm: the build is made
+# here and never stale, so npm's prestart rebuild has nothing to do, and node as the
+# container's process gets SIGTERM directly.
 ARG NODE_IMAGE=node:20.20-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
@@ -29,5 +32,5 @@ RUN mkdir -p /var/lib/lockkeeper && chown node:node /var/lib/lockkeeper \
 USER node
 VOLUME /var/lib/lockkeeper
 EXPOSE 4000
-# npm hands SIGTERM on to the gateway (package.json's start execs it), which shuts down gracefully.
-CMD ["npm", "start"]
+# package.json's start without its `exec`: SIGTERM reaches the gateway, which shuts down gracefully.
+CMD ["node", "dist/src/cli.js", "serve"]

@@ -1,6 +1,6 @@
 /**
  * Issue 17, point 8: the Dockerfile builds the gateway with package.json's own commands —
- * `npm ci` against the lockfile, `npm run build`, `npm start` — in two stages, on a Node.js
+ * `npm ci` against the lockfile, `npm run build`, what `npm start` execs — in two stages, on a Node.js
  * that package.json's `engines` accepts, and deploy/deployment.yaml runs the image as built.
  * (Building the image itself needs a Docker daemon and the registry: not part of the suite.)
  */
@@ -61,11 +61,15 @@ describe('Dockerfile', () => {
     expect(JSON.parse(read('package-lock.json')).lockfileVersion).toBeGreaterThanOrEqual(2);
     expect(commands).toContain('npm run build');
     for (const c of commands.flatMap((c) => [...c.matchAll(/npm run (\S+)/g)].map((m) => m[1]!))) expect(pkg.scripts, `npm run ${c}`).toHaveProperty(c);
+    // The image runs what `npm start` execs, node itself (exec form: node is the container's
+    // process and gets SIGTERM), not npm: the build is the image's own, so prestart's stale check has nothing to do.
     const cmd = runtime!.steps.filter((s) => s.op === 'CMD');
-    expect(cmd.map((c) => JSON.parse(c.args))).toEqual([['npm', 'start']]);
-    expect(pkg.scripts.start).toBeTruthy();
-    // npm's shell must hand signals on: the start script execs the gateway (test/e2e/npm-start-signals.test.ts).
     expect(pkg.scripts.start).toMatch(/^exec /);
+    expect(cmd.map((c) => JSON.parse(c.args))).toEqual([pkg.scripts.start!.replace(/^exec /, '').split(' ')]);
+    expect(cmd.map((c) => JSON.parse(c.args))).toEqual([['node', 'dist/src/cli.js', 'serve']]);
+    // What it runs is what `npm run build` makes (scripts/build-server.mjs writes dist/src/cli.js).
+    expect(pkg.scripts.build).toContain('scripts/build-server.mjs');
+    expect(read('scripts/build-server.mjs')).toMatch(/entryPoints: \[join\(root, 'src', 'cli\.ts'\)[^\n]*\n\s*outdir: out,\n\s*outbase: root,/);
   });
 
   it('builds on a Node.js that package.json’s engines accept', () => {
@@ -113,7 +117,7 @@ describe('deploy/deployment.yaml runs the image as built', () => {
   const deployment = docs.find((d) => d.kind === 'Deployment')!;
   const container = deployment.spec.template.spec.containers[0];
 
-  it('does not override the image’s command (npm start), and tells the gateway its node', () => {
+  it('does not override the image’s command (node dist/src/cli.js serve), and tells the gateway its node', () => {
     expect(container.command).toBeUndefined();
     expect(container.args).toBeUndefined();
     const env = Object.fromEntries(container.env.map((e: any) => [e.name, e]));
