@@ -11,13 +11,29 @@ import { followEvents, gql, NeedsToken, token } from './api.ts';
 import { WEB_DOCUMENTS as D } from './documents.ts';
 
 type Message = { kind: 'ok' | 'error'; text: string; details?: string[] };
+/**
+ * `force` on a cancel or disable (issue 17, docs/runbook.md §4): what it does, said in the
+ * dialog before it can be confirmed.
+ */
+interface ForceOption {
+  label: string;
+  warning: string;
+}
+
 /** An action waiting for its confirmation: what it will do (the preview), then the call. */
 interface Pending {
   title: string;
   preview: any;
-  force?: boolean;
-  run: (reason: string) => Promise<any>;
+  /** Offers a `force` checkbox; the call gets its value. */
+  forceOption?: ForceOption;
+  run: (reason: string, force: boolean) => Promise<any>;
 }
+
+const ABANDON_WARNING =
+  'Force: do not wait for the moves in flight. Each is recorded ABANDONED with its last known state and re-checked against the backend on every read; the operation ends at once. ' +
+  'An abandoned move may still complete in the cluster later: check the node’s safe-to-restart before powering it off.';
+const FORCE_CANCEL: ForceOption = { label: 'Force: abandon the cut-overs in flight (a backend that never answers)', warning: ABANDON_WARNING };
+const FORCE_DISABLE: ForceOption = { label: 'Force: abandon the VM actions and cut-overs in flight', warning: ABANDON_WARNING };
 
 const ENDED = ['SUCCEEDED', 'FAILED', 'CANCELLED'];
 
@@ -32,7 +48,7 @@ const eta = (s: number | null) => (s === null ? '' : s >= 60 ? `ETA ${Math.floor
 
 function Progress({ op }: { op: any }) {
   const c = op.counts;
-  const done = c.moved + c.stopped + c.skipped + c.failed;
+  const done = c.moved + c.stopped + c.skipped + c.failed + c.abandoned;
   const pct = c.total ? Math.round((100 * done) / c.total) : ENDED.includes(op.state) ? 100 : 0;
   return html`<div class="progress" title=${`${done}/${c.total}`}>
     <div class="bar" style=${`width:${pct}%`}></div>
@@ -102,11 +118,12 @@ function Preview({ preview }: { preview: any }) {
 
 function Confirm({ pending, onDone, onClose }: { pending: Pending; onDone: (m: Message) => void; onClose: () => void }) {
   const [reason, setReason] = useState('');
+  const [force, setForce] = useState(false);
   const [busy, setBusy] = useState(false);
   const go = async () => {
     setBusy(true);
     try {
-      onDone(describeResult(await pending.run(reason)));
+      onDone(describeResult(await pending.run(reason, force)));
     } catch (e) {
       onDone({ kind: 'error', text: (e as Error).message });
     } finally {
@@ -120,7 +137,14 @@ function Confirm({ pending, onDone, onClose }: { pending: Pending; onDone: (m: M
     <label
       >Reason <input name="reason" value=${reason} onInput=${(e: any) => setReason(e.currentTarget.value)} placeholder="why (recorded in the audit log)"
     /></label>
-    <button class="primary" disabled=${busy} onClick=${go}>Confirm</button>
+    ${
+      pending.forceOption &&
+      html`<label class="force"
+          ><input type="checkbox" name="force" checked=${force} onChange=${(e: any) => setForce(e.currentTarget.checked)} /> ${pending.forceOption.label}</label
+        >
+        ${force && html`<p class="force-warning warn" role="alert">${pending.forceOption.warning}</p>`}`
+    }
+    <button class=${force ? 'primary danger' : 'primary'} disabled=${busy} onClick=${go}>${force ? 'Confirm with force' : 'Confirm'}</button>
     <button onClick=${onClose}>Close</button>
   </section>`;
 }
@@ -226,8 +250,12 @@ function App() {
     });
   }, [needsToken]);
 
-  const act = (title: string, preview: any, run: (reason: string) => Promise<any>) => setPending({ title, preview, run });
+  const act = (title: string, preview: any, run: Pending['run'], forceOption?: ForceOption) =>
+    setPending({ title, preview, run, ...(forceOption && { forceOption }) });
   const call = (doc: string, vars: Record<string, unknown>) => async (reason: string) => (await gql(doc, { ...vars, reason: reason || null })).result;
+  /** A cancel or disable: `force` only when ticked (the mutations' default is false). */
+  const callForce = (doc: string, vars: Record<string, unknown>) => async (reason: string, force: boolean) =>
+    (await gql(doc, { ...vars, force, reason: reason || null })).result;
 
   if (needsToken) {
     return html`<main>
@@ -298,7 +326,20 @@ function App() {
                         >
                           Maintenance…
                         </button>
-                        ${n.maintenancePhase && html`<button onClick=${() => act(`End maintenance of ${n.name}`, { text: 'Uncordons the node and restarts the VMs tracked to restart.' }, call(D.disableMaintenanceMode, { nodeId: n.id }))}>Disable…</button>`}
+                        ${
+                          n.maintenancePhase &&
+                          html`<button
+                            onClick=${() =>
+                              act(
+                                `End maintenance of ${n.name}`,
+                                { text: 'Uncordons the node and restarts the VMs tracked to restart.' },
+                                callForce(D.disableMaintenanceMode, { nodeId: n.id }),
+                                FORCE_DISABLE,
+                              )}
+                          >
+                            Disable…
+                          </button>`
+                        }
                         <button
                           onClick=${async () => {
                             const plan = await gql(D.rolloutPlan, { input: { nodes: [n.id], action: 'DRAIN_FILL' } }).catch(() => null);
@@ -320,7 +361,13 @@ function App() {
                           n.operation &&
                           (n.operation.kind === 'DRAIN' || n.operation.kind === 'FILL') &&
                           html`<button
-                            onClick=${() => act(`Cancel the ${n.operation.kind.toLowerCase()} of ${n.name}`, { text: 'Moves in flight finish; nothing new starts.' }, call(n.operation.kind === 'DRAIN' ? D.cancelNodeDrain : D.cancelNodeFill, { nodeId: n.id }))}
+                            onClick=${() =>
+                              act(
+                                `Cancel the ${n.operation.kind.toLowerCase()} of ${n.name}`,
+                                { text: 'Moves in flight finish; nothing new starts.' },
+                                callForce(n.operation.kind === 'DRAIN' ? D.cancelNodeDrain : D.cancelNodeFill, { nodeId: n.id }),
+                                FORCE_CANCEL,
+                              )}
                           >
                             Cancel…
                           </button>`
@@ -349,7 +396,10 @@ function App() {
           html`<tr data-operation=${op.id} data-kind=${op.kind} data-state=${op.state}>
             <td>${op.kind}${op.rollout?.currentWave ? ` (wave ${op.rollout.currentWave})` : ''}</td>
             <td>${op.nodeId ?? op.rollout?.nodes.map((x: any) => x.nodeId).join(', ')}</td>
-            <td class=${`state ${op.state}`}>${op.state}${op.error ? ` (${op.error})` : ''}</td>
+            <td class=${`state ${op.state}`}>
+              ${op.state}${op.error ? ` (${op.error})` : ''}${op.counts.abandoned ? html` <span class="tag warn" data-abandoned=${op.counts.abandoned}>${op.counts.abandoned} abandoned</span>` : null}
+              <${AbandonedSteps} op=${op} />
+            </td>
             <td><${Progress} op=${op} /></td>
             <td>${ENDED.includes(op.state) ? '' : eta(op.etaSeconds)}</td>
             <td class="waiting">${op.waitingOn?.description ?? ''}</td>
@@ -383,6 +433,21 @@ function App() {
 }
 
 render(h(App, {}), document.getElementById('app')!);
+
+/** The steps a forced cancel or disable abandoned, each with its last known state and where the backend says it is now (`recheck`, read at each load). */
+function AbandonedSteps({ op }: { op: any }) {
+  const steps = op.abandonedSteps.edges.map((e: any) => e.node);
+  if (!steps.length) return null;
+  return html`<ul class="abandoned">
+    ${steps.map(
+      (s: any) =>
+        html`<li data-step=${s.workloadId} data-settled=${String(s.recheck?.settled ?? false)}>
+          ${s.workloadKind} ${s.workloadId} ABANDONED:
+          ${s.error ?? ''}${s.recheck ? html`<br />now: ${s.recheck.description}${s.recheck.settled ? ' (settled)' : ' (still under way)'}` : null}
+        </li>`,
+    )}
+  </ul>`;
+}
 
 /** The tooltip of a node's "safe to restart" cell: each workload that remains and why. */
 function remainingTitle(remaining: { kind: string; id: string; reason: string }[]): string {

@@ -9,7 +9,8 @@ export const WEB_DOCUMENTS = {
       safeToRestart remainingWorkloads { kind id reason } } } }
     operations(first: 25) { edges { node {
       id kind nodeId state reason error createdAt etaSeconds
-      counts { planned moving moved stopped skipped failed total } waitingOn { description }
+      counts { planned moving moved stopped skipped failed abandoned total } waitingOn { description }
+      abandonedSteps: steps(first: 20, states: [ABANDONED]) { edges { node { workloadKind workloadId action error recheck { settled nodeId description } } } }
       rollout { currentWave nodesDone nodesTotal settings { action restart maxUnavailable } nodes { nodeId phase wave } } } } } }`,
   events: `subscription Events($after: Int) { eventLog(after: $after) { seq type nodeId operationId } }`,
   maintenancePlan: `query MaintenancePlan($nodeId: ID!, $force: Boolean) { maintenancePlan(nodeId: $nodeId, force: $force) {
@@ -19,10 +20,10 @@ export const WEB_DOCUMENTS = {
     ... on Error { code message } } }`,
   startNodeDrain: `mutation Drain($nodeId: ID!, $reason: String) { result: startNodeDrain(nodeId: $nodeId, reason: $reason) { ${OPERATION} } }`,
   startNodeFill: `mutation Fill($nodeId: ID!, $reason: String) { result: startNodeFill(nodeId: $nodeId, reason: $reason) { ${OPERATION} } }`,
-  cancelNodeDrain: `mutation CancelDrain($nodeId: ID!, $reason: String) { result: cancelNodeDrain(nodeId: $nodeId, reason: $reason) { ${OPERATION} } }`,
-  cancelNodeFill: `mutation CancelFill($nodeId: ID!, $reason: String) { result: cancelNodeFill(nodeId: $nodeId, reason: $reason) { ${OPERATION} } }`,
+  cancelNodeDrain: `mutation CancelDrain($nodeId: ID!, $force: Boolean, $reason: String) { result: cancelNodeDrain(nodeId: $nodeId, force: $force, reason: $reason) { ${OPERATION} } }`,
+  cancelNodeFill: `mutation CancelFill($nodeId: ID!, $force: Boolean, $reason: String) { result: cancelNodeFill(nodeId: $nodeId, force: $force, reason: $reason) { ${OPERATION} } }`,
   enableMaintenanceMode: `mutation Enable($nodeId: ID!, $force: Boolean, $reason: String) { result: enableMaintenanceMode(nodeId: $nodeId, force: $force, reason: $reason) { ${OPERATION} } }`,
-  disableMaintenanceMode: `mutation Disable($nodeId: ID!, $reason: String) { result: disableMaintenanceMode(nodeId: $nodeId, reason: $reason) {
+  disableMaintenanceMode: `mutation Disable($nodeId: ID!, $force: Boolean, $reason: String) { result: disableMaintenanceMode(nodeId: $nodeId, force: $force, reason: $reason) {
     __typename ... on DisableMaintenanceResult { restartedVmIds warnings } ${ERROR} } }`,
   startRollout: `mutation StartRollout($input: StartRolloutInput!) { result: startRollout(input: $input) { __typename ... on Operation { id kind state } ... on Error { code message } } }`,
   pauseRollout: `mutation Pause($id: ID!, $reason: String) { result: pauseRollout(id: $id, reason: $reason) { ${OPERATION} } }`,

@@ -219,3 +219,90 @@ describe.skipIf(!haveChromium)('the dashboard when its WebSocket drops (rollout:
     expect(after.at(-1)).toBeGreaterThan(0);
   });
 });
+
+describe.skipIf(!haveChromium)('force from the dashboard (issue 17, point 7; docs/runbook.md §4)', () => {
+  let dir: string;
+  let started: Started;
+  let browser: Browser;
+  const gql = async (query: string) =>
+    (await (await fetch(started.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) })).json()) as any;
+
+  beforeAll(async () => {
+    const built = spawnSync(process.execPath, [join(PROJECT_ROOT, 'scripts/build-web.mjs')], { encoding: 'utf8' });
+    expect(built.status, built.stderr).toBe(0);
+    dir = mkdtempSync(join(tmpdir(), 'lk-dashboard-force-'));
+    const nodes = ['1', '2'].map((id) => ({ id, zone: 'zone-a', roles: ['storage'] }));
+    // One shard, whose cut-over the backend never answers (the simulated cluster's `stuck` fault).
+    const shards = [{ tenantId: 'stuck-0', attachedNodeId: '1', secondaries: [{ nodeId: '2' }] }];
+    writeFileSync(
+      join(dir, 'lockkeeper.config.json'),
+      JSON.stringify({ plugins: [{ name: 'fake', options: { topology: { nodes, shards }, latenciesMs: { cutOver: 10 } } }] }),
+    );
+    started = await startLockkeeper({ log: createLogger('silent'), env: {}, cwd: dir, port: 0 });
+    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, timeout: 240_000 });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await started?.app.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a cancel waits in CANCELLING; cancel with force, confirmed after its warning, ends it: the step ABANDONED, re-checked, shown', async () => {
+    expect((await gql('mutation { simulation { injectFaults(input: { stuck: ["stuck-0"] }) { ... on SimulationFaults { stuck } } } }')).data).toBeTruthy();
+    const op = (await gql('mutation { r: startNodeDrain(nodeId: "1") { ... on Operation { id } } }')).data.r;
+    // The definite signal that the cut-over is in flight (and stays there): its step is MOVING.
+    for (;;) {
+      const moving = (await gql(`{ operation(id: "${op.id}") { ... on Operation { steps(states: [MOVING]) { edges { node { workloadId } } } } } }`)).data
+        .operation.steps.edges;
+      if (moving.length) break;
+    }
+    const page = await browser.newPage();
+    page.setDefaultTimeout(UI_TIMEOUT_MS);
+    await page.goto(started.url.replace('/graphql', '/'), { waitUntil: 'load' });
+    const row = page.locator('tr[data-node="1"]');
+    const opRow = page.locator(`tr[data-operation="${op.id}"]`);
+    await page.locator(`tr[data-operation="${op.id}"][data-state="RUNNING"]`).waitFor();
+
+    // Without force: the dialog offers it unticked, says nothing alarming, and the cancel waits for the stuck cut-over.
+    await row.getByRole('button', { name: 'Cancel…' }).click();
+    let dialog = page.getByRole('dialog', { name: 'Cancel the drain of node-1' });
+    await dialog.waitFor();
+    expect(await dialog.locator('input[name="force"]').isChecked()).toBe(false);
+    expect(await dialog.locator('.force-warning').count()).toBe(0);
+    await dialog.getByRole('button', { name: 'Confirm', exact: true }).click();
+    await page.locator(`tr[data-operation="${op.id}"][data-state="CANCELLING"]`).waitFor();
+
+    // With force: ticking it shows what force does, and the button says it.
+    await row.getByRole('button', { name: 'Cancel…' }).click();
+    dialog = page.getByRole('dialog', { name: 'Cancel the drain of node-1' });
+    await dialog.locator('input[name="force"]').check();
+    const warning = dialog.locator('.force-warning');
+    await warning.waitFor();
+    expect(await warning.textContent()).toContain('Each is recorded ABANDONED with its last known state and re-checked against the backend on every read');
+    expect(await dialog.getByRole('button', { name: 'Confirm', exact: true }).count()).toBe(0);
+    await dialog.locator('input[name="reason"]').fill('cut-over hangs');
+    await dialog.getByRole('button', { name: 'Confirm with force' }).click();
+
+    await page.locator(`tr[data-operation="${op.id}"][data-state="CANCELLED"]`).waitFor();
+    expect(await opRow.locator('[data-abandoned]').getAttribute('data-abandoned')).toBe('1');
+    const step = opRow.locator('ul.abandoned li[data-step="stuck-0"]');
+    await step.waitFor();
+    const text = (await step.textContent())!;
+    expect(text).toMatch(/^\s*shard stuck-0 ABANDONED: /);
+    // The re-check, read from the backend at this load: the cut-over never finished, the shard is still on node 1.
+    const recheck = (
+      await gql(
+        `{ operation(id: "${op.id}") { ... on Operation { error steps(states: [ABANDONED]) { edges { node { recheck { settled description } } } } } } }`,
+      )
+    ).data.operation;
+    expect(recheck.error).toBe('FORCED');
+    expect(text).toContain(`now: ${recheck.steps.edges[0].node.recheck.description}`);
+    expect(await step.getAttribute('data-settled')).toBe(String(recheck.steps.edges[0].node.recheck.settled));
+    const audit = (await gql('{ auditLog(first: 2) { edges { node { action reason } } } }')).data.auditLog.edges.map((e: any) => e.node);
+    expect(audit).toEqual([
+      { action: 'cancelNodeDrain', reason: 'cut-over hangs' },
+      { action: 'cancelNodeDrain', reason: null },
+    ]);
+  });
+});
