@@ -9,6 +9,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_POD_DRAIN_OPTIONS, type DrainPod } from '../../src/domain/pods/drain.ts';
 import { remainingWorkloads } from '../../src/domain/remaining.ts';
+import { RemainingReader } from '../../src/operations/core/remaining-reader.ts';
+import { unsafeWorkloads } from '../../src/operations/rollouts/node-operations.ts';
 import type { K8sSim } from '../../simulators/kubernetes/index.ts';
 import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
 import { VirtualClock } from '../support/virtual-clock.ts';
@@ -194,5 +196,33 @@ describe('pods on a kubevirt node (the API simulator)', () => {
     expect(JSON.parse(events[0]!.payload)).toMatchObject({ outcome: 'FAILED', safeToRestart: false, remaining: [{ kind: 'POD', id: 'default/web-0' }] });
     // The node reads the reason its maintenance recorded, while that maintenance is the newest on it.
     expect(await nodeSafety()).toMatchObject({ safeToRestart: false, remainingWorkloads: [{ kind: 'POD', id: 'default/web-0', reason: 'PDB_BLOCKED' }] });
+  });
+});
+
+describe('the rollout safety gate (rollout:O6) counts pods too', () => {
+  it('a node with an evictable pod is not handed over for its restart; once the pod is gone it is', async () => {
+    t = await kubevirtApp((sim) => {
+      threeNodes(sim);
+      // Without a controller (evicted under force, k8s:K2), so nothing brings it back once deleted.
+      sim.addPod({ name: 'lonely', nodeName: 'n1', labels: { app: 'lonely' } });
+      sim.addPod({ name: 'agent-x', nodeName: 'n1', owner: { kind: 'DaemonSet', name: 'agent' }, labels: { app: 'agent' } });
+    });
+    // The reader the rollout engine gives its runs (src/operations/rollouts/engine.ts: remainingOn).
+    const reader = new RemainingReader(
+      t.backend,
+      { latestRemaining: async () => new Map() },
+      { podDrain: DEFAULT_POD_DRAIN_OPTIONS },
+      { now: () => Date.now() },
+    );
+    const gate = { remainingOn: (nodeId: string) => reader.now(nodeId) };
+    expect(await unsafeWorkloads(gate, 'n1')).toEqual([
+      {
+        id: 'default/lonely',
+        reasons: ['still on node n1: not evicted yet; a restart of the node kills it without an eviction (no PodDisruptionBudget consulted)'],
+      },
+    ]);
+    t.sim.store.delete(t.sim.def('pods'), 'default', 'lonely');
+    await eventually(async () => (await unsafeWorkloads(gate, 'n1')).length === 0);
+    expect(await unsafeWorkloads(gate, 'n2')).toEqual([]);
   });
 });

@@ -32,6 +32,11 @@ export class RemainingReader {
     return nodeIds.map((id) => remainingWorkloads(id, workloads, reasonsOf(recorded.get(id) ?? [])));
   }
 
+  /** What remains on the node now, by the rule alone (no recorded reasons); rejects when the backend cannot be read. */
+  async now(nodeId: string): Promise<RemainingWorkload[]> {
+    return remainingWorkloads(nodeId, await this.read([nodeId]));
+  }
+
   /** At the end of an operation on the node; `leftBecause`: its steps' skip and failure reasons. Null when the backend cannot be read. */
   async atEnd(nodeId: string, leftBecause: ReadonlyMap<string, string>): Promise<RemainingWorkload[] | null> {
     try {

@@ -16,6 +16,7 @@ import {
 import type { AuditLog } from '../../store/audit-log.ts';
 import type { InterruptedOperation } from '../../store/operation-repository.ts';
 import type { EngineDeps } from '../core/engine-deps.ts';
+import { RemainingReader } from '../core/remaining-reader.ts';
 import type { OperationKindEngine, PartPlan } from '../core/operation-kind.ts';
 import type { MaintenanceEngine, MaintenancePlanView } from '../maintenance/engine.ts';
 import type { StorageEngine } from '../storage/engine.ts';
@@ -75,6 +76,7 @@ export class RolloutEngine implements OperationKindEngine {
 
   constructor(private readonly deps: RolloutEngineDeps) {
     const { storage, maintenance, backend } = deps;
+    const remaining = new RemainingReader(backend, deps.store.operations, deps.settings, deps.clock);
     this.host = {
       clock: deps.clock,
       journal: deps.operations.journal,
@@ -113,8 +115,7 @@ export class RolloutEngine implements OperationKindEngine {
         const [newest] = await this.core.listOperations({ nodeId, kind });
         return newest && newest.createdAt >= at ? newest.id : null;
       },
-      vmsOn: (nodeId) => (backend.capabilities.vms ? backend.listVms({ nodeId }) : Promise.resolve([])),
-      shardsAttachedTo: (nodeId) => (backend.capabilities.shards ? backend.listShards({ attachedNodeId: nodeId }) : Promise.resolve([])),
+      remainingOn: (nodeId) => remaining.now(nodeId),
     };
     deps.operations.register(this);
   }

@@ -1,6 +1,5 @@
-import type { ClusterShard, ClusterVm } from '../../cluster/types.ts';
 import { doneOf, totalOf, type OperationSnapshot, type RequestMeta } from '../../domain/operations.ts';
-import { remainingWorkloads } from '../../domain/remaining.ts';
+import type { RemainingWorkload } from '../../domain/remaining.ts';
 import type { RolloutNodeOperation, RolloutSettings } from '../../domain/rollouts.ts';
 
 /**
@@ -21,14 +20,13 @@ export interface NodeOperations {
   getOperation(id: string): Promise<OperationSnapshot | null>;
   /** The newest operation of `kind` on the node created at or after `at` (rollout:O9). */
   operationSince(nodeId: string, kind: RolloutNodeOperation['kind'], at: number): Promise<string | null>;
-  vmsOn(nodeId: string): Promise<ClusterVm[]>;
-  shardsAttachedTo(nodeId: string): Promise<ClusterShard[]>;
+  /** What would lose service if the node restarted now: VMs, shards and pods (the rule: domain/remaining.ts). */
+  remainingOn(nodeId: string): Promise<RemainingWorkload[]>;
 }
 
 /** rollout:O6: what would lose service if the node restarted now (the rule: domain/remaining.ts), as blockers. */
-export async function unsafeWorkloads(ops: Pick<NodeOperations, 'vmsOn' | 'shardsAttachedTo'>, nodeId: string): Promise<{ id: string; reasons: string[] }[]> {
-  const [vms, shards] = await Promise.all([ops.vmsOn(nodeId), ops.shardsAttachedTo(nodeId)]);
-  return remainingWorkloads(nodeId, { vms, shards }).map((w) => ({ id: w.id, reasons: [w.message] }));
+export async function unsafeWorkloads(ops: Pick<NodeOperations, 'remainingOn'>, nodeId: string): Promise<{ id: string; reasons: string[] }[]> {
+  return (await ops.remainingOn(nodeId)).map((w) => ({ id: w.id, reasons: [w.message] }));
 }
 
 /** One line of a node operation's progress, e.g. "fill 412/1000 shards (2 in flight)" (rollout:O10). */
