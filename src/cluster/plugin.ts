@@ -21,6 +21,12 @@ export interface PluginContext {
    */
   mayAct?: () => boolean;
   /**
+   * ha:L3: who is acting — this replica's lease holder id and epoch, `holder@epoch` — for a
+   * plugin to name in each request that changes the cluster (the simulator records it, so a
+   * test can tell which replica, at which epoch, sent each request). Absent: not named.
+   */
+  sender?: () => string;
+  /**
    * The gateway's database for this plugin (its own namespace): controller plugins keep
    * registered nodes, intent and generations there, never in memory or files alone.
    * Absent where no database is open (some tests); a plugin that needs it says so.
