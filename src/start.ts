@@ -80,7 +80,7 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       },
       ...(leadership && { leadership }),
       ...(db.postgres && { postgresUrl: db.postgres.url }),
-      health: () => ({ database: db.file }),
+      health: () => ({ databaseFile: db.file }),
     });
     const bound = await app.start(options.port ?? config.server.port, config.server.host);
     advertised ||= new URL(bound.url).origin;
