@@ -58,7 +58,11 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       ...context,
       ...(db.dialect === 'sqlite' && { dataDir: dataDirOf(db.file) }),
       // ha:L8: the plugins' own requests that change the cluster are gated by the lease too.
-      ...(leadership && { mayAct: () => leadership.canAct() }),
+      ...(leadership && {
+        mayAct: () => leadership.canAct(),
+        sender: () => `${leadership.holder}@${leadership.status().epoch ?? 'standby'}`,
+        onLeaderChange: (listener: (leads: boolean) => void) => leadership.onChange((s) => listener(s.role === 'leader')),
+      }),
       storeFor: (plugin) => new PrismaPluginStore(db.prisma, plugin),
     });
     app = buildApp({
@@ -76,7 +80,7 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       },
       ...(leadership && { leadership }),
       ...(db.postgres && { postgresUrl: db.postgres.url }),
-      health: () => ({ database: db.file }),
+      health: () => ({ databaseFile: db.file }),
     });
     const bound = await app.start(options.port ?? config.server.port, config.server.host);
     advertised ||= new URL(bound.url).origin;

@@ -58,6 +58,8 @@ export class KubevirtBackend implements ClusterBackend {
     private readonly options: KubevirtOptions,
     private readonly clock: Clock,
     private readonly log: Log,
+    /** ha:L8: the gateway's leadership; background work (node-down handling) runs only on the leader. */
+    private readonly leadership: Pick<PluginContext, 'mayAct' | 'onLeaderChange'> = {},
   ) {
     this.api = new KubeApi(k, options);
     this.cache = new ClusterCache(this.api, options, clock, log);
@@ -103,7 +105,7 @@ export class KubevirtBackend implements ClusterBackend {
       // k8s:U7: not on Harvester clusters, where Harvester's own node-down controller acts.
       if (this.delegate) this.log.warn({}, "kubevirt: nodeDown.enable is ignored: on a Harvester cluster Harvester's node-down controller acts");
       else {
-        this.nodeDown = new NodeDownController(this.api, this.cache, this.options.nodeDown, this.clock, this.log);
+        this.nodeDown = new NodeDownController(this.api, this.cache, this.options.nodeDown, this.clock, this.log, this.leadership);
         this.nodeDown.start();
       }
     }

@@ -10,15 +10,17 @@ export interface CreateKubevirtBackendOptions extends KubevirtOptionsInput {
   configDir?: string;
   log?: PluginContext['log'];
   mayAct?: PluginContext['mayAct'];
+  sender?: PluginContext['sender'];
+  onLeaderChange?: PluginContext['onLeaderChange'];
 }
 
 const silent: PluginContext['log'] = { info() {}, warn() {} };
 
 /** Connects to the cluster, lists and starts watching; rejects (typed) when the API server cannot be used. */
 export async function createKubevirtBackend(input: CreateKubevirtBackendOptions = {}): Promise<KubevirtBackend> {
-  const { clock = systemClock, configDir = process.cwd(), log = silent, mayAct, ...rest } = input;
+  const { clock = systemClock, configDir = process.cwd(), log = silent, mayAct, sender, onLeaderChange, ...rest } = input;
   const options: KubevirtOptions = kubevirtOptionsSchema.parse(rest);
-  const backend = new KubevirtBackend(makeClients(loadKubeConfig(options, configDir), mayAct), options, clock, log);
+  const backend = new KubevirtBackend(makeClients(loadKubeConfig(options, configDir), { mayAct, sender }), options, clock, log, { mayAct, onLeaderChange });
   await backend.start();
   return backend;
 }
@@ -28,7 +30,7 @@ const kubevirtPlugin = definePlugin<KubevirtOptions>({
   name: 'kubevirt',
   optionsSchema: kubevirtOptionsSchema,
   async create(options, context) {
-    const backend = new KubevirtBackend(makeClients(loadKubeConfig(options, context.configDir), context.mayAct), options, context.clock, context.log);
+    const backend = new KubevirtBackend(makeClients(loadKubeConfig(options, context.configDir), context), options, context.clock, context.log, context);
     await backend.start();
     return backend;
   },

@@ -15,6 +15,8 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { BackendError } from '../../src/cluster/errors.ts';
+import type { PluginContext } from '../../src/cluster/plugin.ts';
+import { gateConnections } from '../../src/cluster/send-gate.ts';
 import type { KubevirtOptions } from './options.ts';
 
 /** The API resources this plugin touches, as RBAC names them. */
@@ -72,12 +74,19 @@ export interface KubeClients {
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
+/** The header that names the replica, and its epoch, that sent a write (ha:L3: the simulator records it). */
+export const SENDER_HEADER = 'x-lockkeeper-sender';
+
 /**
- * The API clients, as `kc.makeApiClient` builds them plus one gate (ha:L2, ha:L8): a request
- * that changes the cluster is refused at the instant it would be sent unless `mayAct()` —
- * the gateway's leadership — says this replica may act, however long ago the action began.
+ * The API clients, as `kc.makeApiClient` builds them plus one gate (ha:L2, ha:L3, ha:L8): a
+ * request that changes the cluster is refused when it is built unless `mayAct()` — the
+ * gateway's leadership — says this replica may act, however long ago the action began, and
+ * checked again when its connection is up, just before its first byte is written
+ * (src/cluster/send-gate.ts): a replica frozen in between sends nothing when it wakes.
+ * Each write names its sender (`sender()`, e.g. `holder@epoch`) in `x-lockkeeper-sender`.
  */
-export function makeClients(kc: KubeConfig, mayAct: () => boolean = () => true): KubeClients {
+export function makeClients(kc: KubeConfig, gate: Pick<PluginContext, 'mayAct' | 'sender'> = {}): KubeClients {
+  const { mayAct = () => true, sender } = gate;
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('No active cluster!');
   const configuration = createConfiguration({
@@ -86,12 +95,13 @@ export function makeClients(kc: KubeConfig, mayAct: () => boolean = () => true):
     promiseMiddleware: [
       {
         pre: async (request) => {
-          if (WRITES.has(request.getHttpMethod()) && !mayAct()) {
-            throw new BackendError(
-              'Unavailable',
-              `${request.getHttpMethod()} ${new URL(request.getUrl()).pathname} refused: this replica is not the leader (ha:L2)`,
-            );
-          }
+          if (!WRITES.has(request.getHttpMethod())) return request;
+          const what = () => `${request.getHttpMethod()} ${new URL(request.getUrl()).pathname}`;
+          if (!mayAct()) throw new BackendError('Unavailable', `${what()} refused: this replica is not the leader (ha:L2)`);
+          if (sender) request.setHeaderParam(SENDER_HEADER, sender());
+          // Each request has an agent of its own (KubeConfig.applySecurityAuthentication), so one connection.
+          const agent = request.getAgent();
+          if (agent) request.setAgent(gateConnections(agent, mayAct, what));
           return request;
         },
         post: async (response) => response,

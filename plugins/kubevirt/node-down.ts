@@ -45,6 +45,8 @@ export class NodeDownController {
   private readonly timers = new Map<string, () => void>();
   private readonly queued = new Set<string>();
   private stopped = false;
+  private readonly mayAct: () => boolean;
+  private unwatchLeadership: () => void = () => {};
 
   constructor(
     private readonly api: KubeApi,
@@ -52,17 +54,26 @@ export class NodeDownController {
     private readonly options: KubevirtOptions['nodeDown'],
     private readonly clock: Clock,
     private readonly log: PluginContext['log'],
+    private readonly leadership: Pick<PluginContext, 'mayAct' | 'onLeaderChange'> = {},
   ) {
+    this.mayAct = leadership.mayAct ?? (() => true);
     // Raw node changes, also those that map to nothing (taints, conditions).
     cache.onNodeTouched = (key) => this.queue(key);
   }
 
   start(): void {
+    // ha:L8: a new leader looks at every node again: one that went down before it led sends no change to wake it.
+    this.unwatchLeadership = this.leadership.onLeaderChange?.((leads) => leads && this.queueAll()) ?? (() => {});
+    this.queueAll();
+  }
+
+  private queueAll(): void {
     for (const [key] of this.cache.cached(this.cache.nodeInformers)) this.queue(key);
   }
 
   stop(): void {
     this.stopped = true;
+    this.unwatchLeadership();
     this.cache.onNodeTouched = null;
     for (const cancel of this.timers.values()) cancel();
     this.timers.clear();
@@ -135,7 +146,8 @@ export class NodeDownController {
   }
 
   private async reconcile(nodeId: string): Promise<void> {
-    if (this.stopped) return;
+    // ha:L8: node-down handling only on the leader (a stand-by's writes would be refused anyway: it does not try).
+    if (this.stopped || !this.mayAct()) return;
     const node = this.cache.rawNode(nodeId);
     if (!node) return;
     const ready = conditionOf(node, 'Ready');

@@ -32,6 +32,12 @@ export interface PageserverBackendConfig extends Omit<PageserverOptions, 'stateF
   log: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
   resolveHost?: ResolveHost;
   onListenerError?: (error: unknown) => void;
+  /**
+   * ha:L8: whether this replica leads. Heartbeats, background reconciles, compute
+   * notifications and every request that changes a pageserver happen only then; the first
+   * heartbeat round as leader reloads the intent and the persisted heartbeats. Absent: always.
+   */
+  mayAct?: () => boolean;
 }
 
 const byTenantAndNumber = (a: ShardIntent, b: ShardIntent) => (a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : a.shardNumber - b.shardNumber);
@@ -67,8 +73,9 @@ export class PageserverBackend implements ClusterBackend {
 
   constructor(private readonly config: PageserverBackendConfig) {
     this.events = new EventFanout({ onListenerError: config.onListenerError ?? (() => {}) });
-    this.http = new PageserverHttp({ clock: config.clock, authToken: config.authToken });
-    this.hook = new ComputeHook({ clock: config.clock, url: config.controlPlane?.url, token: config.controlPlane?.token, log: config.log });
+    const gate = config.mayAct ? { mayAct: config.mayAct } : {};
+    this.http = new PageserverHttp({ clock: config.clock, authToken: config.authToken, ...gate });
+    this.hook = new ComputeHook({ clock: config.clock, url: config.controlPlane?.url, token: config.controlPlane?.token, log: config.log, ...gate });
     this.failover = {
       failOverShard: (id, o) => this.failOverShard(id, o),
       setNodeAvailability: (id, a) => this.setNodeAvailability(id, a),
@@ -116,6 +123,7 @@ export class PageserverBackend implements ClusterBackend {
       nodes: this.nodes,
       log,
       warmup: { timeoutMs: this.config.secondaryWarmupTimeoutMs, requestTimeoutMs: this.config.secondaryDownloadRequestTimeoutMs },
+      ...(this.config.mayAct && { mayAct: this.config.mayAct }),
     };
     this.reconciler = new Reconciler(deps, this.config.backgroundReconcileIntervalMs);
     this.moves = new ShardMoves(deps, this.reconciler, (shard) => this.emit({ type: 'shardChanged', shard: toShard(shard) }));
@@ -155,9 +163,23 @@ export class PageserverBackend implements ClusterBackend {
       probe: (id) => this.availability.probe(id),
       onRound: (results, endedAt) => this.availability.onRound(results, endedAt),
       onError: (e) => log.warn({ err: e }, 'heartbeat round failed'),
+      ...(this.config.mayAct && { mayAct: this.config.mayAct, onLead: () => this.takeOver() }),
     });
     await this.heartbeater.start();
     this.reconciler.startBackground();
+  }
+
+  /**
+   * ha:L8: this replica now leads. What the previous leader wrote is read again (intent,
+   * registered nodes) and its persisted heartbeats are taken over, before the first round.
+   */
+  private async takeOver(): Promise<void> {
+    const { clock, log } = this.config;
+    await this.intents.reload();
+    for (const id of this.nodes.ids()) if (!this.intents.nodes.has(id)) this.nodes.remove(id);
+    for (const record of this.intents.nodes.values()) this.nodes.add(record, clock.now());
+    await this.availability.inherit();
+    log.info({ nodes: this.nodes.size, shards: this.intents.shards.size }, 'pageserver: leading; intent and heartbeat state read from the database');
   }
 
   /** Requests to pageservers and the hook not yet answered (tests wait until the plugin is idle). */

@@ -89,6 +89,8 @@ export class ComputeHook {
       url: string | undefined;
       token: string | undefined;
       log: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
+      /** ha:L8: compute notifications only from the leader, checked as each is sent; a stand-by's is cancelled. Absent: always. */
+      mayAct?: () => boolean;
     },
   ) {}
 
@@ -173,6 +175,7 @@ export class ComputeHook {
 
   /** One request: its status, `cancelled`, or why it failed in transport. */
   private async once(url: string, body: string, signal?: AbortSignal): Promise<number | string> {
+    if (!(this.config.mayAct?.() ?? true)) return 'cancelled';
     const controller = new AbortController();
     const onAbort = () => controller.abort();
     signal?.addEventListener('abort', onAbort, { once: true });

@@ -8,6 +8,11 @@ export interface HeartbeatState {
   lastOkAt: number | null;
   /** When it entered WARMING_UP (its re-attach). */
   warmingSince: number | null;
+  /**
+   * ha:L8: its availability was taken over from the previous leader's persisted heartbeats,
+   * not seen by this process: the next good heartbeat activates it (neon:H4) all the same.
+   */
+  inherited?: boolean;
 }
 
 /** The verdict of a round for one node (neon:H2, neon:H3). */
@@ -45,6 +50,10 @@ export interface HeartbeaterConfig {
   /** The round's results, all at once when its slowest probe ended. */
   onRound(results: Map<string, { ok: boolean; sentAt: number }>, endedAt: number): Promise<void>;
   onError(error: unknown): void;
+  /** ha:L8: whether this replica leads; a stand-by sends no heartbeats. Absent: always. */
+  mayAct?: () => boolean;
+  /** ha:L8: called before the first round this replica runs as leader (it takes the previous leader's state over). */
+  onLead?: () => Promise<void>;
 }
 
 /**
@@ -55,6 +64,7 @@ export class Heartbeater {
   private cancel: (() => void) | undefined;
   private stopped = false;
   private running: Promise<void> = Promise.resolve();
+  private leading = false;
 
   constructor(private readonly config: HeartbeaterConfig) {}
 
@@ -73,6 +83,12 @@ export class Heartbeater {
     const { clock } = this.config;
     const startedAt = clock.now();
     this.running = (async () => {
+      // ha:L8: heartbeats only on the leader; the first round as leader starts from what the previous one persisted.
+      const leads = this.config.mayAct?.() ?? true;
+      const tookOver = leads && !this.leading;
+      this.leading = leads;
+      if (!leads) return;
+      if (tookOver) await this.config.onLead?.().catch((e: unknown) => this.config.onError(e));
       const ids = this.config.nodeIds();
       const results = new Map<string, { ok: boolean; sentAt: number }>();
       await Promise.all(
@@ -81,7 +97,7 @@ export class Heartbeater {
           results.set(id, { ok, sentAt: startedAt });
         }),
       );
-      if (this.stopped) return;
+      if (this.stopped || !(this.config.mayAct?.() ?? true)) return;
       await this.config.onRound(results, clock.now()).catch((e: unknown) => this.config.onError(e));
     })();
     return this.running.finally(() => {

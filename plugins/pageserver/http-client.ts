@@ -87,6 +87,8 @@ export interface HttpResult<T> {
 export interface PageserverHttpConfig {
   clock: Clock;
   authToken?: string;
+  /** ha:L8: whether this replica leads; a request that changes a pageserver is refused otherwise, checked as it is sent. Absent: always. */
+  mayAct?: () => boolean;
 }
 
 /**
@@ -179,6 +181,13 @@ export class PageserverHttp {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     if (this.config.authToken) headers.authorization = `Bearer ${this.config.authToken}`;
+    // ha:L8: checked here, at the last instant before each attempt is sent, not when the action began.
+    if (method !== 'GET' && !(this.config.mayAct?.() ?? true)) {
+      set.delete(controller);
+      cancelTimer();
+      options.signal?.removeEventListener('abort', onCallerAbort);
+      throw new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, 'refused: this replica is not the leader (ha:L8)', true);
+    }
     this.active++;
     try {
       let res: Response;

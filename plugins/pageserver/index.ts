@@ -32,7 +32,7 @@ export class PageserverConfigError extends Error {
 /** Creates the backend (intent in `context.store`), starts the upcall listener, discovers, starts heartbeats. */
 export async function createPageserverBackend(
   options: PageserverOptions,
-  context: Pick<PluginContext, 'configDir' | 'log' | 'store'> & { clock?: Clock; onListenerError?: (e: unknown) => void; resolveHost?: ResolveHost },
+  context: Pick<PluginContext, 'configDir' | 'log' | 'store' | 'mayAct'> & { clock?: Clock; onListenerError?: (e: unknown) => void; resolveHost?: ResolveHost },
 ): Promise<PageserverController> {
   if (!context.store) {
     throw new PageserverConfigError('the pageserver plugin keeps its intent and generations in the gateway database, and none was given (PluginContext.store)');
@@ -45,12 +45,13 @@ export async function createPageserverBackend(
     store: context.store,
     clock: context.clock ?? systemClock,
     log: context.log,
+    ...(context.mayAct && { mayAct: context.mayAct }),
     ...(context.resolveHost && { resolveHost: context.resolveHost }),
     onListenerError: context.onListenerError ?? ((e) => context.log.warn({ err: e }, 'a cluster event listener threw')),
   });
   const upcalls = new UpcallServer(
     { reAttach: (r) => backend.upcalls.reAttach(r), validate: (r) => backend.upcalls.validate(r) },
-    { token: options.upcall.token },
+    { token: options.upcall.token, ...(context.mayAct && { mayAct: context.mayAct }) },
   );
   try {
     const url = await upcalls.listen(options.upcall.port, options.upcall.host);

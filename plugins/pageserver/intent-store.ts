@@ -38,6 +38,27 @@ export class IntentStore {
     return s;
   }
 
+  /**
+   * ha:L8: the copy in memory made again from the database, in place (the shard objects others
+   * hold stay the same objects): a stand-by taking over acts on what the old leader wrote.
+   */
+  async reload(): Promise<void> {
+    const fresh = await IntentStore.load(this.store);
+    for (const id of [...this.shards.keys()]) if (!fresh.shards.has(id)) this.shards.delete(id);
+    for (const [id, shard] of fresh.shards) {
+      const mine = this.shards.get(id);
+      if (mine) Object.assign(mine, shard);
+      else this.shards.set(id, shard);
+    }
+    for (const [mine, theirs] of [
+      [this.nodes, fresh.nodes],
+      [this.tombstones, fresh.tombstones],
+    ] as const) {
+      mine.clear();
+      for (const [id, record] of theirs) mine.set(id, record);
+    }
+  }
+
   get meta(): Pick<PluginStore, 'getMeta' | 'setMeta'> {
     return this.store;
   }

@@ -25,6 +25,8 @@ export interface ReconcileDeps {
   log: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
   /** neon:C3 defaults outside drains and fills. */
   warmup: { timeoutMs: number; requestTimeoutMs: number };
+  /** ha:L8: whether this replica leads (background reconcile passes run only then). Absent: always. */
+  mayAct?: () => boolean;
 }
 
 /** A reconcile that failed. `issued`: a new generation had been issued to the attached node before it failed (neon:C10). */

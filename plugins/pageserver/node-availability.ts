@@ -23,8 +23,12 @@ export interface AvailabilityDeps extends ReconcileDeps {
  * OFFLINE does to what we know of it. Failing its shards over is the gateway's FAILOVER
  * operation (neon:H5), which hears the OFFLINE through `nodeChanged`.
  */
+/** The plugin-store meta key of the persisted heartbeat state (ha:L8). */
+const HEARTBEATS_KEY = 'heartbeats';
+
 export class NodeAvailabilityKeeper {
   private readonly activating = new Set<string>();
+  private persisted: string | null = null;
 
   constructor(private readonly deps: AvailabilityDeps) {}
 
@@ -52,7 +56,7 @@ export class NodeAvailabilityKeeper {
         if (verdict === 'available') {
           node.hb.lastOkAt = endedAt;
           // A failed activation keeps it out of ACTIVE; the next round tries again (neon:H4).
-          if (node.hb.availability !== 'ACTIVE') await this.activate(node).catch(() => {});
+          if (node.hb.availability !== 'ACTIVE' || node.hb.inherited) await this.activate(node).catch(() => {});
         } else if (verdict === 'offline') {
           const why =
             node.hb.availability === 'WARMING_UP'
@@ -63,6 +67,48 @@ export class NodeAvailabilityKeeper {
         }
       }),
     );
+    await this.persist();
+  }
+
+  /**
+   * ha:L8: each node's availability and last good heartbeat, written after every round the
+   * leader runs, so that the next leader knows when a node was last seen (a node that died
+   * together with the old leader still fails over under the new one).
+   */
+  private async persist(): Promise<void> {
+    const state = Object.fromEntries(this.deps.nodes.all().map((n) => [n.nodeId, { availability: n.hb.availability, lastOkAt: n.hb.lastOkAt }]));
+    const json = JSON.stringify(state);
+    if (json === this.persisted) return;
+    await this.deps.intents.meta.setMeta(HEARTBEATS_KEY, json);
+    this.persisted = json;
+  }
+
+  /**
+   * ha:L8: on taking over, each node's availability and last good heartbeat as the previous
+   * leader persisted them, where this process has seen nothing better: a node the old leader
+   * saw ACTIVE and that answers no more goes OFFLINE `maxOfflineIntervalMs` after its last
+   * success (neon:H2) and its shards fail over; one that answers is activated (neon:H4).
+   */
+  async inherit(): Promise<void> {
+    const raw = await this.deps.intents.meta.getMeta(HEARTBEATS_KEY);
+    if (!raw) return;
+    this.persisted = raw;
+    let stored: Record<string, { availability?: unknown; lastOkAt?: unknown }>;
+    try {
+      stored = JSON.parse(raw) as typeof stored;
+    } catch {
+      return this.deps.log.warn({}, 'the persisted heartbeat state is not JSON: every node starts OFFLINE (neon:H4)');
+    }
+    for (const node of this.deps.nodes.all()) {
+      const s = stored[node.nodeId];
+      if (!s || typeof s.lastOkAt !== 'number' || (node.hb.lastOkAt !== null && node.hb.lastOkAt >= s.lastOkAt)) continue;
+      node.hb.lastOkAt = s.lastOkAt;
+      if (node.hb.availability === 'OFFLINE' && (s.availability === 'ACTIVE' || s.availability === 'WARMING_UP')) {
+        node.hb.inherited = true;
+        if (s.availability === 'WARMING_UP') node.hb.warmingSince ??= s.lastOkAt;
+        this.set(node, s.availability);
+      }
+    }
   }
 
   /**
@@ -104,6 +150,7 @@ export class NodeAvailabilityKeeper {
       // What the node no longer holds: it holds nothing of it.
       for (const shardId of observed.shardsOn(node.nodeId)) if (!reported.has(shardId)) observed.delete(shardId, node.nodeId);
       node.hb.warmingSince = null;
+      node.hb.inherited = false;
       this.set(node, 'ACTIVE');
       this.deps.log.info({ node: node.nodeId }, `pageserver ${node.nodeId} ACTIVE`);
       for (const shard of intents.sortedShards()) {

@@ -151,6 +151,8 @@ export class Reconciler {
   }
 
   backgroundPass(): void {
+    // ha:L8: a stand-by reconciles nothing: its copy of the intent may be old, and the leader acts.
+    if (!(this.deps.mayAct?.() ?? true)) return;
     for (const shard of this.deps.intents.sortedShards()) {
       if (shard.policy === 'PAUSE' || shard.policy === 'STOP' || this.inFlight.has(shard.id)) continue;
       if (!this.needsReconcile(shard)) continue;

@@ -43,12 +43,18 @@ export class UpcallServer {
 
   private readonly tokenDigest: Buffer | null;
 
-  /** With `token`, every upcall must carry `Authorization: Bearer <token>` (Neon's `control_plane_api_token`). */
+  private readonly mayAct: () => boolean;
+
+  /**
+   * With `token`, every upcall must carry `Authorization: Bearer <token>` (Neon's `control_plane_api_token`).
+   * With `mayAct`, a replica that does not lead answers 503 (ha:L8): the pageserver retries, and reaches the leader.
+   */
   constructor(
     private readonly handlers: UpcallHandlers,
-    options: { token?: string } = {},
+    options: { token?: string; mayAct?: () => boolean } = {},
   ) {
     this.tokenDigest = options.token ? digest(options.token) : null;
+    this.mayAct = options.mayAct ?? (() => true);
     this.server = createServer((req, res) => void this.handle(req, res));
   }
 
@@ -94,6 +100,10 @@ export class UpcallServer {
       return send(res, 401, { msg: `Unauthorized: ${refusal}` });
     }
     if (req.method !== 'POST') return send(res, 405, { msg: `${path} takes POST` });
+    if (!this.mayAct()) {
+      req.resume();
+      return send(res, 503, { msg: `Service Unavailable: this storage controller is a stand-by, not the leader; retry (ha:L8)` });
+    }
     let body: unknown;
     try {
       body = await readJson(req);

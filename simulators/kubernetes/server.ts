@@ -26,6 +26,8 @@ export interface RecordedCall {
   body?: unknown;
   /** The simulator's clock when the call arrived. */
   at: number;
+  /** Who sent it, as its `x-lockkeeper-sender` header says (a gateway replica: `holder@epoch`), when it says. */
+  sender?: string;
 }
 
 /** One request and its answer, for checking shapes against outside schemas (test/support). */
@@ -93,6 +95,9 @@ export type DeleteHandler = (namespace: string | undefined, name: string, graceP
  * subresources, 409 on stale writes, 415 for unknown patch types, 410 for watches from a
  * compacted version, 400 for unknown field selectors).
  */
+/** `GET` here (with the token) answers `{ items: RecordedCall[] }`: every call so far, in order (not a Kubernetes path). */
+export const CALLS_PATH = '/simulator/v1/calls';
+
 export class ApiServer {
   readonly server: Server;
   /** Every call that reached authorization, for checking the ClusterRole against what the plugin does. */
@@ -247,7 +252,7 @@ export class ApiServer {
     return { resource, namespace, name, sub };
   }
 
-  private forbidden(verb: Verb, route: Route, body: unknown): ReturnType<typeof status> | null {
+  private forbidden(verb: Verb, route: Route, body: unknown, sender: string | undefined): ReturnType<typeof status> | null {
     const { resource, namespace, name, sub } = route;
     const rbacResource = sub ? `${resource.plural}/${sub}` : resource.plural;
     this.calls.push({
@@ -258,6 +263,7 @@ export class ApiServer {
       ...(name && { name }),
       ...(body !== undefined && { body }),
       at: this.options.clock.now(),
+      ...(sender && { sender }),
     });
     if (!this.rules) return null;
     const allowed = this.rules.some(
@@ -311,6 +317,8 @@ export class ApiServer {
     }
     const url = new URL(req.url ?? '/', 'http://sim');
     if (url.pathname.replace(/\/$/, '') === '/api/v1' && req.method === 'GET') return this.send(res, 200, this.discovery());
+    // Not Kubernetes: the simulator's record of the calls, in arrival order, for tests in another process.
+    if (url.pathname === CALLS_PATH && req.method === 'GET') return this.send(res, 200, { items: this.calls });
     const route = this.route(url.pathname);
     if ('error' in route) return this.send(res, 404, route.error);
     const method = req.method ?? 'GET';
@@ -322,7 +330,8 @@ export class ApiServer {
     } catch (e) {
       return this.send(res, 400, status(400, 'BadRequest', `invalid JSON: ${(e as Error).message}`));
     }
-    const denied = this.forbidden(verb, route, body);
+    const sender = req.headers['x-lockkeeper-sender'];
+    const denied = this.forbidden(verb, route, body, typeof sender === 'string' ? sender : undefined);
     if (denied) return this.send(res, 403, denied);
     if (verb === 'watch') {
       try {

@@ -21,6 +21,19 @@ export interface PluginContext {
    */
   mayAct?: () => boolean;
   /**
+   * ha:L3: who is acting — this replica's lease holder id and epoch, `holder@epoch` — for a
+   * plugin to name in each request that changes the cluster (the simulator records it, so a
+   * test can tell which replica, at which epoch, sent each request). Absent: not named.
+   */
+  sender?: () => string;
+  /**
+   * ha:L8: hears every change of this replica's role (true: it now leads), for background
+   * work that must start again on a new leader — e.g. a node that went down before the
+   * take-over sends no more changes to wake anyone. Returns the unsubscribe function. Absent:
+   * the plugin leads from the start and always.
+   */
+  onLeaderChange?: (listener: (leads: boolean) => void) => () => void;
+  /**
    * The gateway's database for this plugin (its own namespace): controller plugins keep
    * registered nodes, intent and generations there, never in memory or files alone.
    * Absent where no database is open (some tests); a plugin that needs it says so.

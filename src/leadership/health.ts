@@ -6,6 +6,8 @@ export function leadershipHealth(status: LeadershipStatus): Record<string, unkno
     role: status.role,
     epoch: status.epoch,
     leaseExpiresAt: status.leaseValidUntil === null ? null : new Date(status.leaseValidUntil).toISOString(),
+    database: status.database,
+    // The older name of `database`, kept for clients that read it.
     databaseStatus: status.database,
   };
 }

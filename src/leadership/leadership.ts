@@ -232,8 +232,12 @@ export class PostgresLeadership implements Leadership {
       until = await this.deps.lease.renew(this.holder, epoch, this.deps.leaseTtlMs, this.deps.address());
       this.database = 'up';
     } catch (e) {
-      // Still the leader until the watchdog says otherwise: the database may come back in time.
+      // A replica that lost its database stops acting at once: it cannot prove its lease
+      // (ha:L3), and none of its writes could commit. It stands by, keeps serving the reads
+      // it can, and tries to take the lease again each interval: when the database is back
+      // it rejoins, as leader once the lease is free, or as stand-by.
       this.databaseDown(e);
+      this.demote('database unreachable');
       return;
     }
     if (this.role !== 'leader' || this.epoch !== epoch) return;

@@ -50,7 +50,7 @@ describe('lockkeeper serve as a process', () => {
     });
     expect(((await res.json()) as any).data.vms.totalCount).toBeGreaterThan(0);
     const health = (await (await fetch(server.url.replace('/graphql', '/healthz'))).json()) as any;
-    expect(health.database).toBe(join(cwd, 'custom.db'));
+    expect(health.databaseFile).toBe(join(cwd, 'custom.db'));
     server.child.kill('SIGTERM');
     expect(await server.exited).toEqual({ code: 0, signal: null });
     expect(server.stdout()).toContain('shutting down');

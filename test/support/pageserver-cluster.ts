@@ -30,7 +30,7 @@ export interface SimCluster extends PageserverFleet {
   /** Starts (or restarts on the same database) the plugin against the simulators. */
   startController(
     extra?: Partial<PageserverOptionsInput>,
-    options?: { hook?: boolean; wrapStore?: (store: PluginStore) => PluginStore },
+    options?: { hook?: boolean; wrapStore?: (store: PluginStore) => PluginStore; mayAct?: () => boolean },
   ): Promise<PageserverController>;
   controller: PageserverController | undefined;
   /** Waits until nothing is in flight except what waits on the clock. */
@@ -82,7 +82,7 @@ export async function startSimCluster(spec: SimClusterSpec & { hookToken?: strin
     dir,
     unresolvable,
     controller: undefined,
-    async startController(extra = {}, { hook: withHook = true, wrapStore = (s: PluginStore) => s } = {}) {
+    async startController(extra = {}, { hook: withHook = true, wrapStore = (s: PluginStore) => s, mayAct } = {}) {
       const options = pageserverOptionsSchema.parse({
         pageservers: spec.nodes.map((n) => ({ id: n.id, url: sims.get(n.id)!.url, availabilityZone: n.zone ?? 'az-a' })),
         upcall: { host: '127.0.0.1', port: 0 },
@@ -95,6 +95,7 @@ export async function startSimCluster(spec: SimClusterSpec & { hookToken?: strin
         clock,
         store: wrapStore(new PrismaPluginStore(db.prisma, 'pageserver')),
         resolveHost: async (host) => !unresolvable.has(host),
+        ...(mayAct && { mayAct }),
       });
       const controller = await drive(starting);
       for (const sim of sims.values()) {

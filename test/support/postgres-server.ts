@@ -18,6 +18,10 @@ export interface ThrowawayPostgres {
   url: string;
   port: number;
   dataDir: string;
+  /** Stops the server as a crash does (`-m immediate`), keeping its data: the database goes away. */
+  pause(): void;
+  /** Starts it again on the same port and data. */
+  resume(): void;
   stop(): void;
 }
 
@@ -78,12 +82,12 @@ export async function startThrowawayPostgres(): Promise<ThrowawayPostgres> {
     chownSync(dataDir, user.uid, user.gid);
   }
   const port = await freePort();
+  // fsync off: a test server's data need not survive a power cut, and it spares the
+  // shared disk. The socket lives in the data directory, never in /var/run.
+  const options = `-p ${port} -k ${dataDir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300`;
   try {
     run(join(bin, 'initdb'), ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);
     writeFileSync(join(dataDir, 'pg_hba.conf'), `local all all trust\nhost all ${PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 trust\n`);
-    // fsync off: a test server's data need not survive a power cut, and it spares the
-    // shared disk. The socket lives in the data directory, never in /var/run.
-    const options = `-p ${port} -k ${dataDir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300`;
     run(join(bin, 'pg_ctl'), ['-D', dataDir, '-o', options, '-l', join(dataDir, 'server.log'), '-w', '-t', '60', 'start']);
   } catch (e) {
     rmSync(dataDir, { recursive: true, force: true });
@@ -95,6 +99,12 @@ export async function startThrowawayPostgres(): Promise<ThrowawayPostgres> {
     url: `postgresql://postgres@127.0.0.1:${port}/postgres`,
     port,
     dataDir,
+    pause() {
+      run(join(bin, 'pg_ctl'), ['-D', dataDir, '-m', 'immediate', '-w', 'stop']);
+    },
+    resume() {
+      run(join(bin, 'pg_ctl'), ['-D', dataDir, '-o', options, '-l', join(dataDir, 'server.log'), '-w', '-t', '60', 'start']);
+    },
     stop() {
       if (stopped) return;
       stopped = true;
