@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
 import { DEFAULT_CONFIG } from '../../../src/config/defaults.ts';
 import { K8sSim, MIGRATION_JOB_LABEL } from '../../../simulators/kubernetes/index.ts';
-import { eventually } from '../../support/kubevirt-app.ts';
+import { eventually, nodeDownSettled } from '../../support/kubevirt-app.ts';
 import { VirtualClock } from '../../support/virtual-clock.ts';
 import type { BackendError } from '../../../src/cluster/errors.ts';
 
@@ -100,8 +100,11 @@ describe("k8s:E2, k8s:E3: KubeVirt's eviction of launcher pods, as the simulator
     expect((await evict(lmPod)).status).toBe(201);
     const extPod = launcherOf('ext').metadata.name;
     expect((await evict(extPod)).status).toBe(429);
+    const marked = sim.store.currentRv;
+    expect(sim.vmi('default', 'ext')!.status.evacuationNodeName).toBe('n1');
     expect(await evict(extPod)).toMatchObject({ status: 429, body: { message: expect.stringContaining('Evacuation in progress') } });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The evacuation controller has looked at the cluster since ext was marked: no migration for it.
+    await eventually(() => sim.eviction.syncedRv >= marked);
     expect(sim.migrations('default').filter((m) => m.spec.vmiName === 'ext')).toEqual([]);
   });
 
@@ -288,6 +291,8 @@ describe('k8s:U7 and k8s:H9 together', () => {
     sim.setNodeReady('n1', false);
     await eventually(() => seen);
     await clock.advance(1_000_000);
+    // A node-down controller, had one started, has acted on all of it by now (no real-time sleep).
+    await nodeDownSettled(sim, b);
     expect(sim.node('n1')!.spec.taints).toBeUndefined();
     expect(sim.calls.filter((c) => c.resource === 'nodes' && c.verb === 'patch')).toEqual([]);
     await expect(b.confirmNodeDown('n1')).rejects.toThrow(/node-down handling is Harvester's on this cluster/);
