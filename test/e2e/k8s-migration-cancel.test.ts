@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MANAGED_BY, MANAGED_BY_LABEL } from '../../plugins/kubevirt/index.ts';
 import { EVACUATION_ANNOTATION, MIGRATION_JOB_LABEL, type K8sObject, type K8sSim } from '../../simulators/kubernetes/index.ts';
 import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
+import type { OperationSettings } from '../../src/config/schema.ts';
 import { VirtualClock } from '../support/virtual-clock.ts';
 import { drive } from '../support/virtual-drive.ts';
 
@@ -24,6 +25,24 @@ const deletes = () => t.sim.calls.filter((c) => c.resource === 'virtualmachinein
 
 function nodes(sim: K8sSim): void {
   for (const n of ['n1', 'n2', 'n3']) sim.addNode(n, { roles: ['worker'] });
+}
+
+/** VM `a` on n1 of three nodes, its migrations held as `holds`, on one virtual clock; the plugin's timeouts an hour unless given. */
+async function heldApp(
+  clock: VirtualClock,
+  holds: Parameters<K8sSim['holdMigrations']>[0],
+  { memory, settings = {}, migrationTimeoutMs = 3_600_000 }: { memory?: string; settings?: Partial<OperationSettings>; migrationTimeoutMs?: number } = {},
+): Promise<void> {
+  t = await kubevirtApp(
+    (sim) => {
+      nodes(sim);
+      sim.addVm({ name: 'a', nodeName: 'n1', ...(memory !== undefined && { memory }) });
+      sim.holdMigrations(holds);
+    },
+    settings,
+    {},
+    { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationTimeoutMs } },
+  );
 }
 
 describe('k8s:scenario-5: migration cancel', () => {
@@ -95,16 +114,7 @@ describe('k8s:scenario-5: migration cancel', () => {
 
   it('a migration past migrationTimeoutMs is deleted and reported Transient', async () => {
     const clock = new VirtualClock();
-    t = await kubevirtApp(
-      (sim) => {
-        nodes(sim);
-        sim.addVm({ name: 'a', nodeName: 'n1' });
-        sim.holdMigrations({ pending: () => true });
-      },
-      { migrationRetryDelayMs: 60_000 },
-      {},
-      { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationTimeoutMs: 30_000 } },
-    );
+    await heldApp(clock, { pending: () => true }, { settings: { migrationRetryDelayMs: 60_000 }, migrationTimeoutMs: 30_000 });
     const op = (await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1") { ... on Operation { id } } }`)).r;
     await drive(clock, () => migrationsOf('a').length === 1);
     const first = migrationsOf('a')[0]!;
@@ -124,16 +134,7 @@ describe('k8s:scenario-5: migration cancel', () => {
 
   it('clearMaintenanceError after the deadline deletes the migration Lockkeeper left in flight, and the VM stays on the source (k8s:C9 a)', async () => {
     const clock = new VirtualClock();
-    t = await kubevirtApp(
-      (sim) => {
-        nodes(sim);
-        sim.addVm({ name: 'a', nodeName: 'n1' });
-        sim.holdMigrations({ pending: () => true });
-      },
-      {},
-      {},
-      { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationTimeoutMs: 3_600_000 } },
-    );
+    await heldApp(clock, { pending: () => true });
     await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1", deadlineSeconds: 10) { __typename } }`);
     await drive(clock, () => phase() === 'ERROR', { stepMs: 1000 });
     const [ours] = migrationsOf('a');
@@ -155,17 +156,8 @@ describe('k8s:scenario-5: migration cancel', () => {
 describe('k8s:C10: a migration KubeVirt fails by its own bound, seen from the maintenance', () => {
   it('the transient failure is retried migrationRetryDelayMs later with a new migration, until the deadline; the operation then ends FAILED, and the step FAILED with TRANSIENT once the attempt in flight fails', async () => {
     const clock = new VirtualClock();
-    t = await kubevirtApp(
-      (sim) => {
-        for (const n of ['n1', 'n2', 'n3']) sim.addNode(n, { roles: ['worker'] });
-        // 4 GiB: the completion bound (600 s) is far off, so only the progress bound (150 s) fires.
-        sim.addVm({ name: 'a', nodeName: 'n1', memory: '4Gi' });
-        sim.holdMigrations({ running: () => true, transfer: 'stalled' });
-      },
-      { migrationRetryDelayMs: 10_000 },
-      {},
-      { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationTimeoutMs: 3_600_000 } },
-    );
+    // 4 GiB: the completion bound (600 s) is far off, so only the progress bound (150 s) fires.
+    await heldApp(clock, { running: () => true, transfer: 'stalled' }, { memory: '4Gi', settings: { migrationRetryDelayMs: 10_000 } });
     // Every migration and when it failed, in simulated time.
     const created: { uid: string; at: number }[] = [];
     const failed = new Map<string, { at: number; reason: string }>();
@@ -198,9 +190,9 @@ describe('k8s:C10: a migration KubeVirt fails by its own bound, seen from the ma
     expect(failed.get(created[1]!.uid)!.at - created[1]!.at).toBeGreaterThanOrEqual(150_000);
 
     // The deadline (400 s): the maintenance ends, naming the VM and its transient failure.
-    await drive(clock, () => phase() === 'ERROR', { stepMs: 1000, maxMs: 600_000 });
+    // The node's phase turns ERROR just before the operation's end is committed: wait for both.
+    await drive(clock, async () => phase() === 'ERROR' && (await step()).state === 'FAILED', { stepMs: 1000, maxMs: 600_000 });
     const end = await step();
-    expect(end.state).toBe('FAILED');
     expect(end.error).toMatch(/^DEADLINE_EXCEEDED: still on the node: default\/a \(migration failed \(.*Live migration stuck for 150 sec/);
 
     // An attempt still in flight then is left to KubeVirt (clearMaintenanceError would delete it, k8s:C9 a); once it
