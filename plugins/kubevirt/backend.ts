@@ -215,6 +215,11 @@ export class KubevirtBackend implements ClusterBackend {
     return this.cache.watchStats;
   }
 
+  /** Node-down reconciles queued or running, 0 without the controller (see NodeDownController.busy); for tests. */
+  get nodeDownBusy(): number {
+    return this.nodeDown?.busy ?? 0;
+  }
+
   async close(): Promise<void> {
     this.nodeDown?.stop();
     this.cache.close();

@@ -44,6 +44,7 @@ const UPGRADE_DONE = ['Succeeded', 'Failed'];
 export class NodeDownController {
   private readonly timers = new Map<string, () => void>();
   private readonly queued = new Set<string>();
+  private running = 0;
   private stopped = false;
   private readonly mayAct: () => boolean;
   private unwatchLeadership: () => void = () => {};
@@ -103,14 +104,25 @@ export class NodeDownController {
     this.log.info({ node: nodeId }, `kubevirt: node ${nodeId} confirmed down; out-of-service follows vmMigrationTimeout after Drained=False`);
   }
 
+  /**
+   * Reconciles queued or running. 0 once every node change the cache reported and every
+   * timer that fired has been acted on (its writes answered): with the informers caught up
+   * and the clock standing still, nothing more will be written until time moves or the
+   * cluster changes — the definite signal for tests that check nothing was written.
+   */
+  get busy(): number {
+    return this.queued.size + this.running;
+  }
+
   private queue(nodeId: string): void {
     if (this.stopped || this.queued.has(nodeId)) return;
     this.queued.add(nodeId);
     queueMicrotask(() => {
       this.queued.delete(nodeId);
-      this.reconcile(nodeId).catch((e: unknown) =>
-        this.log.warn({ err: e, node: nodeId }, `kubevirt: node-down handling of ${nodeId} failed; trying again on its next change`),
-      );
+      this.running++;
+      this.reconcile(nodeId)
+        .catch((e: unknown) => this.log.warn({ err: e, node: nodeId }, `kubevirt: node-down handling of ${nodeId} failed; trying again on its next change`))
+        .finally(() => this.running--);
     });
   }
 

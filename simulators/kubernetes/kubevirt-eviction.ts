@@ -25,6 +25,13 @@ export class KubevirtEviction {
   private readonly unsubscribe: () => void;
   private readonly failures = new Map<string, { count: number; until: number }>();
   private scheduled = false;
+  /**
+   * The store's resourceVersion when the evacuation controller last synced: every change up
+   * to it has been considered, so a migration not created by then for a VMI marked at or
+   * before it will not be (until something changes or time moves). For tests of "never
+   * migrated", instead of a sleep.
+   */
+  syncedRv = 0;
 
   constructor(
     private readonly store: ObjectStore,
@@ -119,6 +126,7 @@ export class KubevirtEviction {
 
   /** `evacuation.go` `sync`: marked VMIs, and every migratable-on-eviction VMI of a node with the drain taint. */
   private sync(): void {
+    this.syncedRv = this.store.currentRv;
     const taintKey = this.kubevirt.clusterConfig().migrations?.nodeDrainTaintKey ?? DEFAULT_DRAIN_TAINT;
     const drained = new Set(
       this.store

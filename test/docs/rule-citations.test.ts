@@ -63,6 +63,17 @@ describe('rule citations (docs/rules.md)', () => {
     expect(unknown).toEqual([]);
   });
 
+  it('every neon:* rule is cited by a test under test/ (issue 11: every numbered rule gets a test)', () => {
+    const cited = new Set<string>();
+    for (const file of files.filter((f) => f.startsWith('test/') && f !== 'test/docs/rule-citations.test.ts')) {
+      const text = readFileSync(new URL(file, root), 'utf8');
+      for (const m of text.matchAll(CITATION)) for (const id of expand(m[1]!, m[2]!, m[3] ?? '')) cited.add(id);
+    }
+    const neon = [...documented].filter((id) => id.startsWith('neon:') && !id.startsWith('neon:scenario-'));
+    expect(neon.length).toBeGreaterThan(40);
+    expect(neon.filter((id) => !cited.has(id))).toEqual([]);
+  });
+
   it('no rule is cited by its bare id (ids repeat across specs)', () => {
     const bare: string[] = [];
     for (const file of files) {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createKubevirtBackend, kubevirtOptionsSchema, type KubevirtBackend } from '../../plugins/kubevirt/index.ts';
 import { NODE_DOWN_CONFIRMED, OUT_OF_SERVICE_TAINT } from '../../plugins/kubevirt/node-down.ts';
 import type { K8sObject, K8sSim } from '../../simulators/kubernetes/index.ts';
-import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
+import { eventually, kubevirtApp, nodeDownSettled, type KubevirtTestApp } from '../support/kubevirt-app.ts';
 import { VirtualClock } from '../support/virtual-clock.ts';
 
 /** k8s:scenario-8: node down (k8s:U1–U8), the kubevirt plugin's option, with one virtual clock for the simulator, plugin and engine. */
@@ -17,8 +17,12 @@ afterEach(async () => {
 const taintKeys = (name = 'n1') => (t.sim.node(name)!.spec.taints ?? []).map((x: { key: string }) => x.key);
 const drained = (name = 'n1') => (t.sim.node(name)!.status.conditions ?? []).find((c: { type: string }) => c.type === 'Drained');
 const taintWrites = () => t.sim.calls.filter((c) => c.resource === 'nodes' && c.verb === 'patch' && (c.body as K8sObject)?.spec?.taints !== undefined);
-/** Real I/O settles while virtual time stands still. */
-const settle = () => new Promise((resolve) => setTimeout(resolve, 150));
+/**
+ * Virtual time stands still while the plugin catches up with every change and its node-down
+ * controller has acted on all it has seen: what is not written by then is not written at
+ * this instant (a definite signal, not a real-time sleep).
+ */
+const settle = (backend: KubevirtBackend = t.backend) => nodeDownSettled(t.sim, backend);
 
 async function app(clock: VirtualClock, seed: (sim: K8sSim) => void = () => {}, nodeDown: Record<string, unknown> = { enable: true }) {
   t = await kubevirtApp(
@@ -87,7 +91,7 @@ describe('k8s:scenario-8: node down', () => {
     await t.backend.close();
     extra = await createKubevirtBackend({ kubeconfigPath: t.sim.kubeconfigFile(), clock, nodeDown: { enable: true } });
     await clock.advance(79_999);
-    await settle();
+    await settle(extra);
     expect(taintKeys()).toEqual(['kubevirt.io/drain']);
     await clock.advance(1);
     await eventually(() => taintKeys().includes(OUT_OF_SERVICE_TAINT));

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAINTENANCE_STRATEGY_LABEL } from '../../src/domain/labels.ts';
 import { DRAIN_FORCED, DRAIN_REQUESTED, MAINTAIN_STATUS, type K8sObject, type K8sSim, type RecordedCall } from '../../simulators/kubernetes/index.ts';
-import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
+import { caughtUp, eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
 
 /** k8s:scenario-6 through GraphQL: Harvester's node state written by Lockkeeper on a cluster without Harvester (k8s:H1, k8s:H3, k8s:H4, k8s:H7). */
 let t: KubevirtTestApp;
@@ -67,7 +67,8 @@ describe('k8s:scenario-6: node state on a cluster without Harvester', () => {
       { key: 'kubevirt.io/drain', effect: 'NoSchedule' },
       { key: 'example.com/keep', value: 'x', effect: 'NoSchedule' },
     ]);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The disable must start from the taints as the plugin's cache holds them: wait until it has seen them.
+    await caughtUp(t.sim, t.backend);
     let conflicts = 1;
     t.sim.api.beforeWrite = (verb, r, _ns, name) => {
       // A concurrent writer, once: the disable's patch carries a resourceVersion that is now stale (409).

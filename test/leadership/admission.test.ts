@@ -7,6 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ShardSpec, VmSpec } from '../../plugins/fake/index.ts';
+import { until } from '../support/child-server.ts';
 import { startReplicas, type Replica, type ReplicaSet } from '../support/replicas.ts';
 import { createPostgresDatabase, postgresSkipReason } from '../support/test-database.ts';
 
@@ -33,16 +34,6 @@ function cluster(n: number, options: { cutOverMs?: number; vms?: number; twoNode
     topology: { nodes: ['1', '2', '3', '4'].map((id) => ({ id, name: `node-${id}`, roles })), shards, vms },
     latenciesMs: { cutOver: options.cutOverMs ?? 15, migrate: 20 },
   };
-}
-
-async function until<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 const RESULT = `__typename ... on Operation { id state kind } ... on Error { code message }`;

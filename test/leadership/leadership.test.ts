@@ -8,6 +8,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ShardSpec } from '../../plugins/fake/index.ts';
 import { isFenceError } from '../../src/leadership/lease-store.ts';
+import { until } from '../support/child-server.ts';
 import { startReplicas, type Replica, type ReplicaSet } from '../support/replicas.ts';
 import { createPostgresDatabase, postgresSkipReason } from '../support/test-database.ts';
 
@@ -39,16 +40,6 @@ async function sql(url: string): Promise<pg.Client> {
   await c.connect();
   clients.push(c);
   return c;
-}
-
-async function until<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 async function startDrain(r: Replica, nodeId: string) {

@@ -187,7 +187,7 @@ const NODE_FIELDS = [
   'scheduling',
 ];
 
-describe('Neon REST facade: reading nodes', () => {
+describe('Neon REST facade: reading nodes (neon:L8)', () => {
   it('GET /control/v1/node lists nodes sorted by numeric id, with Neon field names and spellings', async () => {
     const h = await setup();
     const { status, json, headers } = await h.call('GET', '/control/v1/node');

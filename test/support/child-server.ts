@@ -60,8 +60,8 @@ export async function postGraphQL(url: string, query: string): Promise<any> {
   return body.data;
 }
 
-/** Polls in real time (a child server runs on the real clock) until `probe` returns a value. */
-export async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 240_000, everyMs = 25): Promise<T> {
+/** Polls in real time (a child server, or replicas, run on the real clock) until `probe` returns a value; the probe may be synchronous. */
+export async function until<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 240_000, everyMs = 25): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

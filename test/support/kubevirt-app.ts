@@ -45,6 +45,21 @@ export async function caughtUp(sim: K8sSim, backend: KubevirtBackend): Promise<v
 }
 
 /**
+ * `caughtUp`, then until the node-down controller (k8s:U1–U8) has acted on all of it, again
+ * while its own writes change the cluster: with the clock standing still, a taint or
+ * condition not written by then will not be written. The definite signal for "nothing
+ * happens yet" checks of node-down, instead of a real-time sleep.
+ */
+export async function nodeDownSettled(sim: K8sSim, backend: KubevirtBackend): Promise<void> {
+  for (;;) {
+    const rv = sim.store.currentRv;
+    await caughtUp(sim, backend);
+    await eventually(() => backend.nodeDownBusy === 0);
+    if (sim.store.currentRv === rv) return;
+  }
+}
+
+/**
  * The whole app (GraphQL, maintenance engine, SQLite) over the kubevirt plugin, which
  * talks to a simulated Kubernetes API server through the real client. `seed` fills the
  * cluster before the plugin connects.

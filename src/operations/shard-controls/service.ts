@@ -273,7 +273,12 @@ export class ShardControls implements OperationKindEngine {
       RECONCILE_TIMEOUT_MS,
     ).catch((e: unknown) => {
       if (e instanceof LockkeeperError) throw e;
-      if (e instanceof BackendError && e.code === 'Unavailable') throw new UnavailableError(e.message, e.subject?.kind === 'node' ? e.subject.id : null);
+      // neon:W1, neon:W4: a reconcile of the shard that failed because a node is unavailable (attaching an OFFLINE
+      // node, which override_scheduler allows) is a reconcile error, 500 as Neon answers it; the intent stays and a
+      // later reconcile completes it. Unavailable about nothing in particular (the backend itself) stays 503.
+      if (e instanceof BackendError && e.code === 'Unavailable' && (e.subject?.kind === 'shard' || e.subject?.kind === 'node'))
+        throw new ReconcileFailedError(e.message);
+      if (e instanceof BackendError && e.code === 'Unavailable') throw new UnavailableError(e.message, null);
       if (e instanceof BackendError && e.code === 'Conflict') throw new ConflictError(e.message);
       throw new ReconcileFailedError(e instanceof Error ? e.message : String(e));
     });

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
 import { DEFAULT_CONFIG } from '../../../src/config/defaults.ts';
 import { K8sSim, MIGRATION_JOB_LABEL } from '../../../simulators/kubernetes/index.ts';
-import { eventually } from '../../support/kubevirt-app.ts';
+import { eventually, nodeDownSettled } from '../../support/kubevirt-app.ts';
 import { VirtualClock } from '../../support/virtual-clock.ts';
 import type { BackendError } from '../../../src/cluster/errors.ts';
 
@@ -100,8 +100,11 @@ describe("k8s:E2, k8s:E3: KubeVirt's eviction of launcher pods, as the simulator
     expect((await evict(lmPod)).status).toBe(201);
     const extPod = launcherOf('ext').metadata.name;
     expect((await evict(extPod)).status).toBe(429);
+    const marked = sim.store.currentRv;
+    expect(sim.vmi('default', 'ext')!.status.evacuationNodeName).toBe('n1');
     expect(await evict(extPod)).toMatchObject({ status: 429, body: { message: expect.stringContaining('Evacuation in progress') } });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The evacuation controller has looked at the cluster since ext was marked: no migration for it.
+    await eventually(() => sim.eviction.syncedRv >= marked);
     expect(sim.migrations('default').filter((m) => m.spec.vmiName === 'ext')).toEqual([]);
   });
 
@@ -230,45 +233,58 @@ describe('k8s:C4, k8s:C5, k8s:C10', () => {
     return { clock, outcome, phaseNow };
   }
 
-  it('a target pod pending for another reason than unschedulable fails its migration after 900 s, not 300 s; Lockkeeper gets a transient failure', async () => {
-    const { clock, outcome, phaseNow } = await heldMigration({ pending: () => true, pendingCause: 'ContainerCreating' }, '1Gi', 'Pending');
-    await clock.advance(300_000);
-    expect(phaseNow()).toBe('Pending');
-    await clock.advance(599_999);
-    expect(phaseNow()).toBe('Pending');
-    await clock.advance(1);
-    expect(phaseNow()).toBe('Failed');
-    const e = await outcome;
-    expect(e.code).toBe('Transient');
-    expect(e.message).toMatch(/migration default\/a-lockkeeper-\w+ failed: pending pod default\/virt-launcher-a-\w+ timeout period exceeded$/);
-    expect(sim.vmi('default', 'a')!.status.nodeName).toBe('n1');
-  });
+  /** k8s:C10's three bounds on a migration Lockkeeper started: still in its phase until the bound, Failed at it. */
+  const BOUNDS: {
+    bound: string;
+    holds: Parameters<K8sSim['holdMigrations']>[0];
+    memory: string;
+    phase: 'Pending' | 'Running';
+    /** Clock steps after each of which the migration is still in `phase`; 1 ms more fails it. */
+    still: number[];
+    message: RegExp;
+  }[] = [
+    {
+      bound: 'a target pod pending for another reason than unschedulable fails its migration after 900 s, not 300 s',
+      holds: { pending: () => true, pendingCause: 'ContainerCreating' },
+      memory: '1Gi',
+      phase: 'Pending',
+      still: [300_000, 599_999],
+      message: /migration default\/a-lockkeeper-\w+ failed: pending pod default\/virt-launcher-a-\w+ timeout period exceeded$/,
+    },
+    {
+      // 4 GiB: the completion bound (600 s) is far off, so only the progress bound can fire.
+      bound: 'a Running migration with no progress for 150 s is aborted (progressTimeout)',
+      holds: { running: () => true, transfer: 'stalled' },
+      memory: '4Gi',
+      phase: 'Running',
+      still: [149_999],
+      message: /failed: Live migration stuck for 150 sec and has been aborted$/,
+    },
+    {
+      // Progressing: the 150 s progress bound does not fire.
+      bound: 'a migration still copying after 150 s per GiB of memory is aborted (completionTimeoutPerGiB)',
+      holds: { running: () => true, transfer: 'progressing' },
+      memory: '2Gi',
+      phase: 'Running',
+      still: [299_999],
+      message: /failed: Live migration is not completed after 300 sec and has been aborted$/,
+    },
+  ];
 
-  it('a Running migration with no progress for 150 s is aborted (progressTimeout); Lockkeeper gets a transient failure', async () => {
-    // 4 GiB: the completion bound (600 s) is far off, so only the progress bound can fire.
-    const { clock, outcome, phaseNow } = await heldMigration({ running: () => true, transfer: 'stalled' }, '4Gi', 'Running');
-    await clock.advance(149_999);
-    expect(phaseNow()).toBe('Running');
-    await clock.advance(1);
-    expect(phaseNow()).toBe('Failed');
-    const e = await outcome;
-    expect(e.code).toBe('Transient');
-    expect(e.message).toMatch(/failed: Live migration stuck for 150 sec and has been aborted$/);
-    expect(sim.vmi('default', 'a')!.status.nodeName).toBe('n1');
-  });
-
-  it('a migration still copying after 150 s per GiB of memory is aborted (completionTimeoutPerGiB); Lockkeeper gets a transient failure', async () => {
-    const { clock, outcome, phaseNow } = await heldMigration({ running: () => true, transfer: 'progressing' }, '2Gi', 'Running');
-    // Progressing: the 150 s progress bound does not fire.
-    await clock.advance(299_999);
-    expect(phaseNow()).toBe('Running');
-    await clock.advance(1);
-    expect(phaseNow()).toBe('Failed');
-    const e = await outcome;
-    expect(e.code).toBe('Transient');
-    expect(e.message).toMatch(/failed: Live migration is not completed after 300 sec and has been aborted$/);
-    expect(sim.vmi('default', 'a')!.status.nodeName).toBe('n1');
-  });
+  for (const { bound, holds, memory, phase, still, message } of BOUNDS)
+    it(`${bound}; Lockkeeper gets a transient failure`, async () => {
+      const { clock, outcome, phaseNow } = await heldMigration(holds, memory, phase);
+      for (const ms of still) {
+        await clock.advance(ms);
+        expect(phaseNow()).toBe(phase);
+      }
+      await clock.advance(1);
+      expect(phaseNow()).toBe('Failed');
+      const e = await outcome;
+      expect(e.code).toBe('Transient');
+      expect(e.message).toMatch(message);
+      expect(sim.vmi('default', 'a')!.status.nodeName).toBe('n1');
+    });
 
   it("Lockkeeper's migration limits are KubeVirt's: 5 per cluster, 2 outbound per node", () => {
     expect(DEFAULT_CONFIG.operations.maxParallelMigrations).toBe(5);
@@ -288,6 +304,8 @@ describe('k8s:U7 and k8s:H9 together', () => {
     sim.setNodeReady('n1', false);
     await eventually(() => seen);
     await clock.advance(1_000_000);
+    // A node-down controller, had one started, has acted on all of it by now (no real-time sleep).
+    await nodeDownSettled(sim, b);
     expect(sim.node('n1')!.spec.taints).toBeUndefined();
     expect(sim.calls.filter((c) => c.resource === 'nodes' && c.verb === 'patch')).toEqual([]);
     await expect(b.confirmNodeDown('n1')).rejects.toThrow(/node-down handling is Harvester's on this cluster/);
