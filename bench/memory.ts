@@ -39,6 +39,17 @@ const CASES: Case[] = [
   },
 ];
 
+/**
+ * The node flags `npm start` gives the gateway (package.json `scripts.start`), so that this
+ * measures what users run while reading the gateway's own pid (under npm, it would be npm's).
+ */
+function startFlags(): string[] {
+  const start = (JSON.parse(readFileSync(join(PROJECT_DIR, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const m = /^exec node ((?:--\S+ )*)dist\/src\/cli\.js serve$/.exec(start);
+  if (!m) throw new Error(`package.json scripts.start is not \`exec node [--flags] dist/src/cli.js serve\`: ${start}`);
+  return m[1]!.split(' ').filter(Boolean);
+}
+
 function rssOf(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8')
     .split('\n')
@@ -70,7 +81,7 @@ async function measure(c: Case, dir: string): Promise<{ afterStart: number; afte
     writeFileSync(config, JSON.stringify({ plugins: [{ name: 'fake', options: c.fakeOptions }] }));
     env.LOCKKEEPER_CONFIG = config;
   }
-  const server = await launch({ command: process.execPath, args: ['dist/src/cli.js', 'serve'], query: c.read, env });
+  const server = await launch({ command: process.execPath, args: [...startFlags(), 'dist/src/cli.js', 'serve'], query: c.read, env });
   try {
     await pause(SETTLE_MS);
     const afterStart = rssOf(server.child.pid!);
@@ -107,7 +118,7 @@ export const memory: Benchmark = {
     return {
       summary: `memory: ${verdicts.join('; ')}`,
       markdown: [
-        `\`node dist/src/cli.js serve\` (what \`npm start\` execs), SQLite, log level warn; RSS from \`/proc/<pid>/status\` ${SETTLE_MS / 1000} s after the first answered query, then again ${SETTLE_MS / 1000} s after ${READS.toLocaleString('en')} reads of the query below (${CONCURRENCY} concurrent clients). The large cluster's config: \`${JSON.stringify(CASES[1]!.fakeOptions)}\`.`,
+        `\`${['node', ...startFlags(), 'dist/src/cli.js', 'serve'].join(' ')}\` (what \`npm start\` execs), SQLite, log level warn; RSS from \`/proc/<pid>/status\` ${SETTLE_MS / 1000} s after the first answered query, then again ${SETTLE_MS / 1000} s after ${READS.toLocaleString('en')} reads of the query below (${CONCURRENCY} concurrent clients). The large cluster's config: \`${JSON.stringify(CASES[1]!.fakeOptions)}\`.`,
         '',
         '| cluster | RSS after start MiB | RSS after reads MiB | growth | goal MiB | start to first answer |',
         '|---|---:|---:|---:|---:|---:|',

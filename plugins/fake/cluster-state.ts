@@ -1,7 +1,7 @@
 import { BackendError, notFound } from '../../src/cluster/errors.ts';
 import type { ClusterNode, ClusterShard, ClusterVm } from '../../src/cluster/types.ts';
 import type { SecondaryLagTable } from './secondary-lag.ts';
-import { compareNatural, compareNodeIds } from '../../src/domain/compare.ts';
+import { compareNatural, compareNodeIds, compareShards } from '../../src/domain/compare.ts';
 import { HOSTNAME_LABEL, MAINTENANCE_STRATEGY_LABEL, ZONE_LABEL } from '../../src/domain/labels.ts';
 import { applyStrategyLabel } from './strategy-label.ts';
 import type { StateFile } from './state-file.ts';
@@ -22,6 +22,24 @@ export class ClusterState {
   readonly shards = new Map<string, ClusterShard>();
   /** What a fully warm secondary of each shard holds. */
   readonly shardSizes = new Map<string, number>();
+  private vmOrder: ClusterVm[] = [];
+  private shardOrder: ClusterShard[] = [];
+
+  /**
+   * The VMs in the listing order (`compareNatural` of ids), as references into the state:
+   * sorted once, not per read. The set of records is fixed once built (actions change
+   * records in place), so a change of size is the only reason to sort again.
+   */
+  vmsInListingOrder(): readonly ClusterVm[] {
+    if (this.vmOrder.length !== this.vms.size) this.vmOrder = [...this.vms.values()].sort((a, b) => compareNatural(a.id, b.id));
+    return this.vmOrder;
+  }
+
+  /** The shards in the listing order (`compareShards`), as `vmsInListingOrder`. */
+  shardsInListingOrder(): readonly ClusterShard[] {
+    if (this.shardOrder.length !== this.shards.size) this.shardOrder = [...this.shards.values()].sort(compareShards);
+    return this.shardOrder;
+  }
 
   static fromTopology(topology: Topology, lag: SecondaryLagTable): ClusterState {
     const state = new ClusterState();

@@ -3,6 +3,8 @@ import type {
   ClusterBackend,
   FaultSettings,
   LatencySettings,
+  Page,
+  PagePicker,
   ShardFilter,
   SimulationControls,
   VmFilter,
@@ -65,6 +67,15 @@ const matchesShardFilter = (s: ClusterShard, f: ShardFilter) =>
   (f.attachedNodeId === undefined || s.attachedNodeId === f.attachedNodeId) &&
   (f.secondaryNodeId === undefined || s.secondaryNodeIds.includes(f.secondaryNodeId)) &&
   (f.tenantId === undefined || s.tenantId === f.tenantId);
+
+/** A page of a listing kept in order: only the rows picked are copied. */
+function pageOfListing<T>(ordered: readonly T[], matches: ((record: T) => boolean) | null, pick: PagePicker, copy: (record: T) => T): Page<T> {
+  const rows = matches ? ordered.filter(matches) : ordered;
+  const { offset, limit } = pick(rows.length);
+  return { rows: rows.slice(offset, offset + limit).map(copy), totalCount: rows.length };
+}
+
+const isEmpty = (filter: object) => Object.values(filter).every((v) => v === undefined);
 
 /**
  * The in-memory simulated cluster: a hyperconverged cluster serving VMs and tenant shards.
@@ -148,6 +159,11 @@ export class SimulatedCluster implements ClusterBackend {
     return this.call('listVms', async () => [...this.rt.state.vms.values()].filter((vm) => matchesVmFilter(vm, filter)).map(copyVm));
   }
 
+  pageVms(filter: VmFilter, page: PagePicker): Promise<Page<ClusterVm>> {
+    const matches = isEmpty(filter) ? null : (vm: ClusterVm) => matchesVmFilter(vm, filter);
+    return this.call('pageVms', () => pageOfListing(this.rt.state.vmsInListingOrder(), matches, page, copyVm));
+  }
+
   getVm(id: string): Promise<ClusterVm | null> {
     return this.call('getVm', async () => this.readVm(id));
   }
@@ -180,6 +196,11 @@ export class SimulatedCluster implements ClusterBackend {
 
   listShards(filter: ShardFilter = {}): Promise<ClusterShard[]> {
     return this.call('listShards', async () => [...this.rt.state.shards.values()].filter((s) => matchesShardFilter(s, filter)).map(copyShard));
+  }
+
+  pageShards(filter: ShardFilter, page: PagePicker): Promise<Page<ClusterShard>> {
+    const matches = isEmpty(filter) ? null : (s: ClusterShard) => matchesShardFilter(s, filter);
+    return this.call('pageShards', () => pageOfListing(this.rt.state.shardsInListingOrder(), matches, page, copyShard));
   }
 
   getShard(id: string): Promise<ClusterShard | null> {

@@ -5,6 +5,11 @@
  */
 export const compareNatural: (a: string, b: string) => number = new Intl.Collator('en', { numeric: true }).compare;
 
+/** The order of shard listings: tenant id, then shard number. */
+export function compareShards(a: { tenantId: string; shardNumber: number }, b: { tenantId: string; shardNumber: number }): number {
+  return a.tenantId.localeCompare(b.tenantId) || a.shardNumber - b.shardNumber;
+}
+
 /**
  * The one order of node ids (listings, plans, tie-breaks in placement). Natural order,
  * so that Kubernetes names (`node-9` before `node-10`) and Neon's numeric ids alike sort

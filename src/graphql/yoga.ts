@@ -6,7 +6,6 @@ import type { LimitSettings } from '../config/schema.ts';
 import { LockkeeperError } from '../domain/errors.ts';
 import type { Logger } from '../logger.ts';
 import { createContext, type AppServices, type GraphQLContext } from './context.ts';
-import { renderLockkeeperGraphiQL } from './graphiql.ts';
 import { toTypedError } from './map-backend-error.ts';
 import { useAliasLimit } from './plugins/use-alias-limit.ts';
 import { useCompiledQueries } from './plugins/use-compiled-queries.ts';
@@ -66,14 +65,16 @@ function maskUnlessActionable(error: unknown, message: string, isDev?: boolean):
 /**
  * The GraphQL handler shared by HTTP and WebSocket. GraphiQL is rendered from the
  * installed package (assets inlined), so it works on air-gapped clusters; its Headers tab's
- * token also reaches graphql-ws (./graphiql.ts).
+ * token also reaches graphql-ws (./graphiql.ts), which is imported on the first page asked for.
  */
 export function createGraphQLHandler(services: AppServices, log: Logger, { limits, allowedOrigins }: GraphQLHandlerOptions): LockkeeperYoga {
   return createYoga<Record<string, unknown>, GraphQLContext>({
     schema: buildSchema({ simulation: Boolean(services.backend.simulation) }),
     graphqlEndpoint: GRAPHQL_PATH,
     context: async (initial) => createContext(services, await identityOf(services.auth, initial)),
-    renderGraphiQL: renderLockkeeperGraphiQL,
+    // Loaded on the first GraphiQL page only: the package holds ~30 MiB of inlined assets
+    // (as module source and as strings) that a gateway serving only API calls never needs.
+    renderGraphiQL: async (options) => (await import('./graphiql.ts')).renderLockkeeperGraphiQL(options),
     graphiql: { title: 'Lockkeeper', subscriptionsProtocol: 'WS' },
     landingPage: false,
     maskedErrors: { maskError: maskUnlessActionable },

@@ -23,7 +23,7 @@ export function postgresSchemaText(sqliteSchema) {
     sqliteSchema
       .replace(
         generator,
-        'generator client {\n  provider     = "prisma-client"\n  output       = "../generated-postgresql"\n  moduleFormat = "esm"\n  runtime      = "nodejs"\n}',
+        'generator client {\n  provider      = "prisma-client"\n  output        = "../generated-postgresql"\n  moduleFormat  = "esm"\n  runtime       = "nodejs"\n  compilerBuild = "small"\n}',
       )
       .replace(dmmf, '\n')
       .replace(datasource, 'datasource db {\n  provider = "postgresql"\n}')

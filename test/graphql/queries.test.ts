@@ -116,8 +116,8 @@ describe('GraphQL reads over the demo cluster', () => {
       expect(res.data.vms.totalCount).toBe(4 * vmsPerNode);
       const calls = [...t.cluster.callCounts.entries()].map(([name, n]) => [name, n - (before.get(name) ?? 0)] as const).filter(([, n]) => n > 0);
       const total = calls.reduce((sum, [, n]) => sum + n, 0);
-      // One list plus one batched node read, whether there are 100 VMs or 500.
-      expect(Object.fromEntries(calls)).toEqual({ listVms: 1, getNodes: 1 });
+      // One page of the list plus one batched node read, whether there are 100 VMs or 500.
+      expect(Object.fromEntries(calls)).toEqual({ pageVms: 1, getNodes: 1 });
       expect(total).toBe(2);
       await t.stop();
     }
@@ -150,7 +150,7 @@ describe('bad input', () => {
       backend: (cluster) =>
         new Proxy(cluster, {
           get: (target, prop, receiver) =>
-            prop === 'listVms' ? () => Promise.reject(new Error('secret internal detail')) : Reflect.get(target, prop, receiver),
+            prop === 'listVms' || prop === 'pageVms' ? () => Promise.reject(new Error('secret internal detail')) : Reflect.get(target, prop, receiver),
         }),
     });
     const res = await t.gql('{ vms { totalCount } }');

@@ -1,4 +1,5 @@
-import { resolveArrayConnection } from '@pothos/plugin-relay';
+import { offsetForArgs, offsetToCursor, resolveArrayConnection } from '@pothos/plugin-relay';
+import type { Page, PagePicker } from '../../cluster/backend.ts';
 import { builder, PAGE } from '../builder.ts';
 
 export interface KeyValue {
@@ -33,4 +34,29 @@ type PageArgs = { first?: number | null; last?: number | null; before?: string |
 /** One page of an in-memory list, with the count of all rows that matched. */
 export function pageOf<T>(args: PageArgs, rows: T[]) {
   return { ...resolveArrayConnection({ args, defaultSize: PAGE.defaultSize, maxSize: PAGE.maxSize }, rows), totalCount: rows.length };
+}
+
+/**
+ * One page read from a backend that pages itself (`pageVms`, `pageShards`): the same
+ * offsets and cursors as `pageOf`, without listing every row (issue 15).
+ */
+export async function pageFrom<T>(args: PageArgs, read: (page: PagePicker) => Promise<Page<T>>) {
+  let picked: ReturnType<typeof offsetForArgs> | undefined;
+  const { rows, totalCount } = await read((totalCount) => {
+    picked = offsetForArgs({ args, totalCount, defaultSize: PAGE.defaultSize, maxSize: PAGE.maxSize });
+    return { offset: picked.offset, limit: picked.limit };
+  });
+  if (!picked) throw new Error('the backend answered a page without asking which');
+  const { offset, expectedSize, hasPreviousPage, hasNextPage } = picked;
+  const edges = rows.slice(0, expectedSize).map((node, i) => ({ cursor: offsetToCursor(offset + i), node }));
+  return {
+    edges,
+    totalCount,
+    pageInfo: {
+      startCursor: offsetToCursor(offset),
+      endCursor: offsetToCursor(offset + edges.length - 1),
+      hasPreviousPage,
+      hasNextPage: hasNextPage(rows.length),
+    },
+  };
 }

@@ -3,7 +3,8 @@ import { NotFoundError, UnavailableError } from '../../domain/errors.ts';
 import { typedBackendCall } from '../map-backend-error.ts';
 import { builder } from '../builder.ts';
 import { ClusterNodeType } from './cluster-node.ts';
-import { enumValuesOf, pageOf } from './common.ts';
+import { enumValuesOf, pageFrom, pageOf } from './common.ts';
+import { compareShards } from '../../domain/compare.ts';
 
 export const ShardPolicyEnum = builder.enumType('ShardSchedulingPolicy', { values: enumValuesOf(SHARD_POLICIES) });
 
@@ -44,12 +45,15 @@ builder.queryFields((t) => ({
         tenantId: t.arg.string({ required: false }),
       },
       resolve: async (_, args, ctx) => {
-        const rows = await ctx.backend.listShards({
+        const filter = {
           ...(args.nodeId != null && { attachedNodeId: String(args.nodeId) }),
           ...(args.secondaryNodeId != null && { secondaryNodeId: String(args.secondaryNodeId) }),
           ...(args.tenantId != null && { tenantId: args.tenantId }),
-        });
-        rows.sort((a, b) => a.tenantId.localeCompare(b.tenantId) || a.shardNumber - b.shardNumber);
+        };
+        const { backend } = ctx;
+        if (backend.pageShards) return pageFrom(args, (page) => backend.pageShards!(filter, page));
+        const rows = await backend.listShards(filter);
+        rows.sort(compareShards);
         return pageOf(args, rows);
       },
     },

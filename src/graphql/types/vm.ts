@@ -12,7 +12,7 @@ import { typedBackendCall } from '../map-backend-error.ts';
 import { effectiveStrategy, MAINTENANCE_STRATEGIES } from '../../domain/vm/strategy.ts';
 import { builder } from '../builder.ts';
 import { ClusterNodeType } from './cluster-node.ts';
-import { enumValuesOf, LabelType, pageOf, toLabels } from './common.ts';
+import { enumValuesOf, LabelType, pageFrom, pageOf, toLabels } from './common.ts';
 import { compareNatural } from '../../domain/compare.ts';
 
 const RunStrategyEnum = builder.enumType('RunStrategy', { values: enumValuesOf(RUN_STRATEGIES) });
@@ -110,10 +110,13 @@ builder.queryFields((t) => ({
       resolve: async (_, args, ctx) => {
         // A backend without VMs (the pageserver plugin) has none to list: an empty page, not an error.
         if (!ctx.backend.capabilities.vms) return pageOf(args, []);
-        let rows = await ctx.backend.listVms({
+        const filter = {
           ...(args.nodeId != null && { nodeId: String(args.nodeId) }),
           ...(args.namespace != null && { namespace: args.namespace }),
-        });
+        };
+        const { backend } = ctx;
+        if (backend.pageVms && args.strategy == null && args.zone == null) return pageFrom(args, (page) => backend.pageVms!(filter, page));
+        let rows = await backend.listVms(filter);
         if (args.strategy != null) rows = rows.filter((vm) => effectiveStrategy(vm.maintenanceStrategyLabel).strategy === args.strategy);
         if (args.zone != null) {
           const nodes = await ctx.loaders.node.loadMany([...new Set(rows.flatMap((vm) => (vm.nodeId ? [vm.nodeId] : [])))]);
