@@ -51,7 +51,13 @@ export class PrismaPluginStore implements PluginStore {
     // One statement: a transaction of one INSERT per shard outlived Prisma's 5 s transaction
     // timeout with 600 shards on a loaded PostgreSQL (a 600-shard acceptance run).
     await this.prisma.pluginShard.createMany({
-      data: fresh.map((s) => ({ plugin: this.plugin, id: s.id, generation: s.generation, generationNodeId: s.generationNodeId, intent: JSON.stringify(s.intent) })),
+      data: fresh.map((s) => ({
+        plugin: this.plugin,
+        id: s.id,
+        generation: s.generation,
+        generationNodeId: s.generationNodeId,
+        intent: JSON.stringify(s.intent),
+      })),
     });
   }
 
