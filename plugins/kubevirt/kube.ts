@@ -75,7 +75,7 @@ export interface KubeClients {
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** The header that names the replica, and its epoch, that sent a write (ha:L3: the simulator records it). */
-export const SENDER_HEADER = 'x-lockkeeper-sender';
+const SENDER_HEADER = 'x-lockkeeper-sender';
 
 /**
  * The API clients, as `kc.makeApiClient` builds them plus one gate (ha:L2, ha:L3, ha:L8): a

@@ -43,7 +43,7 @@ export const SHARD_FALLBACK_REASONS: readonly string[] = ['NOT_CUT_OVER', 'NO_SE
  * there: a 429 naming a PodDisruptionBudget, a 429 without one (a webhook, or the API not
  * usable), another refusal, evicted but still terminating, or never answered.
  */
-export const POD_LEFT_REASONS = {
+const POD_LEFT_REASONS = {
   PDB_BLOCKED: 'its eviction was refused by a PodDisruptionBudget',
   EVICTION_REFUSED: 'its eviction was refused (429) without a PodDisruptionBudget named',
   EVICTION_FAILED: 'its eviction failed',
