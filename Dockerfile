@@ -33,4 +33,4 @@ USER node
 VOLUME /var/lib/lockkeeper
 EXPOSE 4000
 # package.json's start without its `exec`: SIGTERM reaches the gateway, which shuts down gracefully.
-CMD ["node", "dist/src/cli.js", "serve"]
+CMD ["node", "--optimize-for-size", "dist/src/cli.js", "serve"]

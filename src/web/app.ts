@@ -442,7 +442,7 @@ function AbandonedSteps({ op }: { op: any }) {
     ${steps.map(
       (s: any) =>
         html`<li data-step=${s.workloadId} data-settled=${String(s.recheck?.settled ?? false)}>
-          ${s.workloadKind} ${s.workloadId} ABANDONED:
+          ${s.workloadKind} ${s.workloadId} ABANDONED:${' '}
           ${s.error ?? ''}${s.recheck ? html`<br />now: ${s.recheck.description}${s.recheck.settled ? ' (settled)' : ' (still under way)'}` : null}
         </li>`,
     )}

@@ -66,7 +66,7 @@ describe('Dockerfile', () => {
     const cmd = runtime!.steps.filter((s) => s.op === 'CMD');
     expect(pkg.scripts.start).toMatch(/^exec /);
     expect(cmd.map((c) => JSON.parse(c.args))).toEqual([pkg.scripts.start!.replace(/^exec /, '').split(' ')]);
-    expect(cmd.map((c) => JSON.parse(c.args))).toEqual([['node', 'dist/src/cli.js', 'serve']]);
+    expect(cmd.map((c) => JSON.parse(c.args))).toEqual([['node', '--optimize-for-size', 'dist/src/cli.js', 'serve']]);
     // What it runs is what `npm run build` makes (scripts/build-server.mjs writes dist/src/cli.js).
     expect(pkg.scripts.build).toContain('scripts/build-server.mjs');
     expect(read('scripts/build-server.mjs')).toMatch(/entryPoints: \[join\(root, 'src', 'cli\.ts'\)[^\n]*\n\s*outdir: out,\n\s*outbase: root,/);

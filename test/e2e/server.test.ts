@@ -63,7 +63,7 @@ describe('the real server', () => {
     expect(s.databaseFile).toMatch(/data[/\\]lockkeeper\.db$/);
     const base = s.url.replace(/\/graphql$/, '');
     const health = await (await fetch(`${base}/healthz`)).json();
-    expect(health).toMatchObject({ status: 'ok', backend: 'fake', database: s.databaseFile });
+    expect(health).toMatchObject({ status: 'ok', backend: 'fake', database: 'up', databaseFile: s.databaseFile });
     expect((await post(s.url, '{ nodes { totalCount } }')).data.nodes.totalCount).toBe(4);
     const page = await fetch(s.url, { headers: { accept: 'text/html' } });
     const html = await page.text();
