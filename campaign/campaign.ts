@@ -11,10 +11,13 @@
 import { createPrng } from '../plugins/fake/prng.ts';
 import { createCampaignCluster, NODES } from './cluster.ts';
 import { Driver, type Task } from './driver.ts';
+import { computeMismatches, createPageserverCampaignCluster, findPageserverViolations, PAGESERVER_NODES } from './pageserver-cluster.ts';
 import { findViolations, readDatabase, viewCluster, type Ledger } from './invariants.ts';
 
 export interface CampaignOptions {
   mode: 'crash' | 'faults';
+  /** `fake`: the durable simulated cluster (default); `pageserver`: the real pageserver plugin on the pageserver simulators and compute hook (crash only). */
+  backend?: 'fake' | 'pageserver';
   seed: number;
   rounds: number;
   /** Latest kill instant after a task starts (crash). */
@@ -33,17 +36,24 @@ export interface CampaignResult {
 }
 
 const TASK_DEADLINE_MS = 600_000;
+/** How long the computes may take to be told the final locations after a run quiesced (a few background reconcile periods). */
+const COMPUTE_GRACE_MS = 20_000;
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function runCampaign(options: CampaignOptions): Promise<CampaignResult> {
   const { mode, seed, rounds, log } = options;
+  const backend = options.backend ?? 'fake';
+  if (backend === 'pageserver' && mode !== 'crash') throw new Error('the pageserver backend runs the crash campaign only');
   const random = createPrng(seed);
-  const cluster = createCampaignCluster({ seed, ...(mode === 'faults' && { latencySpike: { rate: 0.05, factor: 10 } }) });
-  log(`${mode} campaign, seed ${seed}, ${rounds} round(s), in ${cluster.dir}`);
+  const ps = backend === 'pageserver' ? await createPageserverCampaignCluster() : undefined;
+  const cluster = ps ?? createCampaignCluster({ seed, ...(mode === 'faults' && { latencySpike: { rate: 0.05, factor: 10 } }) });
+  const nodes = ps ? PAGESERVER_NODES : NODES;
+  log(`${mode} campaign (${backend} backend), seed ${seed}, ${rounds} round(s), in ${cluster.dir}`);
   const result: CampaignResult = { rounds, clean: 0, kills: 0, operations: 0, operationsNamed: 0, violations: [] };
   try {
     await cluster.start();
     const ledger: Ledger = { initialRunStrategy: new Map(), startedOperations: new Set(), namedFailures: new Set() };
-    const driver = new Driver(cluster, ledger, log);
+    const driver = new Driver(cluster, ledger, log, ps && ((id) => ps.restartNode(id)));
     const initial = await viewCluster(cluster.gateway!.url);
     for (const vm of initial.vms.values()) ledger.initialRunStrategy.set(vm.id, vm.runStrategy);
     if (mode === 'faults') {
@@ -52,7 +62,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       );
     }
     for (let round = 1; round <= rounds; round++) {
-      const task: Task = { kind: random() < 0.5 ? 'maintain' : 'drainFill', nodeId: NODES[Math.floor(random() * NODES.length)]! };
+      const kind = random() < 0.5 && !ps ? 'maintain' : 'drainFill';
+      const task: Task = { kind, nodeId: nodes[Math.floor(random() * nodes.length)]! };
       const killAfterMs = Math.round(random() * options.maxKillDelayMs);
       const deadline = Date.now() + TASK_DEADLINE_MS;
       let killed: Promise<void> | undefined;
@@ -79,7 +90,13 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       await killed;
       const quiet = await driver.quiesce(deadline);
       const db = readDatabase(cluster.dbPath);
-      const found = findViolations(await viewCluster(cluster.gateway!.url), db, ledger);
+      const view = await viewCluster(cluster.gateway!.url);
+      const found = findViolations(view, db, ledger);
+      if (ps) {
+        // A notification a kill cut off is sent again by the resumed gateway (its reconcile): wait for it, then check.
+        for (const until = Date.now() + COMPUTE_GRACE_MS; computeMismatches(ps).length && Date.now() < until;) await pause(250);
+        found.push(...findPageserverViolations(ps, view));
+      }
       if (!done || !quiet) found.push(`task ${task.kind}(node ${task.nodeId}) did not finish and quiesce`);
       if (found.length === 0) result.clean++;
       result.violations.push(...found.map((v) => `round ${round}: ${v}`));

@@ -70,6 +70,11 @@ export function createCampaignCluster(options: { seed: number; latencySpike?: { 
       operations: { migrationRetryDelayMs: 500, maxConcurrentMoves: 4 },
     }),
   );
+  return gatewayCluster(dir, dbPath);
+}
+
+/** A `lockkeeper serve` child in `dir` on the SQLite database at `dbPath`: started, killed (-9) and restarted on it, stopped. */
+export function gatewayCluster(dir: string, dbPath: string): CampaignCluster {
   const cluster: CampaignCluster = {
     dir,
     dbPath,

@@ -16,6 +16,8 @@ export class Driver {
     private readonly cluster: CampaignCluster,
     private readonly ledger: Ledger,
     private readonly log: (line: string) => void,
+    /** How a drained node is restarted (the pageserver backend restarts the pageserver); default: said with configureNode. */
+    private readonly restartNode?: (nodeId: string) => Promise<void>,
   ) {}
 
   /** One GraphQL request, retried while no gateway answers (killed, restarting). */
@@ -36,12 +38,17 @@ export class Driver {
     }
   }
 
-  private async node(nodeId: string): Promise<{ phase: string | null; policy: string; running: string[] }> {
+  private async node(nodeId: string): Promise<{ phase: string | null; policy: string; availability: string | null; running: string[] }> {
     const data = await this.gql(
-      `{ node(id: "${nodeId}") { ... on ClusterNode { maintenancePhase schedulingPolicy } }
+      `{ node(id: "${nodeId}") { ... on ClusterNode { maintenancePhase schedulingPolicy availability } }
          operations(first: 50, nodeId: "${nodeId}", states: [RUNNING, CANCELLING]) { edges { node { id } } } }`,
     );
-    return { phase: data.node.maintenancePhase, policy: data.node.schedulingPolicy, running: data.operations.edges.map((e: any) => e.node.id) };
+    return {
+      phase: data.node.maintenancePhase,
+      policy: data.node.schedulingPolicy,
+      availability: data.node.availability,
+      running: data.operations.edges.map((e: any) => e.node.id),
+    };
   }
 
   private async mutate(field: string, args: string, select: string): Promise<any> {
@@ -97,15 +104,25 @@ export class Driver {
         if (late()) return this.fail(task, 'drain did not start');
         const r = await this.mutate('startNodeDrain', `nodeId: "${nodeId}", reason: "campaign"`, '... on Operation { id }');
         this.started(r);
-        if (r.__typename !== 'Operation') return this.fail(task, `drain refused: ${r.code} ${r.message}`);
+        if (r.__typename === 'Operation') break;
+        // CONFLICT: a drain an unanswered request started already runs (the look above raced its start).
+        if (r.code !== 'CONFLICT') return this.fail(task, `drain refused: ${r.code} ${r.message}`);
       }
       // The cycle an operator runs: drain, restart the node (its re-attach makes it ACTIVE again,
       // neon:L3; here the restart is said with configureNode, so that the node's VMs are left
       // alone), then fill (neon:E2: a fill needs ACTIVE).
       let filled = false;
+      let restarted = false;
       for (let n = await this.node(nodeId); !filled || n.policy !== 'ACTIVE' || n.running.length; n = await this.node(nodeId)) {
         if (late()) return this.fail(task, `drain/fill did not end (policy ${n.policy})`);
         if (n.running.length) {
+          await pause(300);
+          continue;
+        }
+        if (n.policy !== 'ACTIVE' && this.restartNode) {
+          // Once; then its re-attach (neon:L3) is waited for.
+          if (!restarted) await this.restartNode(nodeId);
+          restarted = true;
           await pause(300);
           continue;
         }
@@ -114,10 +131,15 @@ export class Driver {
           if (r.__typename !== 'ClusterNode') return this.fail(task, `configureNode refused: ${r.code} ${r.message}`);
           continue;
         }
+        if (n.availability !== null && n.availability !== 'ACTIVE') {
+          // A restarted pageserver is WARMING_UP until its first good heartbeat; a fill needs it ACTIVE (neon:E2).
+          await pause(300);
+          continue;
+        }
         const r = await this.mutate('startNodeFill', `nodeId: "${nodeId}", reason: "campaign"`, '... on Operation { id }');
         this.started(r);
-        if (r.__typename !== 'Operation') return this.fail(task, `fill refused: ${r.code} ${r.message}`);
-        filled = true;
+        if (r.__typename !== 'Operation' && r.code !== 'CONFLICT') return this.fail(task, `fill refused: ${r.code} ${r.message}`);
+        filled = r.__typename === 'Operation';
       }
     }
     return true;

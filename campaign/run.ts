@@ -1,5 +1,5 @@
 /**
- * `npm run campaign -- crash|faults [--seed N] [--rounds N] [--max-kill-delay-ms N]`: the
+ * `npm run campaign -- crash|faults [--backend fake|pageserver] [--seed N] [--rounds N] [--max-kill-delay-ms N]`: the
  * crash and fault campaigns of issue 16 (a tool like the benchmarks, not part of `npm test`;
  * a two-round smoke test is). Prints one line per round and a summary with the seed; exits
  * 1 when any round found a violation.
@@ -11,13 +11,19 @@ const { positionals, values } = parseArgs({
   allowPositionals: true,
   options: {
     seed: { type: 'string', default: '1' },
+    backend: { type: 'string', default: 'fake' },
     rounds: { type: 'string', default: '100' },
     'max-kill-delay-ms': { type: 'string', default: '6000' },
   },
 });
 const mode = positionals[0];
 if (mode !== 'crash' && mode !== 'faults') {
-  console.error('usage: npm run campaign -- crash|faults [--seed N] [--rounds N] [--max-kill-delay-ms N]');
+  console.error('usage: npm run campaign -- crash|faults [--backend fake|pageserver] [--seed N] [--rounds N] [--max-kill-delay-ms N]');
+  process.exit(2);
+}
+const backend = values.backend;
+if (backend !== 'fake' && backend !== 'pageserver') {
+  console.error('--backend is fake (the durable simulated cluster) or pageserver (the pageserver plugin on the pageserver simulators)');
   process.exit(2);
 }
 const seed = Number(values.seed);
@@ -28,12 +34,14 @@ if (![seed, rounds, maxKillDelayMs].every(Number.isInteger) || rounds < 1 || max
   process.exit(2);
 }
 const started = Date.now();
-const result = await runCampaign({ mode, seed, rounds, maxKillDelayMs, log: (line) => console.log(line) });
+const result = await runCampaign({ mode, backend, seed, rounds, maxKillDelayMs, log: (line) => console.log(line) });
 const minutes = ((Date.now() - started) / 60_000).toFixed(1);
 console.log(
   mode === 'crash'
-    ? `crash campaign seed ${seed}: ${result.kills} kills, ${result.clean}/${rounds} rounds clean, ${result.operations} operations (${minutes} min)`
+    ? `crash campaign (${backend}) seed ${seed}: ${result.kills} kills, ${result.clean}/${rounds} rounds clean, ${result.operations} operations (${minutes} min)`
     : `fault campaign seed ${seed}: ${result.operationsNamed}/${result.operations} operations ended with every failure named, ${result.clean}/${rounds} rounds clean (${minutes} min)`,
 );
-console.log(`replay: npm run campaign -- ${mode} --seed ${seed} --rounds ${rounds}${mode === 'crash' ? ` --max-kill-delay-ms ${maxKillDelayMs}` : ''}`);
+console.log(
+  `replay: npm run campaign -- ${mode}${backend === 'pageserver' ? ' --backend pageserver' : ''} --seed ${seed} --rounds ${rounds}${mode === 'crash' ? ` --max-kill-delay-ms ${maxKillDelayMs}` : ''}`,
+);
 process.exit(result.violations.length ? 1 : 0);

@@ -29,6 +29,8 @@ export interface SimClusterSpec {
   clock?: SimClock;
   /** Shared request log (default: a new one); pass the compute hook simulator's to keep one order. */
   log?: RequestLog;
+  /** The safety checker every simulator reports to (default: a new one); a subclass can also record what it is told. */
+  safety?: SafetyChecker;
 }
 
 /**
@@ -71,7 +73,7 @@ export interface PageserverFleet {
 }
 
 export async function startPageserverFleet(spec: SimClusterSpec): Promise<PageserverFleet> {
-  const safety = new SafetyChecker();
+  const safety = spec.safety ?? new SafetyChecker();
   const log = spec.log ?? new RequestLog();
   const wal = new WalStreams();
   const sims = new Map<number, PageserverSim>();

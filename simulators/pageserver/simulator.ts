@@ -254,6 +254,13 @@ export class PageserverSim {
     this.catchUpHolds.set(shardId, ms);
   }
 
+  /** The shard attached here has caught up with the WAL now (ends a `holdCatchUp` early). */
+  endCatchUp(shardId: string): void {
+    const l = this.locations.get(shardId);
+    if (l?.lagging) l.lagging = { ...l.lagging, until: this.clock.now() };
+    this.catchUpHolds.delete(shardId);
+  }
+
   /** The timeline is deleted on this pageserver (it no longer lists it). */
   dropTimeline(shardId: string, timelineId: string): void {
     const set = this.droppedTimelines.get(shardId) ?? new Set<string>();

@@ -1,7 +1,8 @@
 /**
  * Issue 16 points 1–2: the campaigns are tools (`npm run campaign -- crash|faults`), not part
  * of `npm test`; this runs a tiny one of each so their code cannot rot: two crash rounds (two
- * kill -9 and restarts) and two fault rounds, every invariant checked after each round.
+ * kill -9 and restarts) on each backend (the durable simulated cluster; the pageserver plugin on
+ * the pageserver simulators) and two fault rounds, every invariant checked after each round.
  */
 import { describe, expect, it } from 'vitest';
 import { runCampaign } from '../../campaign/campaign.ts';
@@ -18,6 +19,18 @@ describe('campaigns, in miniature', () => {
       expect(r.violations, lines.join('\n')).toEqual([]);
       expect(r).toMatchObject({ rounds: 2, kills: 2, clean: 2 });
       expect(r.operations).toBeGreaterThanOrEqual(2);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'crash on the pageserver backend: two rounds of drain, pageserver restart and fill, two kills; one AttachedSingle per shard, no generation issued twice',
+    async () => {
+      const lines: string[] = [];
+      const r = await runCampaign({ mode: 'crash', backend: 'pageserver', seed: 3, rounds: 2, maxKillDelayMs: 3000, log: (l) => lines.push(l) });
+      expect(r.violations, lines.join('\n')).toEqual([]);
+      expect(r).toMatchObject({ rounds: 2, kills: 2, clean: 2 });
+      expect(r.operations).toBeGreaterThanOrEqual(4);
     },
     TIMEOUT,
   );

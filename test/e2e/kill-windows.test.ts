@@ -9,7 +9,9 @@
  * After the run the campaign's invariants hold (campaign/invariants.ts), plus each
  * window's own checks.
  *
- * The pageserver cut-over window (neon:C1–C9 between steps) is not covered here yet.
+ * The pageserver cut-over window (neon:C1–C9, between its steps) is in
+ * kill-pageserver-cutover.test.ts: killed in neon:C6 (WAL catch-up held) and in neon:C7 (the
+ * compute notification held), with the real pageserver plugin on the pageserver simulators.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
