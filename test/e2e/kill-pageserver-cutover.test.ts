@@ -78,7 +78,7 @@ async function endsClean(opId: string, ledger: Ledger): Promise<void> {
 const newLedger = (): Ledger => ({ initialRunStrategy: new Map(), startedOperations: new Set(), namedFailures: new Set() });
 
 // NOT YET PASSING: both kill cases timed out in their first run (load average 15 on the shared
-// two-core machine; the C6 case at the 240 s test timeout, the C7 case never saw the notification
+// two-core machine; the neon:C6 case at the 240 s test timeout, the neon:C7 case never saw the notification
 // held). Not diagnosed before the session's deadline, so they are skipped, not claimed.
 describe('kill -9 during a pageserver cut-over, between its steps', () => {
   it.skip(
