@@ -4,6 +4,7 @@ import type { ShardSpec } from '../../plugins/fake/index.ts';
 import { createTestApp, type TestApp } from '../support/graphql-app.ts';
 import { cluster, enable, maintenanceApp, whileDriving } from '../maintenance/harness.ts';
 import { driveUntil, policyOf } from './drive.ts';
+import { STALL_FLOOR_MS } from '../../src/domain/stall.ts';
 
 /**
  * Issue 17, point 7: a step past twice its expected duration is said to be stalled (which
@@ -68,10 +69,10 @@ async function cancel(extra = '') {
   return res.data.r;
 }
 
-function drainApp(settings: Record<string, number> = {}) {
+function drainApp(settings: Record<string, number> = {}, cutOver = 30) {
   return createTestApp({
     topology: { nodes: [{ id: '1' }, { id: '2' }, { id: '3' }], shards: ['a', 'b', STUCK[0]!, 'd', 'e'].map(shard) },
-    latenciesMs: { cutOver: 30 },
+    latenciesMs: { cutOver },
     settings,
   });
 }
@@ -128,21 +129,33 @@ describe('a cut-over the backend never answers (the stuck fault)', () => {
   });
 
   it('a step inside twice its expected duration is not stalled; one past it is (the declared latency when nothing finished yet)', async () => {
-    t = await drainApp({ maxConcurrentMoves: 1 });
+    t = await drainApp({ maxConcurrentMoves: 1 }, 800);
     t.cluster.simulation.injectFaults({ stuck: ['a-0004'] });
     const id = await startDrain();
     await driveUntil(t, async () => (await operation(id)).counts.moving === 1, { stepMs: 1 });
     const [first] = await steps(id);
     expect(first!.workloadId).toBe('a-0004');
     const since = (await t.app.operations.getSteps(id)).find((s) => s.workloadId === 'a-0004')!.startedAt!;
-    // Nothing finished: the simulated cluster's declared cut-over latency (30 ms) is the expectation.
-    await t.clock.advance(since + 59 - t.clock.now());
+    // Nothing finished: the simulated cluster's declared cut-over latency (800 ms) is the expectation.
+    await t.clock.advance(since + 1_599 - t.clock.now());
     expect(await operation(id)).toMatchObject({ stalled: false, eta: null, etaUnknownReason: 'NOTHING_FINISHED' });
     await t.clock.advance(2);
     const op = await operation(id);
     expect(op.stalled).toBe(true);
-    expect(op.waitingOn.stalled[0]).toMatchObject({ workloadId: 'a-0004', expectedSeconds: 0.03 });
+    expect(op.waitingOn.stalled[0]).toMatchObject({ workloadId: 'a-0004', expectedSeconds: 0.8 });
     expect(op.etaUnknownReason).toBe('STALLED');
+  });
+
+  it('a step expected to take a few milliseconds is not stalled before the floor (domain/stall.ts STALL_FLOOR_MS)', async () => {
+    t = await drainApp({ maxConcurrentMoves: 1 });
+    t.cluster.simulation.injectFaults({ stuck: ['a-0004'] });
+    const id = await startDrain();
+    await driveUntil(t, async () => (await operation(id)).counts.moving === 1, { stepMs: 1 });
+    const since = (await t.app.operations.getSteps(id)).find((s) => s.workloadId === 'a-0004')!.startedAt!;
+    await t.clock.advance(since + STALL_FLOOR_MS - 1 - t.clock.now());
+    expect((await operation(id)).stalled).toBe(false);
+    await t.clock.advance(2);
+    expect((await operation(id)).waitingOn.stalled[0]).toMatchObject({ workloadId: 'a-0004', expectedSeconds: 0.03 });
   });
 
   it('with no latency declared and nothing finished, operations.expectedStepMs is the expectation', async () => {

@@ -7,7 +7,7 @@ import {
   type StepRecord,
   type WaitingOn,
 } from '../../domain/operations.ts';
-import { etaAt, expectedDuration, overBy, stallsAt, type StalledStep } from '../../domain/stall.ts';
+import { etaAt, expectedDuration, FinishedDurations, overBy, stallsAt, type StalledStep } from '../../domain/stall.ts';
 import type { Logger } from '../../logger.ts';
 import type { JournalWriter } from './journal.ts';
 import type { LiveRun } from './live-runs.ts';
@@ -53,7 +53,7 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
   private firstStartAt: number | null = null;
   private finishedSteps = 0;
   /** Durations of the steps that finished with an outcome (MOVED, STOPPED): the median is the expected duration. */
-  private readonly durations: number[] = [];
+  private readonly durations = new FinishedDurations();
   /** Steps past twice their expected duration, by workload id; and the timers that look at the others. */
   private readonly stalled = new Map<string, StalledStep>();
   private readonly stallTimers = new Map<string, () => void>();
@@ -190,7 +190,7 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
 
   /** The step's expected duration now: the median of finished steps, else the backend's declared latency, else the configured default. */
   private expectedMs(step: StepRecord, basis: StallBasis): number {
-    return expectedDuration({ finishedDurations: this.durations, declaredMs: basis.declaredMs(step), defaultMs: basis.defaultMs });
+    return expectedDuration({ finishedMedian: this.durations.median(), declaredMs: basis.declaredMs(step), defaultMs: basis.defaultMs });
   }
 
   /** Looks at the step again when it would be stalled; the expected duration may have changed by then (more steps finished). */
@@ -246,7 +246,7 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
     const duration = step.startedAt === null ? null : now - step.startedAt;
     // Counted before the update, so that the ETA it computes includes this step.
     if (state !== 'SKIPPED') this.finishedSteps++;
-    if ((state === 'MOVED' || state === 'STOPPED') && duration !== null) this.durations.push(duration);
+    if ((state === 'MOVED' || state === 'STOPPED') && duration !== null) this.durations.add(duration);
     this.unwatch(step);
     // A step that keeps the reason it was planned for (e.g. a fill's HOME_AZ) passes null.
     this.update(step, { state, reason: reason ?? step.reason, error, finishedAt: now });
