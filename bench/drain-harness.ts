@@ -8,7 +8,7 @@
  * SHARD_MOVED event is in the event log, and every step change reached the progress
  * stream subscribers read.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSimulatedCluster, type TopologySpec } from '../plugins/fake/index.ts';
@@ -69,6 +69,7 @@ export async function drainOnce(options: { shards: number; width: number; latenc
   try {
     await app.storage.startDrain(WARMUP_NODE, { actor: 'bench', reason: 'warm-up' });
     await app.storage.settled(WARMUP_NODE);
+    const profile = await startProfile();
     const cpuBefore = process.cpuUsage();
     const started = performance.now();
     const op = await app.storage.startDrain('1', { actor: 'bench', reason: null });
@@ -78,6 +79,7 @@ export async function drainOnce(options: { shards: number; width: number; latenc
     await app.storage.settled('1');
     const wallMs = performance.now() - started;
     const cpu = process.cpuUsage(cpuBefore);
+    await profile?.();
     stopListening();
     const done = await app.operations.getOperation(op.id);
     if (done?.state !== 'SUCCEEDED' || done.counts.moved !== options.shards) throw new Error(`drain did not move every shard: ${JSON.stringify(done)}`);
@@ -92,6 +94,22 @@ export async function drainOnce(options: { shards: number; width: number; latenc
     await app.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** With LOCKKEEPER_BENCH_PROFILE=FILE, a V8 CPU profile of the measured drain only (warm-up and checks left out) is written to FILE. */
+async function startProfile(): Promise<(() => Promise<void>) | null> {
+  const file = process.env.LOCKKEEPER_BENCH_PROFILE;
+  if (!file) return null;
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return async () => {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(file, JSON.stringify(profile));
+    session.disconnect();
+  };
 }
 
 function listenToProgress(bus: ReturnType<typeof buildApp>['bus'], operationId: string, moved: Set<string>): () => void {

@@ -12,6 +12,12 @@ export interface SimClock {
 export const wallClock: SimClock = {
   now: () => Date.now(),
   setTimer(ms, fn) {
+    // A zero-length timer runs on the next turn of the loop: setTimeout's 1 ms minimum would
+    // make every zero-latency step wait a timer tick.
+    if (ms <= 0) {
+      const immediate = setImmediate(fn);
+      return () => clearImmediate(immediate);
+    }
     const handle = setTimeout(fn, ms);
     return () => clearTimeout(handle);
   },

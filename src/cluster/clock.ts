@@ -14,6 +14,12 @@ export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   setTimer(ms, fn) {
+    // A zero-length timer runs on the next turn of the loop: setTimeout's 1 ms minimum would
+    // make every zero-latency step wait a timer tick.
+    if (ms <= 0) {
+      const immediate = setImmediate(fn);
+      return () => clearImmediate(immediate);
+    }
     const handle = setTimeout(fn, ms);
     return () => clearTimeout(handle);
   },
