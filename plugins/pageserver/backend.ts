@@ -3,7 +3,15 @@ import type { Clock } from '../../src/cluster/clock.ts';
 import { BackendError, notFound } from '../../src/cluster/errors.ts';
 import { EventFanout } from '../../src/cluster/event-fanout.ts';
 import type { PluginStore } from '../../src/cluster/plugin-store.ts';
-import type { CutOverOptions, FailoverControl, NodeRegistry, PlacementControl, ShardDetails, ShardPlacement } from '../../src/cluster/shard-control.ts';
+import type {
+  CutOverOptions,
+  FailoverControl,
+  PlaceOptions,
+  NodeRegistry,
+  PlacementControl,
+  ShardDetails,
+  ShardPlacement,
+} from '../../src/cluster/shard-control.ts';
 import type { ClusterEvent, ClusterEventListener, ClusterNode, ClusterShard, ClusterVm, NodeAvailability, SecondaryStatus } from '../../src/cluster/types.ts';
 import { checkSecondaryProgress } from './checks.ts';
 import { ComputeHook } from './compute-hook.ts';
@@ -403,7 +411,7 @@ export class PageserverBackend implements ClusterBackend {
     return this.moves.place(shard, { attachedNodeId: toNodeId, secondaryNodeIds: secondaries }, { priority: 'normal' });
   }
 
-  private async placeShard(id: string, placement: ShardPlacement, options: CutOverOptions = {}): Promise<CutOverResult | void> {
+  private async placeShard(id: string, placement: ShardPlacement, options: PlaceOptions = {}): Promise<CutOverResult | void> {
     this.assertOpen();
     const shard = this.requireShard(id);
     for (const n of [placement.attachedNodeId, ...placement.secondaryNodeIds]) this.requireNode(n);

@@ -1,6 +1,6 @@
 import type { CutOverResult } from '../../src/cluster/backend.ts';
 import { BackendError } from '../../src/cluster/errors.ts';
-import type { CutOverOptions, ShardPlacement } from '../../src/cluster/shard-control.ts';
+import type { PlaceOptions, ShardPlacement } from '../../src/cluster/shard-control.ts';
 import { compareNodeIds } from '../../src/domain/compare.ts';
 import type { ShardIntent } from './intent.ts';
 import { observedAs, OperationCancelled, ReconcileFailure, type ReconcileDeps } from './location-calls.ts';
@@ -69,9 +69,10 @@ export class ShardMoves {
 
   /**
    * Sets the shard's placement and reconciles at high priority. Resolves once the attached
-   * node holds it; rejects only when nothing was issued to it (the intent is then put back).
+   * node holds it; rejects only when nothing was issued to it (the intent is then put back,
+   * unless `keepIntent`).
    */
-  async place(shard: ShardIntent, target: ShardPlacement, options: CutOverOptions & { priority?: 'normal' | 'high' } = {}): Promise<CutOverResult> {
+  async place(shard: ShardIntent, target: ShardPlacement, options: PlaceOptions & { priority?: 'normal' | 'high' } = {}): Promise<CutOverResult> {
     const before: ShardPlacement = { attachedNodeId: shard.attachedNodeId, secondaryNodeIds: [...shard.secondaryNodeIds] };
     const secondaryNodeIds = [...new Set(target.secondaryNodeIds)].filter((n) => n !== target.attachedNodeId).sort(compareNodeIds);
     await this.setPlacement(shard, { attachedNodeId: target.attachedNodeId, secondaryNodeIds });
@@ -87,7 +88,7 @@ export class ShardMoves {
       if (!failure?.issued) {
         // Nothing was issued to the new node: the shard stays on the old one.
         // (Not to a node that is gone meanwhile: a deleted one keeps nothing.)
-        if (shard.attachedNodeId === dest && before.attachedNodeId !== dest && this.deps.nodes.get(before.attachedNodeId)) {
+        if (!options.keepIntent && shard.attachedNodeId === dest && before.attachedNodeId !== dest && this.deps.nodes.get(before.attachedNodeId)) {
           await this.setPlacement(shard, before);
           this.reconciler
             .run(shard.id)

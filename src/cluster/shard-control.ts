@@ -51,6 +51,17 @@ export interface CutOverOptions {
   warmup?: { timeoutMs: number; requestTimeoutMs: number };
 }
 
+/** What a caller may pass to `placeShard` beyond a cut-over's options. */
+export interface PlaceOptions extends CutOverOptions {
+  /**
+   * neon:W1, neon:W4: the per-shard controls change the intent as Neon's API does: when the
+   * reconcile fails before anything was issued to the new node, the intent stays there (the
+   * call still rejects) and the background pass completes it once the node can take it.
+   * Without it (drains, fills, failovers) the intent is put back and the shard stays put.
+   */
+  keepIntent?: boolean;
+}
+
 /** Failing over the shards of a lost node (neon:H5) and commanding a node's availability (neon:E6, neon:H8). */
 export interface FailoverControl {
   /**
@@ -91,7 +102,7 @@ export interface PlacementControl {
    * attached node changes and the old one is available, else a direct attach. Resolves once
    * the attached location is in place; rejects only when nothing was issued to the new node.
    */
-  placeShard(id: string, placement: ShardPlacement, options?: CutOverOptions): Promise<CutOverResult | void>;
+  placeShard(id: string, placement: ShardPlacement, options?: PlaceOptions): Promise<CutOverResult | void>;
   /** neon:W6: stops the reconcile in flight; resolves true once it stopped, false when none ran. */
   cancelReconcile(id: string): Promise<boolean>;
   /** Persists the shard's scheduling policy (neon:W7) and, when given, how many secondaries it wants. */

@@ -209,3 +209,47 @@ describe('k8s:C10: a migration KubeVirt fails by its own bound, seen from the ma
     expect(t.sim.vmi('default', 'a')!.status.nodeName).toBe('n1');
   }, 120_000);
 });
+
+/** k8s:C10's other two bounds at the engine: the step names KubeVirt's reason, stays MOVING and retries with a new migration. */
+describe('k8s:C10: the catch-all pending bound and the per-GiB completion bound, seen from the maintenance', () => {
+  const CASES = [
+    {
+      bound: 'a target pod pending for another reason than unschedulable (900 s)',
+      holds: { pending: () => true, pendingCause: 'ContainerCreating' } as Parameters<K8sSim['holdMigrations']>[0],
+      memory: '1Gi',
+      boundMs: 900_000,
+      reason: 'timeout period exceeded',
+    },
+    {
+      bound: 'still copying after 150 s per GiB (2 GiB: 300 s)',
+      holds: { running: () => true, transfer: 'progressing' } as Parameters<K8sSim['holdMigrations']>[0],
+      memory: '2Gi',
+      boundMs: 300_000,
+      reason: 'Live migration is not completed after 300 sec and has been aborted',
+    },
+  ];
+  for (const { bound, holds, memory, boundMs, reason } of CASES)
+    it(`${bound}: the migration fails at the bound, not before; the step says why and a new migration follows`, async () => {
+      const clock = new VirtualClock();
+      await heldApp(clock, holds, { memory, settings: { migrationRetryDelayMs: 10_000 } });
+      const created: { uid: string; at: number }[] = [];
+      const failed = new Map<string, number>();
+      t.sim.store.subscribe((e) => {
+        if (e.resource.kind !== 'VirtualMachineInstanceMigration') return;
+        if (e.type === 'ADDED') created.push({ uid: e.object.metadata.uid!, at: clock.now() });
+        if (e.object.status?.phase === 'Failed' && !failed.has(e.object.metadata.uid!)) failed.set(e.object.metadata.uid!, clock.now());
+      });
+      const op = (await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1", deadlineSeconds: 3000) { ... on Operation { id } } }`)).r;
+      const step = async () =>
+        (await gql(`{ operation(id: "${op.id}") { ... on Operation { steps(first: 1) { edges { node { state error } } } } } }`)).operation.steps.edges[0].node;
+      await drive(clock, () => failed.size === 1, { stepMs: 1000, maxMs: 1_200_000 });
+      const lasted = failed.get(created[0]!.uid)! - created[0]!.at;
+      expect(lasted).toBeGreaterThanOrEqual(boundMs);
+      expect(lasted).toBeLessThan(boundMs + 5_000);
+      await drive(clock, async () => ((await step()).error ?? '').includes(reason), { stepMs: 1000, maxMs: 600_000 });
+      expect((await step()).state).toBe('MOVING');
+      expect(phase()).toBe('EVACUATING');
+      await drive(clock, () => created.length === 2, { stepMs: 1000, maxMs: 600_000 });
+      expect(created[1]!.at - failed.get(created[0]!.uid)!).toBeGreaterThanOrEqual(10_000);
+    }, 120_000);
+});

@@ -393,7 +393,7 @@ describe('neon:scenario-12 — status codes', { timeout: 240_000 }, () => {
     await w.cluster.until(() => w.cluster.view()[id]?.['3'] === 'AttachedSingle@2', { what: 'the shard attached on node 3', maxMs: 600_000 });
   });
 
-  it('neon:W1, neon:W4: an immediate migrate (prewarm false) to an OFFLINE node with override_scheduler answers the failed reconcile as 500, as Neon does (not 503); the shard stays on its node', async () => {
+  it('neon:W1, neon:W4: an immediate migrate (prewarm false) to an OFFLINE node with override_scheduler answers the failed reconcile as 500, as Neon does (not 503); the intent stays on that node, the shard stays served by its old one, and it is attached on the new one once that is back', async () => {
     const shards: SimShardSpec[] = [{ tenant: 1, attached: 1, secondaries: [2] }];
     const w = await setUp({ nodes: THREE_NODES(['az-a']), shards });
     const call = await restClient(w);
@@ -405,10 +405,14 @@ describe('neon:scenario-12 — status codes', { timeout: 240_000 }, () => {
       status: 500,
       json: { msg: expect.stringMatching(/^reconcile of shard \w+ failed: pageserver 3 is OFFLINE/) },
     });
-    // The intent moved at once (neon:W3): node 3 attached, node 1 its secondary, though nothing could reach node 3.
-    // Nothing could be issued to node 3, so the shard stays on node 1 (the cut-over rule of issue 11 §1: a failure
-    // before a generation is issued leaves it on the origin). Neon instead keeps the intent on 3 and attaches it once
-    // 3 is back; Lockkeeper does not (yet): a new migrate is needed.
-    expect(await w.backend.getShard(id)).toMatchObject({ attachedNodeId: '1', secondaryNodeIds: ['2'] });
+    // The intent moved at once (neon:W3) and stays so after the failed reconcile, as Neon's does: node 3 attached,
+    // node 1 its secondary. Nothing could be issued to node 3, so node 1 still holds the shard attached.
+    expect(await w.backend.getShard(id)).toMatchObject({ attachedNodeId: '3', secondaryNodeIds: ['1'] });
+    expect(w.cluster.view()[id]?.['1']).toBe('AttachedSingle@1');
+    expect(w.cluster.view()[id]?.['3']).toBeUndefined();
+    // Node 3 answers again: the background pass completes the intent (no new migrate needed), and node 1 is its secondary.
+    w.cluster.sim(3).resume();
+    await w.cluster.until(() => /^AttachedSingle@/.test(w.cluster.view()[id]?.['3'] ?? ''), { what: 'the shard attached on node 3', maxMs: 600_000 });
+    await w.cluster.until(() => w.cluster.view()[id]?.['1'] === 'Secondary@-', { what: 'node 1 the secondary', maxMs: 600_000 });
   });
 });

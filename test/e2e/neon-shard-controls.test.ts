@@ -121,6 +121,27 @@ describe('neon:W5–W9', { timeout: 240_000 }, () => {
     expect((await w.backend.getShard(ID))?.preferredZone).toBeNull();
   });
 
+  it('neon:W5: migrate_secondary to an OFFLINE node is accepted: the intent changes at once (its only secondary there), nothing is sent to it, and the secondary is made once the node is back', async () => {
+    const w = await setUp({ nodes: THREE_NODES(['az-a']), shards: [S] });
+    const call = await restClient(w);
+    w.cluster.sim(3).stopAnswering();
+    await call('PUT', '/control/v1/node/3/config', { node_id: 3, availability: 'Offline' });
+    expect((await call('GET', '/control/v1/node/3')).json.availability).toBe('Offline');
+    const before = w.cluster.log.find({ source: 'node 3' }).length;
+    expect(await call('PUT', `/control/v1/tenant/${ID}/migrate_secondary`, { node_id: 3 })).toEqual({ status: 200, json: {} });
+    expect(await w.backend.getShard(ID)).toMatchObject({ attachedNodeId: '1', secondaryNodeIds: ['3'] });
+    expect(
+      w.cluster.log
+        .find({ source: 'node 3' })
+        .slice(before)
+        .filter((e) => e.path !== '/v1/utilization'),
+    ).toEqual([]);
+    expect(w.cluster.view()[ID]?.['1']).toBe('AttachedSingle@1');
+    w.cluster.sim(3).resume();
+    await w.cluster.until(() => w.cluster.view()[ID]?.['3'] === 'Secondary@-', { what: 'the secondary on node 3', maxMs: 600_000 });
+    await w.cluster.until(() => w.cluster.view()[ID]?.['2'] === undefined, { what: 'the old secondary dropped', maxMs: 600_000 });
+  });
+
   it('neon:W7: a tenant policy persists first and reconciles each shard without waiting: Attached(2) adds a secondary; Detached is refused; unknown tenants 404', async () => {
     const w = await setUp({ nodes: THREE_NODES(['az-a']), shards: [S] });
     const call = await restClient(w);

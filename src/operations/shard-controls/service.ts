@@ -263,7 +263,7 @@ export class ShardControls implements OperationKindEngine {
     target: { attachedNodeId: string; secondaryNodeIds: string[] },
     warmup: MigrateRequest['warmup'] | undefined,
   ): Promise<CutOverResult | void> {
-    const placing = this.placement().placeShard(shardId, target, { ...(warmup && { warmup }) });
+    const placing = this.placement().placeShard(shardId, target, { keepIntent: true, ...(warmup && { warmup }) });
     placing.catch(() => {});
     let result: CutOverResult | void = undefined;
     const timedOut = await this.within(
