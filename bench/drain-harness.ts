@@ -96,7 +96,7 @@ export async function drainOnce(options: { shards: number; width: number; latenc
   }
 }
 
-/** With LOCKKEEPER_BENCH_PROFILE=FILE, a V8 CPU profile of the measured drain only (warm-up and checks left out) is written to FILE. */
+/** With LOCKKEEPER_BENCH_PROFILE=FILE, a CPU profile (.cpuprofile) of the measured drain only (warm-up and checks left out) is written to FILE. */
 async function startProfile(): Promise<(() => Promise<void>) | null> {
   const file = process.env.LOCKKEEPER_BENCH_PROFILE;
   if (!file) return null;
