@@ -140,6 +140,14 @@ export async function rollingRestart(
   return trace;
 }
 
+/** Requests sent to a simulated pageserver since a mark, its utilization polls left out; call without `since` for the mark. */
+export function callsTo(w: World, nodeId: number, since = 0) {
+  return w.cluster.log
+    .find({ source: `node ${nodeId}` })
+    .filter((e) => e.path !== '/v1/utilization')
+    .slice(since);
+}
+
 export const THREE_NODES = (zones: string[]) => [1, 2, 3].map((id, i) => ({ id, zone: zones[i % zones.length]! }));
 
 export interface StepView {
