@@ -63,7 +63,7 @@ await build({
   external: EXTERNAL,
   // Bundled CommonJS packages (ws, …) require Node's built-ins; an ES module has no `require`.
   banner: { js: "import { createRequire as __lkCreateRequire } from 'node:module'; const require = __lkCreateRequire(import.meta.url);" },
-  // Less source for V8 to scan at start (Node 20 caches no compiled ES module); names are kept
+  // Less source for the JavaScript engine to scan at start (Node 20 caches no compiled ES module); names are kept
   // as written (no identifier mangling), so stack traces and class names read as in the source.
   minifyWhitespace: true,
   minifySyntax: true,
