@@ -105,7 +105,8 @@ describe('without a token: loopback only', () => {
   });
 });
 
-describe('with a token: any address', () => {
+// Two cases start several child processes through tsx: tens of seconds each on a loaded two-core machine.
+describe('with a token: any address', { timeout: 180_000 }, () => {
   it('LOCKKEEPER_ADMIN_TOKEN turns authentication on; the bootstrap token is an admin named bootstrap-admin', async () => {
     const secret = 'bootstrap-secret-0123456789abcdef';
     const log = capturingLog();

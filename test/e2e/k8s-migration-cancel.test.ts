@@ -96,7 +96,7 @@ describe('k8s:scenario-5: migration cancel', () => {
       expect(Object.keys(t.sim.vmi('default', v)!.metadata.annotations ?? {}).filter((k) => k.startsWith('harvesterhci.io/migration'))).toEqual([]);
   });
 
-  it('a Running cancel whose abort ends Failed (the migration won the race) reports the VM on the target', async () => {
+  it('k8s:C3: a Running cancel whose abort ends Failed (the migration won the race) reports the VM on the target', async () => {
     t = await kubevirtApp((sim) => {
       nodes(sim);
       sim.addVm({ name: 'a', nodeName: 'n1' });
