@@ -2,10 +2,10 @@
 # Two stages: the first installs every dependency and builds; the second keeps what the
 # gateway runs on (production dependencies, the build, the sources tsx runs) and nothing of
 # the compilers. The commands are package.json's own — `npm ci`, `npm run build`, and what
-# `npm start` execs (`node dist/src/cli.js serve`) — so the image runs as a checkout does
-# (test/deploy/dockerfile.test.ts). The image runs node itself, not npm: the build is made
-# here and never stale, so npm's prestart rebuild has nothing to do, and node as the
-# container's process gets SIGTERM directly.
+# `npm start` runs (`node dist/src/cli.js serve`, through scripts/start.mjs) — so the image runs
+# as a checkout does (test/deploy/dockerfile.test.ts). The image runs node itself, not npm: the
+# build is made here and never stale, so start.mjs's rebuild check has nothing to do, and node
+# as the container's process gets SIGTERM directly.
 ARG NODE_IMAGE=node:20.20-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build

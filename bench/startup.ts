@@ -1,6 +1,6 @@
 /**
- * Start-up (issue 15 point 3): from launching `npm start` (prestart's staleness check, then
- * the compiled gateway on plain node) to the first answered GraphQL query, on an existing
+ * Start-up (issue 15 point 3): from launching `npm start` (scripts/start.mjs: its staleness check,
+ * then the compiled gateway on plain node, in one process) to the first answered GraphQL query, on an existing
  * database, median of 5; and the same for a bare graphql-yoga server started the same way
  * (`npm run bench:bare-yoga`, plain node). The ratio is what Lockkeeper's start costs on
  * top of starting yoga itself.
@@ -31,7 +31,7 @@ export const startup: Benchmark = {
   name: 'startup',
   title: `Start-up: \`npm start\` launched to its first answered GraphQL query on an existing database (median of ${RUNS}), against a bare graphql-yoga started the same way`,
   async run(_options, progress): Promise<BenchReport> {
-    // The build is made first (as npm install does): prestart then only checks it is current.
+    // The build is made first (as npm install does): scripts/start.mjs then only checks it is current.
     execFileSync('npm', ['run', 'build', '--silent'], { cwd: PROJECT_DIR, stdio: 'ignore' });
     const dir = mkdtempSync(join(tmpdir(), 'lockkeeper-startup-'));
     const env = { LOCKKEEPER_DATABASE_URL: `file:${join(dir, 'lockkeeper.db')}`, LOCKKEEPER_LOG_LEVEL: 'warn' };

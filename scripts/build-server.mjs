@@ -11,31 +11,16 @@
 //   code behind a dynamic import (PostgreSQL, db copy, client verbs) loaded only when used;
 // - dist/bin/lockkeeper.js: the compiled counterpart of bin/lockkeeper.js.
 //
-// `--if-stale` (prestart) builds only when a source file is newer than the last build, so
+// `--if-stale` builds only when a source file is newer than the last build, so
 // `npm start` after an edit never runs old code and costs one stat walk otherwise.
-import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { BUILD_STAMP as stamp, serverBuildIsStale } from './server-build-stale.mjs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const out = join(root, 'dist');
-const stamp = join(out, '.server-build');
-const SOURCES = ['src', 'plugins', 'bin', 'prisma/schema.prisma', 'package.json'];
-const SKIP = new Set(['web', 'node_modules']);
-
-function newestMtime(path) {
-  const stat = statSync(path, { throwIfNoEntry: false });
-  if (!stat) return 0;
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  let newest = stat.mtimeMs;
-  for (const entry of readdirSync(path)) if (!SKIP.has(entry)) newest = Math.max(newest, newestMtime(join(path, entry)));
-  return newest;
-}
-
-if (process.argv.includes('--if-stale')) {
-  const built = statSync(stamp, { throwIfNoEntry: false })?.mtimeMs ?? 0;
-  if (built >= Math.max(...SOURCES.map((s) => newestMtime(join(root, s))))) process.exit(0);
-}
+if (process.argv.includes('--if-stale') && !serverBuildIsStale()) process.exit(0);
 
 // Packages stay in node_modules when they load files by path at run time (native addons,
 // Prisma's query compiler, pino's worker transports), are tools, or belong to a plugin (so

@@ -1,6 +1,6 @@
 /**
  * `.ci/run`'s check of the compiled build (issue 15 point 1): on its fresh clone, `npm start`
- * (prestart + plain `node dist/src/cli.js serve`) answers a GraphQL query over the demo
+ * (scripts/start.mjs: the stale check, then `dist/src/cli.js serve` on plain node) answers a GraphQL query over the demo
  * cluster, and SIGTERM sent to npm reaches the gateway: it logs its shut-down, exits, and
  * nothing listens on its port afterwards. Exits non-zero, with the server's output, otherwise.
  */

@@ -34,7 +34,7 @@ it('the runtime stage’s CMD and ENV serve /healthz on the compiled build, beyo
   const { env: imageEnv, cmd } = runtimeStage();
   expect(cmd[0]).toBe('node');
   expect(imageEnv).toMatchObject({ NODE_ENV: 'production', LOCKKEEPER_HOST: '0.0.0.0' });
-  // The image's build is made by `npm run build`; here the checkout's, brought up to date as prestart does.
+  // The image's build is made by `npm run build`; here the checkout's, brought up to date as `npm start` does.
   execFileSync(process.execPath, ['scripts/build-server.mjs', '--if-stale'], { cwd: PROJECT_ROOT, stdio: 'ignore' });
   dir = mkdtempSync(join(tmpdir(), 'lockkeeper-image-cmd-'));
   const env: Record<string, string | undefined> = {
