@@ -14,9 +14,9 @@
 // `--if-stale` builds only when a source file is newer than the last build, so
 // `npm start` after an edit never runs old code and costs one stat walk otherwise.
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { BUILD_STAMP as stamp, serverBuildIsStale } from './server-build-stale.mjs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BUILD_STAMP as stamp, serverBuildIsStale } from './server-build-stale.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const out = join(root, 'dist');

@@ -45,6 +45,19 @@ async function heldApp(
   );
 }
 
+/** Every migration and when it failed (with KubeVirt's reason), in simulated time. */
+function recordMigrations(clock: VirtualClock) {
+  const created: { uid: string; at: number }[] = [];
+  const failed = new Map<string, { at: number; reason: string }>();
+  t.sim.store.subscribe((e) => {
+    if (e.resource.kind !== 'VirtualMachineInstanceMigration') return;
+    if (e.type === 'ADDED') created.push({ uid: e.object.metadata.uid!, at: clock.now() });
+    if (e.object.status?.phase === 'Failed' && !failed.has(e.object.metadata.uid!))
+      failed.set(e.object.metadata.uid!, { at: clock.now(), reason: e.object.status.migrationState?.failureReason });
+  });
+  return { created, failed };
+}
+
 describe('k8s:scenario-5: migration cancel', () => {
   it("disable during EVACUATING deletes only Lockkeeper's Pending VMIM: it ends Failed with migrationAbortRequested, target pod gone, VM on the source; KubeVirt's evacuation VMIM stays", async () => {
     t = await kubevirtApp((sim) => {
@@ -158,15 +171,7 @@ describe('k8s:C10: a migration KubeVirt fails by its own bound, seen from the ma
     const clock = new VirtualClock();
     // 4 GiB: the completion bound (600 s) is far off, so only the progress bound (150 s) fires.
     await heldApp(clock, { running: () => true, transfer: 'stalled' }, { memory: '4Gi', settings: { migrationRetryDelayMs: 10_000 } });
-    // Every migration and when it failed, in simulated time.
-    const created: { uid: string; at: number }[] = [];
-    const failed = new Map<string, { at: number; reason: string }>();
-    t.sim.store.subscribe((e) => {
-      if (e.resource.kind !== 'VirtualMachineInstanceMigration') return;
-      if (e.type === 'ADDED') created.push({ uid: e.object.metadata.uid!, at: clock.now() });
-      if (e.object.status?.phase === 'Failed' && !failed.has(e.object.metadata.uid!))
-        failed.set(e.object.metadata.uid!, { at: clock.now(), reason: e.object.status.migrationState?.failureReason });
-    });
+    const { created, failed } = recordMigrations(clock);
     const t0 = clock.now();
     const op = (await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1", deadlineSeconds: 400) { ... on Operation { id } } }`)).r;
     const step = async () =>
@@ -232,24 +237,18 @@ describe('k8s:C10: the catch-all pending bound and the per-GiB completion bound,
     it(`${bound}: the migration fails at the bound, not before; the step says why and a new migration follows`, async () => {
       const clock = new VirtualClock();
       await heldApp(clock, holds, { memory, settings: { migrationRetryDelayMs: 10_000 } });
-      const created: { uid: string; at: number }[] = [];
-      const failed = new Map<string, number>();
-      t.sim.store.subscribe((e) => {
-        if (e.resource.kind !== 'VirtualMachineInstanceMigration') return;
-        if (e.type === 'ADDED') created.push({ uid: e.object.metadata.uid!, at: clock.now() });
-        if (e.object.status?.phase === 'Failed' && !failed.has(e.object.metadata.uid!)) failed.set(e.object.metadata.uid!, clock.now());
-      });
+      const { created, failed } = recordMigrations(clock);
       const op = (await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1", deadlineSeconds: 3000) { ... on Operation { id } } }`)).r;
       const step = async () =>
         (await gql(`{ operation(id: "${op.id}") { ... on Operation { steps(first: 1) { edges { node { state error } } } } } }`)).operation.steps.edges[0].node;
       await drive(clock, () => failed.size === 1, { stepMs: 1000, maxMs: 1_200_000 });
-      const lasted = failed.get(created[0]!.uid)! - created[0]!.at;
+      const lasted = failed.get(created[0]!.uid)!.at - created[0]!.at;
       expect(lasted).toBeGreaterThanOrEqual(boundMs);
       expect(lasted).toBeLessThan(boundMs + 5_000);
       await drive(clock, async () => ((await step()).error ?? '').includes(reason), { stepMs: 1000, maxMs: 600_000 });
       expect((await step()).state).toBe('MOVING');
       expect(phase()).toBe('EVACUATING');
       await drive(clock, () => created.length === 2, { stepMs: 1000, maxMs: 600_000 });
-      expect(created[1]!.at - failed.get(created[0]!.uid)!).toBeGreaterThanOrEqual(10_000);
+      expect(created[1]!.at - failed.get(created[0]!.uid)!.at).toBeGreaterThanOrEqual(10_000);
     }, 120_000);
 });
