@@ -18,8 +18,11 @@ export interface Repositories {
   vmTracking: VmTrackingRepository;
   /** Commits writes built by any of them in one transaction, in order. */
   commit(writes: PendingWrite[]): Promise<void>;
-  /** Commits one group commit of the journal in one transaction (the hot path: steps, operations' progress, events in order). */
-  commitJournal(batch: { steps: { operationId: string; step: StepRecord }[]; operations: OperationSnapshot[]; events: LoggedEvent[] }): Promise<void>;
+  /** Commits one group commit of the journal in one transaction (the hot path: steps, operations' progress, events in order), then `also`. */
+  commitJournal(
+    batch: { steps: { operationId: string; step: StepRecord }[]; operations: OperationSnapshot[]; events: LoggedEvent[] },
+    also?: PendingWrite[],
+  ): Promise<void>;
   /** Whether other replicas admit work on this database too (PostgreSQL): admissions go through `admit`, the leader adopts what they admitted. */
   readonly shared: boolean;
   /**
@@ -98,7 +101,7 @@ export function createRepositories(
     shared: admission !== undefined,
     admit,
     requestCancel,
-    commitJournal: async (journal) => {
+    commitJournal: async (journal, also = []) => {
       const now = new Date();
       const batch = {
         steps: journal.steps.map(({ operationId, step }) => stepRow(operationId, step)),
@@ -107,15 +110,12 @@ export function createRepositories(
       };
       // Asked first: a stand-by may not write at all (it throws).
       const fenceStatements = fence.statements();
-      if (hotPath.commitDirect && !fenceStatements.length && !hotPath.notifyEvents) {
+      if (hotPath.commitDirect && !fenceStatements.length && !hotPath.notifyEvents && !also.length) {
         await hotPath.commitDirect(batch);
         committed();
         return;
       }
-      await commit(
-        hotPath.journalStatements(batch).map((sql) => prisma.$executeRaw(sql)),
-        fenceStatements,
-      );
+      await commit([...hotPath.journalStatements(batch).map((sql) => prisma.$executeRaw(sql)), ...also], fenceStatements);
     },
   };
 }

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TopologySpec } from '../../plugins/fake/index.ts';
 import { createTestApp, type TestApp } from '../support/graphql-app.ts';
-import { driveUntil, mutate, settle } from './drive.ts';
+import { refuseOperationsOfKind } from '../support/test-database.ts';
+import { driveUntil, mutate, policyOf, settle } from './drive.ts';
 
 /**
  * neon:H5 and neon:H8 as operations of kind FAILOVER, on the simulated cluster (which
@@ -147,5 +148,164 @@ describe('neon:H5 — a lost node fails over', () => {
     const [op] = await b.app.operations.listOperations({ nodeId: '1', kind: 'FAILOVER' });
     expect(op).toMatchObject({ state: 'SUCCEEDED', counts: { moved: 3 } });
     await a.db.close();
+  });
+});
+
+describe('ha:R2 — a FAILOVER ends the lost node’s drain in the transaction that admits it', () => {
+  /**
+   * What the database holds of the node's operations (what another replica would see): the
+   * operations, and the events of operations (a node's own events, e.g. its availability, are
+   * written by other transactions, whose seq may fall between those of one transaction).
+   */
+  async function recorded(t: TestApp, nodeId: string) {
+    const ops = await t.db.prisma.operation.findMany({ where: { nodeId }, orderBy: { createdAt: 'asc' } });
+    const events = await t.db.prisma.event.findMany({ where: { nodeId, operationId: { not: null } }, orderBy: { seq: 'asc' } });
+    return { ops, events };
+  }
+
+  const ATTACHED_TO_1 = ['outside', 'lowest', 'cold'];
+
+  /** Until the failover is in the database, without moving the clock (nothing else advances meanwhile). */
+  async function failoverRecorded(t: TestApp): Promise<void> {
+    for (let i = 0; (await t.db.prisma.operation.count({ where: { kind: 'FAILOVER' } })) === 0; i++) {
+      if (i === 1000) throw new Error('no failover recorded');
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /** Holds every shard failover at the backend until released, so the failover reads RUNNING meanwhile. */
+  function holdFailovers(t: TestApp): () => void {
+    const failover = t.cluster.failover;
+    const real = failover.failOverShard.bind(failover);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    failover.failOverShard = async (id, o) => {
+      await gate;
+      return real(id, o);
+    };
+    return release;
+  }
+
+  it('neon:H5: its cut-over in flight never answers, yet the drain is FAILED (NODE_OFFLINE) when the failover is: the cut-over ABANDONED, the rest skipped, one end', async () => {
+    t = await createTestApp({ topology: THREE_ZONES, settings: { maxConcurrentMoves: 1 } });
+    t.cluster.simulation.injectFaults({ stuck: (await t.cluster.listShards({ attachedNodeId: '1' })).map((s) => s.id) });
+    const release = holdFailovers(t);
+    const drain = await mutate(t, 'startNodeDrain', '1');
+    await driveUntil(t, () => t!.app.storage.activeOperation('1')?.counts.moving === 1);
+    await t.cluster.simulation.setNodeOnline('1', false);
+    // The first state the database shows with a failover in it (the clock has not moved): the drain has ended in it too.
+    await failoverRecorded(t);
+    const { ops, events } = await recorded(t, '1');
+    expect(ops.map((o) => [o.kind, o.state, o.error])).toEqual([
+      ['DRAIN', 'FAILED', 'NODE_OFFLINE'],
+      ['FAILOVER', 'RUNNING', null],
+    ]);
+    const steps = await t.db.prisma.operationStep.findMany({ where: { operationId: drain.id }, orderBy: { seq: 'asc' } });
+    const abandoned = steps.filter((s) => s.state === 'ABANDONED');
+    expect(abandoned).toHaveLength(1);
+    expect(abandoned[0]).toMatchObject({ reason: 'NODE_OFFLINE' });
+    expect(abandoned[0]!.error).toContain('went OFFLINE and a failover took over its shards');
+    expect(steps.filter((s) => s.state === 'PLANNED' || s.state === 'MOVING')).toEqual([]);
+    expect(steps.map((s) => [s.workloadId, s.state, s.reason])).toEqual([
+      ['lowest', 'ABANDONED', 'NODE_OFFLINE'],
+      ['outside', 'SKIPPED', 'NOT_ATTEMPTED'],
+    ]);
+    // In the log: the drain's last step and its end, then at once the failover's start (one transaction, in order).
+    const tail = events.slice(-5).map((e) => [e.type, e.operationId]);
+    expect(tail).toEqual([
+      ['STEP_ABANDONED', drain.id],
+      ['OPERATION_FINISHED', drain.id],
+      ['WORKLOADS_REMAIN', drain.id],
+      ['NODE_POLICY_CHANGED', drain.id],
+      ['OPERATION_STARTED', ops[1]!.id],
+    ]);
+    expect(JSON.parse(events.at(-4)!.payload)).toMatchObject({ outcome: 'FAILED', error: 'NODE_OFFLINE' });
+    expect(await policyOf(t, '1')).not.toBe('DRAINING');
+
+    // The backend answers at last: the failover finds each shard where it is; the drain's record does not change again.
+    t.cluster.simulation.injectFaults({ stuck: [] });
+    release();
+    await driveUntil(t, () => t!.app.operations.live.all(['FAILOVER']).length === 0);
+    for (const id of ATTACHED_TO_1) expect((await t.cluster.listShards()).find((s) => s.tenantId === id)?.attachedNodeId).not.toBe('1');
+    const after = await recorded(t, '1');
+    expect(after.ops.map((o) => [o.kind, o.state])).toEqual([
+      ['DRAIN', 'FAILED'],
+      ['FAILOVER', 'SUCCEEDED'],
+    ]);
+    expect(after.events.filter((e) => e.operationId === drain.id && e.type === 'OPERATION_FINISHED')).toHaveLength(1);
+    expect(await t.db.prisma.operationStep.findMany({ where: { operationId: drain.id }, orderBy: { seq: 'asc' } })).toEqual(steps);
+  });
+
+  it('one transaction: when the database refuses the failover, the drain’s end is not written either; the next start fails the node over and ends the drain (ha:L8)', async () => {
+    const a = await createTestApp({ topology: THREE_ZONES, settings: { maxConcurrentMoves: 1 } });
+    t = a;
+    a.cluster.simulation.injectFaults({ stuck: (await a.cluster.listShards({ attachedNodeId: '1' })).map((s) => s.id) });
+    const drain = await mutate(a, 'startNodeDrain', '1');
+    await driveUntil(a, () => a.app.storage.activeOperation('1')?.counts.moving === 1);
+    await a.app.operations.journal.flush();
+    const stepsOf = () => a.db.prisma.operationStep.findMany({ where: { operationId: drain.id }, orderBy: { seq: 'asc' } });
+    const before = await stepsOf();
+    const allow = await refuseOperationsOfKind(a.db, 'FAILOVER');
+    await a.cluster.simulation.setNodeOnline('1', false);
+    await a.app.failover.idle();
+    const refused = await recorded(a, '1');
+    expect(refused.ops.map((o) => [o.kind, o.state])).toEqual([['DRAIN', 'RUNNING']]);
+    expect(refused.events.filter((e) => e.operationId === drain.id && ['OPERATION_FINISHED', 'STEP_ABANDONED'].includes(e.type))).toEqual([]);
+    expect(await stepsOf()).toEqual(before);
+
+    // The gateway stops before anything else happens; the backend still says node 1 is OFFLINE, and will not say "lost" again.
+    await a.app.operations.shutdown();
+    t = undefined;
+    await allow();
+    const b = await createTestApp({ clock: a.clock, databaseFile: a.db.file, backend: () => a.cluster });
+    t = b;
+    await b.app.failover.idle();
+    const { ops } = await recorded(b, '1');
+    expect(ops.map((o) => [o.kind, o.state, o.error, o.reason])).toEqual([
+      ['DRAIN', 'FAILED', 'NODE_OFFLINE', null],
+      ['FAILOVER', 'RUNNING', null, 'node 1 found OFFLINE at start'],
+    ]);
+    await driveUntil(b, () => b.app.operations.live.all(['FAILOVER']).length === 0);
+    expect((await b.app.operations.listOperations({ nodeId: '1', kind: 'FAILOVER' }))[0]).toMatchObject({ state: 'SUCCEEDED' });
+    // A start after that finds nothing more to move: no second failover.
+    await b.app.operations.shutdown();
+    t = undefined;
+    const c = await createTestApp({ clock: a.clock, databaseFile: a.db.file, backend: () => a.cluster });
+    t = c;
+    await c.app.failover.idle();
+    expect(await c.app.operations.listOperations({ nodeId: '1', kind: 'FAILOVER' })).toHaveLength(1);
+    await a.db.close();
+    await b.db.close();
+  });
+
+  it('the drain part of a maintenance (hyperconverged node) ends with the failover’s admission; the maintenance then ends FAILED', async () => {
+    t = await createTestApp({
+      topology: { ...THREE_ZONES, vms: [{ namespace: 'default', name: 'web', nodeId: '1' }] },
+      latenciesMs: { migrate: 500, stop: 200, start: 300, cordon: 10 },
+      settings: { maxConcurrentMoves: 1 },
+    });
+    t.cluster.simulation.injectFaults({ stuck: (await t.cluster.listShards({ attachedNodeId: '1' })).map((s) => s.id) });
+    const res = await t.gql('mutation { enableMaintenanceMode(nodeId: "1") { __typename ... on Operation { id } } }');
+    const id = res.data.enableMaintenanceMode.id as string;
+    const release = holdFailovers(t);
+    await driveUntil(t, () => t!.app.maintenance.activeOperation('1')?.counts.moving === 2);
+    await t.cluster.simulation.setNodeOnline('1', false);
+    await failoverRecorded(t);
+    const shardSteps = await t.db.prisma.operationStep.findMany({ where: { operationId: id, workloadKind: 'shard' } });
+    expect(shardSteps.filter((s) => s.state === 'PLANNED' || s.state === 'MOVING')).toEqual([]);
+    expect(shardSteps.filter((s) => s.state === 'ABANDONED' && s.reason === 'NODE_OFFLINE')).toHaveLength(1);
+    // In the log, one after the other: the part's last step, its policy change, the failover's start.
+    const { ops, events } = await recorded(t, '1');
+    const failover = ops.find((o) => o.kind === 'FAILOVER')!;
+    const started = events.findIndex((e) => e.type === 'OPERATION_STARTED' && e.operationId === failover.id);
+    expect(events.slice(started - 2, started + 1).map((e) => [e.type, e.operationId])).toEqual([
+      ['STEP_ABANDONED', id],
+      ['NODE_POLICY_CHANGED', id],
+      ['OPERATION_STARTED', failover.id],
+    ]);
+    t.cluster.simulation.injectFaults({ stuck: [] });
+    release();
+    await driveUntil(t, () => t!.app.maintenance.activeOperation('1') === null);
+    expect(await t.app.operations.getOperation(id)).toMatchObject({ state: 'FAILED', error: 'SHARD_DRAIN_FAILED: NODE_OFFLINE' });
   });
 });

@@ -83,8 +83,10 @@ export async function startThrowawayPostgres(): Promise<ThrowawayPostgres> {
   }
   const port = await freePort();
   // fsync off: a test server's data need not survive a power cut, and it spares the
-  // shared disk. The socket lives in the data directory, never in /var/run.
-  const options = `-p ${port} -k ${dataDir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300`;
+  // shared disk. synchronous_commit stays on: a commit must survive the server's crash (the
+  // tests' pause() is one), as on a real server; with it off, a lease taken just before the
+  // crash was lost and taken again at epoch 1. The socket lives in the data directory, never in /var/run.
+  const options = `-p ${port} -k ${dataDir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=300`;
   try {
     run(join(bin, 'initdb'), ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);
     writeFileSync(join(dataDir, 'pg_hba.conf'), `local all all trust\nhost all ${PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 trust\n`);

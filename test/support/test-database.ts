@@ -115,3 +115,30 @@ export async function refuseWrites(db: Database, on: boolean): Promise<void> {
     );
   }
 }
+
+/**
+ * Makes the database refuse to insert an Operation of `kind` (a row trigger, on either
+ * dialect), so that a test can see what else the refused transaction would have written.
+ * Returns what lifts the refusal.
+ */
+export async function refuseOperationsOfKind(db: Database, kind: string): Promise<() => Promise<void>> {
+  if (!/^[A-Z_]+$/.test(kind)) throw new Error(`not an operation kind: ${kind}`);
+  const trigger = `lk_test_refuse_${kind}`;
+  if (db.dialect === 'sqlite') {
+    await db.prisma.$executeRawUnsafe(
+      `CREATE TRIGGER ${trigger} BEFORE INSERT ON "Operation" WHEN NEW."kind" = '${kind}' BEGIN SELECT RAISE(ABORT, '${kind} refused (test)'); END`,
+    );
+    return async () => {
+      await db.prisma.$executeRawUnsafe(`DROP TRIGGER ${trigger}`);
+    };
+  }
+  await db.prisma.$executeRawUnsafe(
+    `CREATE OR REPLACE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION '${kind} refused (test)'; END $$`,
+  );
+  await db.prisma.$executeRawUnsafe(
+    `CREATE TRIGGER ${trigger} BEFORE INSERT ON "Operation" FOR EACH ROW WHEN (NEW."kind" = '${kind}') EXECUTE FUNCTION ${trigger}()`,
+  );
+  return async () => {
+    await db.prisma.$executeRawUnsafe(`DROP TRIGGER ${trigger} ON "Operation"`);
+  };
+}

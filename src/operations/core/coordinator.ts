@@ -14,6 +14,16 @@ import { Mutex } from './mutex.ts';
 import type { OperationObserver } from './observer.ts';
 import type { OperationKindEngine, PartPlan } from './operation-kind.ts';
 
+/** How an operation ends, beyond its outcome (OperationCoordinator.close). */
+export interface CloseOptions {
+  at?: number;
+  alsoWrite?: PendingWrite[];
+  committed?: () => void;
+  keepWaitingOn?: boolean;
+  /** What the operation leaves on its node (drain, maintenance: domain/remaining.ts); any is also a WORKLOADS_REMAIN event. */
+  remaining?: RemainingWorkload[] | null;
+}
+
 export interface CoordinatorDeps {
   store: Repositories;
   bus: EventBus;
@@ -54,6 +64,7 @@ export class OperationCoordinator {
       // One another replica admitted may already have been adopted meanwhile (ha:R2).
       for (const operation of await this.deps.store.operations.interrupted(engine.kinds)) if (!this.live.get(operation.snapshot.id)) engine.resume(operation);
     }
+    for (const engine of this.engines) engine.started?.();
   }
 
   /** Whether this replica leads (always, alone on SQLite): only then does an admission launch its run here. */
@@ -177,19 +188,18 @@ export class OperationCoordinator {
    * (the kind's own end transitions); then `committed`, the run leaves the registry and
    * subscribers hear the end. Hold the lock.
    */
-  async close(
-    run: LiveRun,
-    outcome: OperationOutcome,
-    error: string | null,
-    options: {
-      at?: number;
-      alsoWrite?: PendingWrite[];
-      committed?: () => void;
-      keepWaitingOn?: boolean;
-      /** What the operation leaves on its node (drain, maintenance: domain/remaining.ts); any is also a WORKLOADS_REMAIN event. */
-      remaining?: RemainingWorkload[] | null;
-    } = {},
-  ): Promise<void> {
+  async close(run: LiveRun, outcome: OperationOutcome, error: string | null, options: CloseOptions = {}): Promise<void> {
+    const end = this.closing(run, outcome, error, options);
+    await this.deps.store.commit(end.writes);
+    end.committed();
+  }
+
+  /**
+   * `close` in two halves, for a caller that commits the end inside a transaction of its own
+   * (a FAILOVER ends the lost node's drain in the transaction that admits it, ha:R2): the
+   * writes, and what to do once they are committed. Hold the lock until then.
+   */
+  closing(run: LiveRun, outcome: OperationOutcome, error: string | null, options: CloseOptions = {}): { writes: PendingWrite[]; committed: () => void } {
     const { snapshot } = run;
     const now = options.at ?? this.deps.clock.now();
     const remaining = options.remaining ?? null;
@@ -209,7 +219,7 @@ export class OperationCoordinator {
           }),
         ]
       : [];
-    await store.commit([
+    const writes = [
       store.operations.finish({ ...snapshot, ...ended }),
       store.events.append({
         at: now,
@@ -220,12 +230,15 @@ export class OperationCoordinator {
       }),
       ...warning,
       ...(options.alsoWrite ?? []),
-    ]);
-    Object.assign(snapshot, ended);
-    options.committed?.();
-    this.live.remove(run);
-    this.deps.observer.operationFinished(snapshot.kind, outcome);
-    this.publishProgress(snapshot, []);
+    ];
+    const committed = () => {
+      Object.assign(snapshot, ended);
+      options.committed?.();
+      this.live.remove(run);
+      this.deps.observer.operationFinished(snapshot.kind, outcome);
+      this.publishProgress(snapshot, []);
+    };
+    return { writes, committed };
   }
 
   async getOperation(id: string): Promise<OperationSnapshot | null> {

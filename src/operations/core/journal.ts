@@ -1,5 +1,6 @@
 import type { OperationSnapshot, StepRecord } from '../../domain/operations.ts';
 import type { LoggedEvent } from '../../store/event-log.ts';
+import type { PendingWrite } from '../../store/pending-write.ts';
 import type { Repositories } from '../../store/repositories.ts';
 
 /** What a run writes through: the journal, or a proxy of it (a part run inside another operation). */
@@ -50,9 +51,21 @@ export class Journal {
   }
 
   /** Writes everything queued so far; resolves when it is committed. */
-  async flush(): Promise<void> {
+  flush(): Promise<void> {
+    return this.flushWith(null);
+  }
+
+  /**
+   * Writes everything queued together with the writes `also` returns, in one transaction.
+   * `also` runs once no flush is in flight, just before the queue is taken, so the changes it
+   * queues (a run's last step changes) are in that transaction with its own writes (the end
+   * of the run, ha:R2). If that transaction fails, none of it is queued again: the records
+   * stay as last committed, whole, for the next start to resume.
+   */
+  async flushWith(also: (() => PendingWrite[]) | null): Promise<void> {
     while (this.flushing) await this.flushing;
-    if (!this.steps.size && !this.operations.size && !this.events.length) return;
+    const extra = also?.() ?? [];
+    if (!this.steps.size && !this.operations.size && !this.events.length && !extra.length) return;
     // Copies: what is written (and then published) is the step as it is now, not as it will be.
     const steps: { operationId: string; step: StepRecord }[] = [];
     for (const { operationId, step } of this.steps.values()) steps.push({ operationId, step: { ...step } });
@@ -61,7 +74,7 @@ export class Journal {
     this.steps = new Map();
     this.operations = new Map();
     this.events = [];
-    this.flushing = this.write(steps, operations, events).finally(() => {
+    this.flushing = this.write(steps, operations, events, extra).finally(() => {
       this.flushing = null;
     });
     await this.flushing;
@@ -93,12 +106,12 @@ export class Journal {
     }, GROUP_COMMIT_MS).unref();
   }
 
-  private async write(steps: { operationId: string; step: StepRecord }[], operations: OperationSnapshot[], events: LoggedEvent[]) {
+  private async write(steps: { operationId: string; step: StepRecord }[], operations: OperationSnapshot[], events: LoggedEvent[], also: PendingWrite[]) {
     const generation = this.generation;
     try {
-      await this.store.commitJournal({ steps, operations, events });
+      await this.store.commitJournal({ steps, operations, events }, also);
     } catch (e) {
-      if (generation !== this.generation) throw e;
+      if (generation !== this.generation || also.length) throw e;
       // Put the batch back so nothing is lost; newer queued values win over older ones.
       for (const s of steps) {
         const key = `${s.operationId}\u0000${s.step.workloadKind}\u0000${s.step.workloadId}`;

@@ -46,6 +46,20 @@ export class RemainingReader {
     }
   }
 
+  /**
+   * `atEnd` for an end decided in a synchronous section (ha:R2): the backend read now, the
+   * steps' reasons applied when the end is written. The function returns null when the
+   * backend could not be read.
+   */
+  async readForEnd(nodeId: string): Promise<(leftBecause: ReadonlyMap<string, string>) => RemainingWorkload[] | null> {
+    try {
+      const workloads = await this.read([nodeId]);
+      return (leftBecause) => remainingWorkloads(nodeId, workloads, leftBecause);
+    } catch {
+      return () => null;
+    }
+  }
+
   private async read(nodeIds: readonly string[]): Promise<NodeWorkloads> {
     const { backend } = this;
     const one = nodeIds.length === 1 ? nodeIds[0]! : undefined;

@@ -96,8 +96,16 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
    * `force: true` on a cancel or a disable (issue 17): the steps in flight are recorded
    * ABANDONED with their last known state, and the run stops at once (halted: nothing more
    * is recorded, whatever the backend answers later). The caller ends the operation.
+   * `abandonReason` says why on each abandoned step: FORCED, or NODE_OFFLINE when a failover
+   * took the node's shards (neon:H5).
    */
-  abandonInFlight(inFlight: StepRecord[], lastKnown: (step: StepRecord) => string, unattempted: StepRecord[] = [], skipReason = 'CANCELLED'): StepRecord[] {
+  abandonInFlight(
+    inFlight: StepRecord[],
+    lastKnown: (step: StepRecord) => string,
+    unattempted: StepRecord[] = [],
+    skipReason = 'CANCELLED',
+    abandonReason = 'FORCED',
+  ): StepRecord[] {
     // A step still checking (e.g. a secondary's warmth) had not asked the backend for anything: not attempted.
     this.skipUnattempted([...unattempted, ...inFlight.filter((s) => s.state === 'PLANNED')], skipReason);
     const abandoned: StepRecord[] = [];
@@ -105,7 +113,7 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
       if (step.state !== 'MOVING') continue;
       const stall = this.stalled.get(step.workloadId);
       const note = `${lastKnown(step)}${stall ? `; stalled, ${Math.round(overBy(stall, this.host.clock.now()) / 1000)} s over its expected ${stall.expectedMs} ms` : ''}`;
-      this.update(step, { state: 'ABANDONED', reason: 'FORCED', error: note, finishedAt: this.host.clock.now() });
+      this.update(step, { state: 'ABANDONED', reason: abandonReason, error: note, finishedAt: this.host.clock.now() });
       this.host.journal.event({
         type: 'STEP_ABANDONED',
         nodeId: this.stepNodeId(step),

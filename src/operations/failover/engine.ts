@@ -22,8 +22,8 @@ const SYSTEM_ACTOR = 'system';
  * node lost (`nodeLost`) — by its own heartbeats (neon:H3) or an operator's config (neon:H8) — its
  * attached shards get a new attached node each, unless it is the only node (H5b) or no
  * node may schedule (H5c). Never refused or queued by `maxConcurrentOperations`: the drain
- * or fill running on the lost node ends FAILED (`NODE_OFFLINE`) and its shards are the
- * failover's.
+ * or fill running on the lost node ends FAILED (`NODE_OFFLINE`) in the transaction that admits
+ * the failover (ha:R2), and its shards are the failover's.
  */
 export class FailoverEngine implements OperationKindEngine {
   readonly kinds = KINDS;
@@ -113,9 +113,24 @@ export class FailoverEngine implements OperationKindEngine {
       return;
     }
     if (event.type !== 'nodeLost') return;
-    const { nodeId } = event;
+    this.queueNodeLost(event.nodeId, false);
+  }
+
+  /**
+   * ha:L8: a node found OFFLINE when this replica starts leading may have been declared lost
+   * by a gateway (or leader) that died before its failover was recorded: look again, and fail
+   * over what would move. The backend does not say "lost" twice.
+   */
+  started(): void {
+    for (const node of this.nodes.values()) if (node.availability === 'OFFLINE') this.queueNodeLost(node.id, true);
+  }
+
+  private queueNodeLost(nodeId: string, recheck: boolean): void {
+    const { store } = this.deps;
     this.admitting = this.admitting
-      .then(() => this.core.exclusive(() => this.nodeLost(nodeId)))
+      // A drain another replica admitted and this leader has not taken up yet is ended with the others (ha:R2).
+      .then(() => (store.shared ? this.core.adopt() : undefined))
+      .then(() => this.core.exclusive(() => this.nodeLost(nodeId, recheck)))
       .catch((e: unknown) => this.deps.log.error({ err: e, node: nodeId }, `failover of node ${nodeId} could not start`));
   }
 
@@ -125,10 +140,11 @@ export class FailoverEngine implements OperationKindEngine {
     return out;
   }
 
-  /** neon:H5: hold the lock. */
-  private async nodeLost(nodeId: string): Promise<void> {
+  /** neon:H5: hold the lock. `recheck` (at a start): quietly nothing unless some shard would move, and not while a failover of the node is unended. */
+  private async nodeLost(nodeId: string, recheck: boolean): Promise<void> {
     const { backend, store, clock, log } = this.deps;
     if (this.activeFailover(nodeId)) return;
+    if (recheck && (await store.operations.unended()).some((o) => o.kind === 'FAILOVER' && o.nodeId === nodeId)) return;
     const node = await backend.getNode(nodeId);
     if (!node || node.availability !== 'OFFLINE') return;
     const nodes = [...this.planNodes().values()];
@@ -136,6 +152,8 @@ export class FailoverEngine implements OperationKindEngine {
     const all = await backend.listShards();
     const shards = all.filter((s) => s.attachedNodeId === nodeId);
     const now = clock.now();
+    const decisions = refusal ? [] : planFailover(nodeId, all, nodes);
+    if (recheck && !decisions.some((d) => d.action === 'move')) return;
     if (refusal || shards.length === 0) {
       const why =
         refusal === 'ONLY_NODE' ? 'it is the only node' : refusal === 'NO_SCHEDULABLE_NODE' ? 'no other node may take shards' : 'no shard is attached there';
@@ -146,9 +164,9 @@ export class FailoverEngine implements OperationKindEngine {
           .then(() => {});
       return;
     }
-    // The drain or fill of the lost node ends: its shards are the failover's now.
-    this.deps.storage.loseNode(nodeId);
-    const steps: StepRecord[] = planFailover(nodeId, all, nodes).map((d, seq) => ({
+    // ha:R2: the drain or fill of the lost node ends in the transaction that admits the failover: its shards are the failover's now.
+    const lostRun = await this.deps.storage.lostNodeEnd(nodeId);
+    const steps: StepRecord[] = decisions.map((d, seq) => ({
       workloadKind: 'shard',
       workloadId: d.shard.id,
       action: 'FAILOVER',
@@ -161,9 +179,10 @@ export class FailoverEngine implements OperationKindEngine {
       startedAt: null,
       finishedAt: d.action === 'skip' ? now : null,
     }));
-    const meta = { actor: SYSTEM_ACTOR, reason: `node ${nodeId} went OFFLINE` };
+    const meta = { actor: SYSTEM_ACTOR, reason: recheck ? `node ${nodeId} found OFFLINE at start` : `node ${nodeId} went OFFLINE` };
     const snapshot = newOperation({ id: randomUUID(), kind: 'FAILOVER', nodeId, meta, steps, now });
-    await store.commit([
+    await this.core.journal.flushWith(() => [
+      ...(lostRun?.writes() ?? []),
       store.operations.create(snapshot, {}, steps),
       store.events.append({
         at: now,
@@ -173,6 +192,7 @@ export class FailoverEngine implements OperationKindEngine {
         payload: { kind: 'FAILOVER', actor: meta.actor, reason: meta.reason, counts: snapshot.counts },
       }),
     ]);
+    lostRun?.committed();
     await this.deps.audit.record({
       actor: SYSTEM_ACTOR,
       action: 'failover',

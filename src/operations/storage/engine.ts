@@ -16,6 +16,7 @@ import { checkAdmission } from '../../domain/storage/admission.ts';
 import type { PolicyEvent, SchedulingPolicy } from '../../domain/storage/policy.ts';
 import type { PlanNode } from '../../domain/storage/shards.ts';
 import type { InterruptedOperation } from '../../store/operation-repository.ts';
+import type { PendingWrite } from '../../store/pending-write.ts';
 import type { PolicyTransition } from '../../store/policy-store.ts';
 import type { JournalWriter } from '../core/journal.ts';
 import { LIMITED_KINDS } from '../core/live-runs.ts';
@@ -49,7 +50,7 @@ export class StorageEngine implements OperationKindEngine {
   /** planNodes() as last built, and the policy version it was built at; dropped when a node changes. */
   private planNodesView: { map: ReadonlyMap<string, PlanNode>; policies: number } | null = null;
   /** Drains running as a part of another operation, by node. */
-  private readonly partRuns = new Map<string, StorageRun>();
+  private readonly partRuns = new Map<string, { run: StorageRun; onEnd: (outcome: OperationOutcome, failure: string | null) => void }>();
   private unwatch: (() => void) | null = null;
   private readonly host: StorageRunHost;
   private readonly remaining: RemainingReader;
@@ -189,13 +190,57 @@ export class StorageEngine implements OperationKindEngine {
   }
 
   /**
-   * neon:H5: the node is lost and a FAILOVER takes its shards: its drain or fill (or the
-   * drain part of its maintenance) ends FAILED with `NODE_OFFLINE` once its moves in flight stop
-   * (not awaited: the caller holds the admission lock the run needs to end).
+   * neon:H5, ha:R2: the node is lost and a FAILOVER takes its shards: how its drain or fill
+   * (or the drain part of its maintenance) ends FAILED with `NODE_OFFLINE` in the failover's
+   * own transaction. `writes()` stops the run at once (moves in flight ABANDONED, the rest
+   * skipped) and returns the end's writes (call it where the journal takes its queue:
+   * Journal.flushWith); `committed()` applies the end once committed. Null when no drain or
+   * fill holds the node. Hold the lock throughout.
    */
-  loseNode(nodeId: string): void {
-    const run = (this.runOn(nodeId) as StorageRun | undefined) ?? this.partRuns.get(nodeId);
-    run?.loseNode();
+  async lostNodeEnd(nodeId: string): Promise<{ writes: () => PendingWrite[]; committed: () => void } | null> {
+    const run = this.runOn(nodeId);
+    const part = this.partRuns.get(nodeId);
+    const storageRun = run instanceof StorageRun ? run : (part?.run ?? null);
+    if (!storageRun) return null;
+    const failure = 'NODE_OFFLINE';
+    // A drain's end says what it left (a fill empties nothing): the backend is read before the synchronous part.
+    const remaining = storageRun.kind === 'DRAIN' && !part ? await this.remaining.readForEnd(nodeId) : null;
+    let after: (() => void) | null = null;
+    const writes = (): PendingWrite[] => {
+      storageRun.endForLostNode();
+      const at = this.deps.clock.now();
+      const transition = this.endTransition(storageRun, 'FAILED', failure, at);
+      const applyTransition = () => {
+        if (!transition) return;
+        transition.applied();
+        this.afterPolicyChange(nodeId);
+      };
+      if (part) {
+        // The part ends inside its owner's record: its steps and its policy now, the owner hears of it after the commit.
+        after = () => {
+          applyTransition();
+          this.partRuns.delete(nodeId);
+          this.core.live.removePart(nodeId);
+          part.onEnd('FAILED', failure);
+        };
+        return transition?.writes ?? [];
+      }
+      const end = this.core.closing(storageRun, 'FAILED', failure, {
+        at,
+        remaining: remaining?.(storageRun.leftBecause()) ?? null,
+        alsoWrite: transition?.writes ?? [],
+        committed: applyTransition,
+      });
+      after = () => {
+        end.committed();
+        this.deps.log.warn(
+          { operation: storageRun.snapshot.id, node: nodeId, outcome: 'FAILED', error: failure },
+          `${storageRun.kind.toLowerCase()} of node ${nodeId} failed (${failure}): a failover took over its shards`,
+        );
+      };
+      return end.writes;
+    };
+    return { writes, committed: () => after?.() };
   }
 
   /** Resolves when the node's current drain or fill has ended (tests and scripts). */
@@ -248,7 +293,7 @@ export class StorageEngine implements OperationKindEngine {
       inner,
       steps,
     );
-    this.partRuns.set(nodeOf(owner), run);
+    this.partRuns.set(nodeOf(owner), { run, onEnd });
     run.start().catch((e: unknown) => this.deps.log.error({ err: e, operation: owner.id }, 'embedded drain crashed'));
     return run;
   }
@@ -267,7 +312,7 @@ export class StorageEngine implements OperationKindEngine {
         transition.applied();
         this.afterPolicyChange(run.nodeId);
       }
-      if (this.partRuns.get(run.nodeId) === run) {
+      if (this.partRuns.get(run.nodeId)?.run === run) {
         this.partRuns.delete(run.nodeId);
         this.core.live.removePart(run.nodeId);
       }
@@ -280,7 +325,7 @@ export class StorageEngine implements OperationKindEngine {
     const { backend } = this.deps;
     if (!backend.capabilities.shards) return { operationId: null, warning: null };
     // A part its owner left running (a maintenance that went to ERROR) stops here: the node is someone else's next.
-    this.partRuns.get(nodeId)?.halt();
+    this.partRuns.get(nodeId)?.run.halt();
     this.partRuns.delete(nodeId);
     this.core.live.removePart(nodeId);
     const policy = this.policies.get(nodeId);

@@ -36,7 +36,6 @@ export class StorageRun extends StepRun<StorageRun> {
   private readonly cutOvers = new CutOversInFlight();
   private blockedSince: number | null = null;
   private movesDescription: { count: number; cancelling: boolean; phase: string | null; text: string } | null = null;
-  private nodeLost = false;
 
   constructor(
     protected override readonly host: StorageRunHost,
@@ -85,11 +84,24 @@ export class StorageRun extends StepRun<StorageRun> {
     return reasonsLeftBy(this.steps.values());
   }
 
-  /** neon:H5: the node was lost and a FAILOVER takes its shards: this run ends FAILED (`NODE_OFFLINE`). */
-  loseNode(): void {
-    this.nodeLost = true;
-    this.cutOvers.cancelAll(`node ${this.nodeId} went OFFLINE`);
-    this.nudge();
+  /**
+   * neon:H5, ha:R2: the node was lost and a FAILOVER takes its shards. The run ends now, in
+   * the failover's own transaction (the caller writes the end): cut-overs in flight are
+   * recorded ABANDONED (`NODE_OFFLINE`) with their last known state — the failover's recheck of
+   * each shard finds where the backend left it — and what was not attempted is skipped.
+   */
+  endForLostNode(): StepRecord[] {
+    const why = `node ${this.nodeId} went OFFLINE and a failover took over its shards`;
+    const abandoned = this.abandonInFlight(
+      this.inFlightSteps(),
+      (s) => `${this.lastKnown(s)}; ${why}`,
+      this.takeQueued(),
+      NOT_ATTEMPTED.FAILED,
+      'NODE_OFFLINE',
+    );
+    // neon:C11: cut-overs waiting for catch-up or compute stop stop waiting; the backend completes what it issued.
+    this.cutOvers.cancelAll(why);
+    return abandoned;
   }
 
   private get expectedPolicy() {
@@ -105,10 +117,6 @@ export class StorageRun extends StepRun<StorageRun> {
       if (this.snapshot.state === 'CANCELLING') {
         // neon:C11: cut-overs waiting for catch-up or compute stop; the backend completes what it issued.
         this.cutOvers.cancelAll(`the ${this.kind.toLowerCase()} was cancelled`);
-        break;
-      }
-      if (this.nodeLost) {
-        failure = 'NODE_OFFLINE';
         break;
       }
       if (policies.get(this.nodeId) !== this.expectedPolicy) {
