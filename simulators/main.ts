@@ -1,5 +1,5 @@
 /**
- * `lockkeeper simulator [--config-out FILE] [--nodes N] [--vms-per-node N] [--tenants N]`
+ * `lockkeeper simulator [--config-out FILE] [--nodes N] [--vms-per-node N] [--tenants N] [--shards-per-tenant N]`
  * (ha:B1): runs the simulated cluster until SIGTERM / SIGINT and prints one JSON line when
  * it is ready, naming the API server and the config to start gateways with.
  */
@@ -15,6 +15,7 @@ export async function runSimulatorCommand(argv: string[]): Promise<void> {
       'vms-per-node': { type: 'string' },
       'migrate-ms': { type: 'string' },
       tenants: { type: 'string' },
+      'shards-per-tenant': { type: 'string' },
     },
   });
   const count = (name: string, value: string | undefined) => {
@@ -23,18 +24,24 @@ export async function runSimulatorCommand(argv: string[]): Promise<void> {
     if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number, not ${JSON.stringify(value)}`);
     return n;
   };
+  const atLeastOne = (name: string, n: number | undefined) => {
+    if (n === 0) throw new Error(`--${name} must be at least 1`);
+    return n;
+  };
   const sim = await startSimulator({
     configOut: values['config-out'],
     nodes: count('nodes', values.nodes),
     vmsPerNode: count('vms-per-node', values['vms-per-node']),
     migrateMs: count('migrate-ms', values['migrate-ms']),
     tenants: count('tenants', values.tenants),
+    shardsPerTenant: atLeastOne('shards-per-tenant', count('shards-per-tenant', values['shards-per-tenant'])),
   });
   process.stdout.write(
     `${JSON.stringify({
       msg: 'simulator ready: start gateways with LOCKKEEPER_CONFIG=<config>',
       kubernetes: sim.k8s.url,
       pageservers: sim.pageservers ? [...sim.pageservers.sims.values()].map((s) => s.url) : [],
+      computeHook: sim.computeHook?.url ?? null,
       config: sim.configFile,
       kubeconfig: sim.kubeconfigFile,
     })}\n`,

@@ -1,7 +1,7 @@
 /**
  * The simulated cluster as its own process (ha:B1): the strict Kubernetes + KubeVirt API
  * server (simulators/kubernetes) and, on request, simulated pageservers
- * (simulators/pageserver) on loopback ports, with a kubeconfig and a ready gateway config
+ * (simulators/pageserver) with the compute hook they are cut over for (simulators/compute-hook) on loopback ports, with a kubeconfig and a ready gateway config
  * written next to each other. Several gateway replicas started with that config share one
  * cluster through the real `kubevirt` (and `pageserver`) plugins. Imports nothing of the
  * gateway: the config it writes is plain JSON in the gateway's config format.
@@ -9,6 +9,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { K8sSim } from './kubernetes/index.ts';
+import { ComputeHookSim } from './compute-hook/index.ts';
 import { roundRobinShards, startPageserverFleet, type PageserverFleet } from './pageserver/index.ts';
 
 export interface SimulatorOptions {
@@ -20,13 +21,17 @@ export interface SimulatorOptions {
   vmsPerNode?: number;
   /** How long a live migration takes in the simulator (ms; default 200). */
   migrateMs?: number;
-  /** Also serve pageservers (one per node) with this many tenants of 4 shards each, and configure the `pageserver` plugin; default none. */
+  /** Also serve pageservers (one per node) with this many tenants of 4 shards each and the compute hook, and configure the `pageserver` plugin; default none. */
   tenants?: number;
+  /** Shards of each of those tenants (default 4); 1 makes unsharded tenants. */
+  shardsPerTenant?: number;
 }
 
 export interface RunningSimulator {
   k8s: K8sSim;
   pageservers: PageserverFleet | null;
+  /** The computes' control plane the `pageserver` plugin notifies (neon:C7), with pageservers only. */
+  computeHook: ComputeHookSim | null;
   configFile: string;
   kubeconfigFile: string;
   close(): Promise<void>;
@@ -45,13 +50,19 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
   writeFileSync(kubeconfigFile, k8s.kubeconfig());
   const plugins: { name: string; options: Record<string, unknown> }[] = [{ name: 'kubevirt', options: { kubeconfigPath: kubeconfigFile } }];
   let pageservers: PageserverFleet | null = null;
+  let computeHook: ComputeHookSim | null = null;
   if (options.tenants) {
     const ids = Array.from({ length: nodes }, (_, i) => i + 1);
-    pageservers = await startPageserverFleet({ nodes: ids.map((id) => ({ id })), shards: roundRobinShards(ids, options.tenants, 4) });
+    pageservers = await startPageserverFleet({
+      nodes: ids.map((id) => ({ id })),
+      shards: roundRobinShards(ids, options.tenants, options.shardsPerTenant ?? 4),
+    });
+    computeHook = await new ComputeHookSim().start();
     plugins.push({
       name: 'pageserver',
       options: {
         pageservers: ids.map((id) => ({ id, url: pageservers!.sim(id).url, availabilityZone: id % 2 ? 'zone-a' : 'zone-b' })),
+        controlPlane: { url: computeHook.url },
         stateFile: join(dirname(configFile), 'pageserver-state.json'),
       },
     });
@@ -60,9 +71,11 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
   return {
     k8s,
     pageservers,
+    computeHook,
     configFile,
     kubeconfigFile,
     async close() {
+      await computeHook?.close();
       await pageservers?.close();
       await k8s.close();
     },

@@ -9,6 +9,7 @@ import { DEFAULT_DATABASE_URL, openDatabase } from './store/database.ts';
 import { PrismaPluginStore } from './store/plugin-store.ts';
 import { acquireServeLock } from './store/serve-lock.ts';
 import { replicaLeadership } from './leadership/replica.ts';
+import { idleInTransactionTimeoutMs } from './leadership/leadership.ts';
 
 export interface StartOptions {
   env?: NodeJS.ProcessEnv;
@@ -47,7 +48,7 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
     await resetDemo({ plugins: config.plugins, databaseUrl, cwd, context });
     options.log.warn('--reset-demo: the demo database and cluster state were deleted; starting over');
   }
-  const db = await openDatabase({ url: databaseUrl, cwd });
+  const db = await openDatabase({ url: databaseUrl, cwd, idleInTransactionTimeoutMs: idleInTransactionTimeoutMs(config.ha) });
   let app: App | undefined;
   let releaseServeLock = () => {};
   try {

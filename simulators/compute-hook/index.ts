@@ -2,6 +2,7 @@ export {
   ComputeHookSim,
   type ComputeHookSimOptions,
   type HookAnswer,
+  NOTIFICATIONS_PATH,
   type NotifyAttachBody,
   type NotifyShard,
   type RecordedNotification,

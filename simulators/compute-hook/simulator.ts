@@ -13,7 +13,11 @@ import { parseBody, RequestLog } from '../common/request-log.ts';
  * optionally after a delay on the clock; every request is recorded (`notifications`),
  * whatever it was answered. Strict: another method is 405, another path 404, a body that
  * is not exactly that shape 400, and with `token` a missing or wrong bearer token 401.
+ * `GET /simulator/v1/notifications` reads the record back (a test in another process).
  */
+
+/** Where another process reads what the hook was sent (the simulator's own route, not Neon's). */
+export const NOTIFICATIONS_PATH = '/simulator/v1/notifications';
 
 export interface HookAnswer {
   status: number;
@@ -139,6 +143,11 @@ export class ComputeHookSim {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(payload));
     };
+    if (url.pathname === NOTIFICATIONS_PATH && method === 'GET') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ items: this.notifications }));
+      return;
+    }
     if (url.pathname !== '/notify-attach') return send(404, { msg: `no route ${url.pathname}` });
     if (method !== 'PUT') return send(405, { msg: `${url.pathname} takes PUT` });
     if (this.options.token && authorization !== `Bearer ${this.options.token}`) return send(401, { msg: 'Unauthorized' });

@@ -93,6 +93,15 @@ function replicaId(): string {
   return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
 }
 
+/**
+ * How long a replica's transaction may sit idle before PostgreSQL ends it (ha:L4): half the
+ * lease, so that a leader frozen inside a fenced transaction — holding the lease row's share
+ * lock — is cut off before its lease expires and never holds off the take-over.
+ */
+export function idleInTransactionTimeoutMs({ leaseTtlMs }: Pick<LeaseSettings, 'leaseTtlMs'>): number {
+  return Math.floor(leaseTtlMs / 2);
+}
+
 /** How long before its database expiry the leader stops counting on its lease. */
 function safetyMarginMs({ leaseTtlMs, leaseRenewMs }: LeaseSettings): number {
   return Math.min(Math.max(leaseRenewMs / 2, leaseTtlMs / 5), leaseTtlMs / 2);

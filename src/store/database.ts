@@ -41,6 +41,8 @@ export interface OpenDatabaseOptions {
   busyTimeoutMs?: number;
   /** Where the migrations live; default `prisma/migrations/` (SQLite) or `prisma/migrations-postgresql/` of this checkout. */
   migrationsDir?: string;
+  /** PostgreSQL: how long a transaction of ours may sit idle before the server ends it (OpenPostgresOptions). */
+  idleInTransactionTimeoutMs?: number;
 }
 
 /** The database could not be opened: not a SQLite file, locked, unreadable, bad migrations... */
@@ -143,7 +145,10 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<D
     const { openPostgresDatabase } = await import('./postgresql-database.ts');
     return openPostgresDatabase(
       url,
-      options.migrationsDir ? { migrationsDir: options.migrationsDir } : {},
+      {
+        ...(options.migrationsDir && { migrationsDir: options.migrationsDir }),
+        ...(options.idleInTransactionTimeoutMs !== undefined && { idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs }),
+      },
       (where, cause) => new DatabaseOpenError(where, cause),
     );
   }

@@ -19,7 +19,17 @@ export interface OpenPostgresOptions {
   maxConnections?: number;
   /** How long to wait for a connection at start; default 10 s. */
   connectTimeoutMs?: number;
+  /**
+   * How long a transaction of ours may sit idle (the process frozen or partitioned between its
+   * statements) before the server ends it and drops its locks; default 5 s. A leader frozen
+   * inside a fenced transaction holds the lease row's share lock (lockkeeper_fence), and the
+   * stand-by's take-over would wait on it for as long as the freeze lasts (ha:L4): keep it
+   * under the lease's TTL (idleInTransactionTimeoutMs in src/leadership/leadership.ts).
+   */
+  idleInTransactionTimeoutMs?: number;
 }
+
+const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 5_000;
 
 /** The URL as an operator may read it in a log: user, host, port and database, never the password. */
 export function describePostgresUrl(url: string): string {
@@ -52,6 +62,7 @@ export async function openPostgresDatabase(url: string, options: OpenPostgresOpt
     connectionString: url,
     max: options.maxConnections ?? 10,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+    idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS,
   });
   // An idle connection the server dropped must not crash the process; the next query reconnects.
   pool.on('error', () => {});

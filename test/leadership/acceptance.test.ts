@@ -129,16 +129,14 @@ describe.skipIf(skip)(skip ?? 'acceptance with replica processes and the simulat
     },
   );
 
-  // Formerly skipped: in 3 of 4 runs the frozen leader's migration of the VM in flight was
-  // created after SIGCONT. Its write had passed the plugin's gate before the freeze and left
-  // the process after it (the connection was set up meanwhile); the gate now also checks
-  // each connection as it is established, before its first byte (src/cluster/send-gate.ts).
-  // Skipped in `npm test`: it passes run alone (5 runs), but in one full-suite run on the
-  // 2-core machine no replica was seen leading above the frozen epoch within 90 s after the
-  // SIGSTOP — not yet explained, so it may not gate a landing. The send-gate fix itself is
-  // proven deterministically in test/plugins/kubevirt/leader-gate.test.ts. Run it with
-  // `LOCKKEEPER_HA_SCENARIO_2=1 npx vitest run test/leadership/acceptance.test.ts`.
-  it.skipIf(!process.env.LOCKKEEPER_HA_SCENARIO_2)(
+  // Once, in 3 of 4 runs, the frozen leader's migration of the VM in flight was created
+  // after SIGCONT: its write had passed the plugin's gate before the freeze and left the
+  // process after it; the gate now also checks each connection as it is established
+  // (src/cluster/send-gate.ts; proven alone in test/plugins/kubevirt/leader-gate.test.ts).
+  // And in a full-suite run no replica took over while the leader was frozen: frozen inside a
+  // fenced transaction, it held the lease row's share lock; the server now ends such a
+  // transaction after half the lease (idle_in_transaction_session_timeout, ha:L4).
+  it(
     'ha:scenario-2, ha:L3: a leader SIGSTOPped past its lease is replaced; after SIGCONT it makes no backend action and no database write, and rejoins as stand-by',
     { timeout: 420_000 },
     async () => {

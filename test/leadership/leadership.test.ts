@@ -153,6 +153,34 @@ describe.skipIf(skip)(skip ?? 'leadership', () => {
     await expect(writer.query('SELECT lockkeeper_fence($1, $2)', [holder, epoch])).rejects.toMatchObject({ code: 'LK001' });
   });
 
+  it('ha:L4: a leader frozen inside a fenced transaction does not hold off the take-over: the server ends the idle transaction (half the lease) and its locks go', async () => {
+    const url = await createPostgresDatabase();
+    set = await startReplicas(url, 1);
+    const leader = await set.untilLeader();
+    const { holder, epoch } = leader.leadership.status();
+    const pool = leader.db.postgres!.pool;
+    const frozen = await pool.connect();
+    // The server's FATAL on the ended session arrives as an 'error' event (Prisma's transactions listen for it too).
+    frozen.on('error', () => {});
+    try {
+      expect(
+        (await frozen.query<{ idle_in_transaction_session_timeout: string }>('SHOW idle_in_transaction_session_timeout')).rows[0]!
+          .idle_in_transaction_session_timeout,
+      ).toBe('3s');
+      // What a process stopped between two statements of one of its transactions leaves on the server.
+      await frozen.query('BEGIN');
+      await frozen.query('SELECT lockkeeper_fence($1, $2)', [holder, epoch]);
+      // A take-over's write on the lease row: it waits for the share lock, and gets it once the server ends the frozen transaction.
+      const taker = await sql(url);
+      const took = await taker.query(`UPDATE "LeaderLease" SET "holder" = 'other', "epoch" = "epoch" + 1`);
+      expect(took.rowCount).toBe(1);
+      // The frozen transaction was ended, not committed: its next statement fails.
+      await expect(frozen.query('SELECT 1')).rejects.toThrow(/idle-in-transaction|terminat|Connection/i);
+    } finally {
+      frozen.release(true);
+    }
+  });
+
   it('ha:L2: a stand-by acts on nothing: a drain asked of it is admitted (ha:R2) and run by the leader; a mutation that acts on the backend at once answers a typed UnavailableError', async () => {
     set = await startReplicas(await createPostgresDatabase(), 2, { cluster: storageCluster(4) });
     const leader = await set.untilLeader();

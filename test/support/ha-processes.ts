@@ -14,6 +14,8 @@ export interface SimulatorProcess {
   child: ChildProcess;
   kubernetes: string;
   config: string;
+  /** The compute hook's address (with `--tenants`), else null. */
+  computeHook: string | null;
   /** GET on the simulated API server, as the plugin's service account. */
   get(path: string): Promise<any>;
 }
@@ -35,11 +37,11 @@ export class HaProcesses {
     let out = '';
     let err = '';
     child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
-    const ready = await new Promise<{ kubernetes: string; config: string }>((resolve, reject) => {
+    const ready = await new Promise<{ kubernetes: string; config: string; computeHook: string | null }>((resolve, reject) => {
       child.stdout!.on('data', (c: Buffer) => {
         out += c.toString();
         const line = out.split('\n').find((l) => l.includes('simulator ready'));
-        if (line) resolve(JSON.parse(line) as { kubernetes: string; config: string });
+        if (line) resolve(JSON.parse(line) as { kubernetes: string; config: string; computeHook: string | null });
       });
       child.once('exit', (code) => reject(new Error(`simulator exited (${code}): ${err}`)));
     });

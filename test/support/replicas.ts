@@ -10,7 +10,7 @@ import { systemClock } from '../../src/cluster/clock.ts';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
 import type { OperationSettings } from '../../src/config/schema.ts';
 import { LeaseStore } from '../../src/leadership/lease-store.ts';
-import { PostgresLeadership } from '../../src/leadership/leadership.ts';
+import { idleInTransactionTimeoutMs, PostgresLeadership } from '../../src/leadership/leadership.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildApp, type App } from '../../src/server.ts';
 import { openDatabase, type Database } from '../../src/store/database.ts';
@@ -104,14 +104,15 @@ async function startReplica(
   actions: RecordedAction[],
   options: { settings?: Partial<OperationSettings>; leaseTtlMs?: number; leaseRenewMs?: number },
 ): Promise<Replica> {
-  const db = await openDatabase({ url });
+  const leaseTtlMs = options.leaseTtlMs ?? 6000;
+  const db = await openDatabase({ url, idleInTransactionTimeoutMs: idleInTransactionTimeoutMs({ leaseTtlMs }) });
   const log = createLogger('silent');
   const lease = new LeaseStore(db.prisma);
   const leadership = new PostgresLeadership({
     lease,
     address: () => `http://${name}.test:4000`,
     log,
-    leaseTtlMs: options.leaseTtlMs ?? 6000,
+    leaseTtlMs,
     leaseRenewMs: options.leaseRenewMs ?? 1000,
   });
   const app = buildApp({
