@@ -7,7 +7,7 @@ import { systemClock, type Clock } from './cluster/clock.ts';
 import type { LockkeeperConfig } from './config/schema.ts';
 import { bridgeBackendEvents } from './events/backend-bridge.ts';
 import { createEventBus, type EventBus } from './events/bus.ts';
-import { createGraphQLHandler, type LockkeeperYoga } from './graphql/yoga.ts';
+import { createGraphQLHandler, GRAPHQL_PATH, type LockkeeperYoga } from './graphql/yoga.ts';
 import { createHostCheck, LOOPBACK_ONLY } from './http/host-check.ts';
 import { listen } from './http/listen.ts';
 import { restAuthorizer } from './http/rest-auth.ts';
@@ -40,6 +40,7 @@ import { StandbyRelay } from './leadership/standby-relay.ts';
 import { EventWakeup } from './events/event-wakeup.ts';
 import { registerLeadershipMetrics } from './leadership/metrics.ts';
 import { createLeaderEndpoints } from './rest/leader-endpoints.ts';
+import { leaderForward } from './http/leader-forward.ts';
 
 /** The sections of the config the server uses (start.ts binds `server.port` and `server.host`). */
 type AppConfig = Pick<LockkeeperConfig, 'server' | 'operations' | 'auth' | 'limits'>;
@@ -214,6 +215,12 @@ export function buildApp(deps: AppDeps): App {
     leaderEndpoints: createLeaderEndpoints({ leadership, audit, clock, authorize: restAuthorizer(auth) }),
     yoga,
     maxBodyBytes,
+    forwardMutation: leaderForward({
+      leads: () => leadership.canAct(),
+      leaderAddress: async () => (await leadership.leader())?.address ?? null,
+      graphqlPath: GRAPHQL_PATH,
+      log,
+    }),
   });
   const server = createServer(requestListener(routes, (e) => log.error({ err: e }, 'HTTP request failed')));
   const webSockets = serveGraphQLOverWebSocket({

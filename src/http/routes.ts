@@ -25,6 +25,8 @@ interface RoutesDeps {
   leaderEndpoints: Mount;
   yoga: LockkeeperYoga;
   maxBodyBytes: number;
+  /** A stand-by's forward of mutations to the leader (ha:R2). */
+  forwardMutation?: Parameters<typeof graphqlOverHttp>[2];
 }
 
 /**
@@ -55,6 +57,6 @@ export function lockkeeperRoutes(deps: RoutesDeps): RouteTable {
       ...DASHBOARD_PATHS.map((path) => ({ method: 'GET', path, handle: dashboardFile(path) })),
     ],
     mounts: [deps.leaderEndpoints, deps.neonFacade],
-    fallback: graphqlOverHttp(deps.yoga, deps.maxBodyBytes),
+    fallback: graphqlOverHttp(deps.yoga, deps.maxBodyBytes, deps.forwardMutation),
   };
 }
