@@ -231,12 +231,13 @@ describe.skipIf(!haveChromium)('force from the dashboard (issue 17, point 7; doc
     const built = spawnSync(process.execPath, [join(PROJECT_ROOT, 'scripts/build-web.mjs')], { encoding: 'utf8' });
     expect(built.status, built.stderr).toBe(0);
     dir = mkdtempSync(join(tmpdir(), 'lk-dashboard-force-'));
-    const nodes = ['1', '2'].map((id) => ({ id, zone: 'zone-a', roles: ['storage'] }));
-    // One shard, whose cut-over the backend never answers (the simulated cluster's `stuck` fault).
+    const nodes = ['1', '2'].map((id) => ({ id, zone: 'zone-a', roles: ['worker', 'storage'] }));
+    // One shard on node 1 and one VM on node 2, whose cut-over and migration the backend will never answer (the simulated cluster's `stuck` fault).
     const shards = [{ tenantId: 'stuck-0', attachedNodeId: '1', secondaries: [{ nodeId: '2' }] }];
+    const vms = [{ namespace: 'default', name: 'stuck-vm', nodeId: '2' }];
     writeFileSync(
       join(dir, 'lockkeeper.config.json'),
-      JSON.stringify({ plugins: [{ name: 'fake', options: { topology: { nodes, shards }, latenciesMs: { cutOver: 10 } } }] }),
+      JSON.stringify({ plugins: [{ name: 'fake', options: { topology: { nodes, shards, vms }, latenciesMs: { cutOver: 10, migrate: 10 } } }] }),
     );
     started = await startLockkeeper({ log: createLogger('silent'), env: {}, cwd: dir, port: 0 });
     browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, timeout: 240_000 });
@@ -304,5 +305,43 @@ describe.skipIf(!haveChromium)('force from the dashboard (issue 17, point 7; doc
       { action: 'cancelNodeDrain', reason: 'cut-over hangs' },
       { action: 'cancelNodeDrain', reason: null },
     ]);
+  });
+  it('disable with force, confirmed after its warning, ends a maintenance whose migration never answers: the step ABANDONED, shown', async () => {
+    expect(
+      (await gql('mutation { simulation { injectFaults(input: { stuck: ["default/stuck-vm"] }) { ... on SimulationFaults { stuck } } } }')).data,
+    ).toBeTruthy();
+    const op = (await gql('mutation { r: enableMaintenanceMode(nodeId: "2") { ... on Operation { id } } }')).data.r;
+    for (;;) {
+      const moving = (await gql(`{ operation(id: "${op.id}") { ... on Operation { steps(states: [MOVING]) { edges { node { workloadId } } } } } }`)).data
+        .operation.steps.edges;
+      if (moving.length) break;
+    }
+    const page = await browser.newPage();
+    page.setDefaultTimeout(UI_TIMEOUT_MS);
+    await page.goto(started.url.replace('/graphql', '/'), { waitUntil: 'load' });
+    const opRow = page.locator(`tr[data-operation="${op.id}"]`);
+    await page.locator(`tr[data-operation="${op.id}"][data-state="RUNNING"]`).waitFor();
+    await page.locator('tr[data-node="2"]').getByRole('button', { name: 'Disable…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'End maintenance of node-2' });
+    await dialog.waitFor();
+    expect(await dialog.locator('input[name="force"]').isChecked()).toBe(false);
+    await dialog.locator('input[name="force"]').check();
+    const warning = dialog.locator('.force-warning');
+    await warning.waitFor();
+    expect(await warning.textContent()).toContain('recorded ABANDONED with its last known state');
+    await dialog.locator('input[name="reason"]').fill('migration hangs');
+    await dialog.getByRole('button', { name: 'Confirm with force' }).click();
+
+    await page.locator(`tr[data-operation="${op.id}"][data-state="CANCELLED"]`).waitFor();
+    expect(await opRow.locator('[data-abandoned]').getAttribute('data-abandoned')).toBe('1');
+    const step = opRow.locator('ul.abandoned li[data-step="default/stuck-vm"]');
+    await step.waitFor();
+    expect((await step.textContent())!).toMatch(/^\s*vm default\/stuck-vm ABANDONED: /);
+    const recorded = (
+      await gql(`{ operation(id: "${op.id}") { ... on Operation { state steps(states: [ABANDONED]) { edges { node { workloadId reason } } } } } }`)
+    ).data.operation;
+    expect(recorded).toEqual({ state: 'CANCELLED', steps: { edges: [{ node: { workloadId: 'default/stuck-vm', reason: 'FORCED' } }] } });
+    const [audit] = (await gql('{ auditLog(first: 1) { edges { node { action reason } } } }')).data.auditLog.edges.map((e: any) => e.node);
+    expect(audit).toEqual({ action: 'disableMaintenanceMode', reason: 'migration hangs' });
   });
 });
