@@ -6,11 +6,8 @@
  * Every wait is for a state (a role in /healthz, a write at the leader's epoch in the
  * simulator's record, the operation's end), never a sleep; nothing is asserted about durations.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { everyVmOnce } from '../support/ha-assertions.ts';
+import { everyVmOnce, startHaCluster } from '../support/ha-acceptance.ts';
 import {
   enableMaintenance,
   HaProcesses,
@@ -22,7 +19,7 @@ import {
   untilActed,
   type ReplicaProcess as Replica,
 } from '../support/ha-processes.ts';
-import { createPostgresDatabase, postgresSkipReason } from '../support/test-database.ts';
+import { postgresSkipReason } from '../support/test-database.ts';
 
 const skip = postgresSkipReason();
 /**
@@ -41,13 +38,8 @@ describe.skipIf(skip)(skip ?? 'rolling SIGTERM of the replicas', () => {
     'ha:scenario-3, ha:L5, ha:L1, ha:L3: each of three replicas SIGTERMed in turn while it leads a maintenance: each hands over and exits 0, the run ends with every VM moved once, and no two replicas ever act',
     { timeout: 420_000 },
     async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'lk-ha-rolling-'));
-      const sim = await processes.simulator(dir, ['--nodes', '3', '--vms-per-node', String(VMS), '--migrate-ms', '1000']);
-      const config = HaProcesses.config(dir, sim.config, { operations: { maxOutboundMigrationsPerNode: 1 } });
-      const url = await createPostgresDatabase();
-      const db = await processes.database(url);
-      const originals: Replica[] = [];
-      for (const name of ['r1', 'r2', 'r3']) originals.push(await processes.replica(name, config, dir, url));
+      const cluster = await startHaCluster(processes, { prefix: 'lk-ha-rolling-', vmsPerNode: VMS, migrateMs: 1000, outbound: 1 });
+      const { sim, db, replicas: originals } = cluster;
       const replicas = [...originals];
       let { leader, epoch } = await leaderOf(replicas);
       const id = await enableMaintenance(
@@ -64,7 +56,7 @@ describe.skipIf(skip)(skip ?? 'rolling SIGTERM of the replicas', () => {
         expect((await operation(db, id)).state, `the maintenance still runs when ${leader.name} (round ${round}) is stopped`).toBe('RUNNING');
         // Until the last original leads alone, the stand-bys are originals; then a fresh replica
         // stands by to take over from it, so each original is SIGTERMed exactly once.
-        if (round === 3) replicas.push(await processes.replica('r4', config, dir, url));
+        if (round === 3) replicas.push(await cluster.replica('r4'));
         leader.child.kill('SIGTERM');
         const { code, signal } = await leader.exited;
         exits.push({ name: leader.name, code, signal });

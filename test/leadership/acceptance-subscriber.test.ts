@@ -7,15 +7,13 @@
  * it received is compared with the Event table in PostgreSQL. Every wait is for a state (a
  * role, an event received, the operation's end), never a sleep.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { until } from '../support/child-server.ts';
+import { startHaCluster } from '../support/ha-acceptance.ts';
 import { enableMaintenance, HaProcesses, leaderOf, operation, operationEnded, type ReplicaProcess } from '../support/ha-processes.ts';
-import { createPostgresDatabase, postgresSkipReason } from '../support/test-database.ts';
+import { postgresSkipReason } from '../support/test-database.ts';
 
 const skip = postgresSkipReason();
 /** VMs of node-1 the maintenance moves, one at a time: enough that the kill falls well inside the run. */
@@ -91,13 +89,7 @@ describe.skipIf(skip)(skip ?? 'an event-log subscriber across replicas', () => {
     'ha:scenario-5, ha:E1, ha:E2, ha:R1: a graphql-ws client on a stand-by follows the maintenance the leader runs; its replica kill -9ed mid-run, it resumes from its cursor on another and has every event exactly once, in seq order',
     { timeout: 420_000 },
     async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'lk-ha-subscriber-'));
-      const sim = await processes.simulator(dir, ['--nodes', '3', '--vms-per-node', String(VMS), '--migrate-ms', '600']);
-      const config = HaProcesses.config(dir, sim.config, { operations: { maxOutboundMigrationsPerNode: 1 } });
-      const url = await createPostgresDatabase();
-      const db = await processes.database(url);
-      const replicas: ReplicaProcess[] = [];
-      for (const name of ['r1', 'r2', 'r3']) replicas.push(await processes.replica(name, config, dir, url));
+      const { db, replicas } = await startHaCluster(processes, { prefix: 'lk-ha-subscriber-', vmsPerNode: VMS, migrateMs: 600, outbound: 1 });
       const { leader } = await leaderOf(replicas);
       const [first, second] = replicas.filter((r) => r !== leader) as [ReplicaProcess, ReplicaProcess];
       expect((await first.health()).role).toBe('standby');

@@ -5,46 +5,23 @@
  * through the config. Every wait is for a state (a role in /healthz, an operation's end, an
  * object in the simulated cluster), never a sleep; assertions are about outcomes and order.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { until } from '../support/child-server.ts';
-import { everyVmOnce } from '../support/ha-assertions.ts';
-import {
-  enableMaintenance,
-  HaProcesses,
-  leaderOf,
-  moved,
-  operation,
-  operationEnded,
-  senders,
-  writes,
-  type ReplicaProcess as Replica,
-} from '../support/ha-processes.ts';
-import { createPostgresDatabase, postgresSkipReason } from '../support/test-database.ts';
+import { everyVmOnce, startHaCluster } from '../support/ha-acceptance.ts';
+import { enableMaintenance, HaProcesses, leaderOf, moved, operation, operationEnded, senders, writes } from '../support/ha-processes.ts';
+import { postgresSkipReason } from '../support/test-database.ts';
 
 const skip = postgresSkipReason();
 
 const processes = new HaProcesses();
 afterEach(() => processes.stop());
 
-const startSimulator = (dir: string, args: string[]) => processes.simulator(dir, args);
-const startReplica = (_name: string, config: string, dir: string, url: string) => processes.replica(_name, config, dir, url);
-const haConfig = (dir: string, simulatorConfig: string) => HaProcesses.config(dir, simulatorConfig, { operations: { maxOutboundMigrationsPerNode: 2 } });
-
 describe.skipIf(skip)(skip ?? 'acceptance with replica processes and the simulator process', () => {
   it(
     'ha:scenario-1, ha:B1, ha:R2, ha:L4: a maintenance started on a stand-by, the leader kill -9ed mid-run twice (three replicas, then two, then one): it ends, every VM has one outcome',
     { timeout: 420_000 },
     async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'lk-ha-accept-'));
-      const sim = await startSimulator(dir, ['--nodes', '3', '--vms-per-node', '8', '--migrate-ms', '600']);
-      const config = haConfig(dir, sim.config);
-      const url = await createPostgresDatabase();
-      const db = await processes.database(url);
-      const replicas: Replica[] = [];
-      for (const name of ['r1', 'r2', 'r3']) replicas.push(await startReplica(name, config, dir, url));
+      const { sim, db, replicas } = await startHaCluster(processes, { prefix: 'lk-ha-accept-', vmsPerNode: 8, migrateMs: 600, outbound: 2 });
       let { leader, epoch } = await leaderOf(replicas);
       const standby = replicas.find((r) => r !== leader)!;
       const id = await enableMaintenance(standby, 'node-1');
@@ -89,12 +66,7 @@ describe.skipIf(skip)(skip ?? 'acceptance with replica processes and the simulat
     'ha:scenario-2, ha:L3: a leader SIGSTOPped past its lease is replaced; after SIGCONT it makes no backend action and no database write, and rejoins as stand-by',
     { timeout: 420_000 },
     async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'lk-ha-stop-'));
-      const sim = await startSimulator(dir, ['--nodes', '3', '--vms-per-node', '8', '--migrate-ms', '400']);
-      const config = haConfig(dir, sim.config);
-      const url = await createPostgresDatabase();
-      const db = await processes.database(url);
-      const replicas = [await startReplica('r1', config, dir, url), await startReplica('r2', config, dir, url)];
+      const { sim, db, replicas } = await startHaCluster(processes, { prefix: 'lk-ha-stop-', vmsPerNode: 8, migrateMs: 400, outbound: 2, names: ['r1', 'r2'] });
       const { leader: first, epoch } = await leaderOf(replicas);
       const id = await enableMaintenance(first, 'node-1');
       await until(async () => (moved(await operation(db, id)) > 0 ? true : undefined), 'a first migration', 90_000, 20);
