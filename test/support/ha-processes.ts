@@ -26,7 +26,7 @@ export interface ReplicaProcess extends ChildServer {
 }
 
 /** Short leases (ha:§6); long enough that a loaded two-core machine does not drop a healthy leader. */
-export const SHORT_LEASES = { leaseTtlMs: 4000, leaseRenewMs: 1000 };
+const SHORT_LEASES = { leaseTtlMs: 4000, leaseRenewMs: 1000 };
 
 export class HaProcesses {
   readonly children: ChildProcess[] = [];
