@@ -5,91 +5,23 @@
  * through the config. Every wait is for a state (a role in /healthz, an operation's end, an
  * object in the simulated cluster), never a sleep; assertions are about outcomes and order.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { postGraphQL, until } from '../support/child-server.ts';
-import { HaProcesses, leaderOf, type ReplicaProcess as Replica, type SimulatorProcess as Simulator } from '../support/ha-processes.ts';
-import { createPostgresDatabase, postgresSkipReason } from '../support/test-database.ts';
-import { CALLS_PATH } from '../../simulators/kubernetes/server.ts';
+import { until } from '../support/child-server.ts';
+import { everyVmOnce, startHaCluster } from '../support/ha-acceptance.ts';
+import { enableMaintenance, HaProcesses, leaderOf, moved, operation, operationEnded, senders, writes } from '../support/ha-processes.ts';
+import { postgresSkipReason } from '../support/test-database.ts';
 
 const skip = postgresSkipReason();
-/** Short leases (ha:§6); long enough that a loaded two-core machine does not drop a healthy leader. */
-const HA = { leaseTtlMs: 4000, leaseRenewMs: 1000 };
 
 const processes = new HaProcesses();
-const clients: pg.Client[] = [];
-afterEach(async () => {
-  await processes.stop();
-  for (const c of clients.splice(0)) await c.end();
-});
-
-const startSimulator = (dir: string, args: string[]) => processes.simulator(dir, args);
-const startReplica = (_name: string, config: string, dir: string, url: string) => processes.replica(_name, config, dir, url);
-const haConfig = (dir: string, simulatorConfig: string) =>
-  HaProcesses.config(dir, simulatorConfig, { ha: HA, operations: { maxOutboundMigrationsPerNode: 2 } });
-
-async function sql(url: string): Promise<pg.Client> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  clients.push(c);
-  return c;
-}
-
-async function operation(db: pg.Client, id: string): Promise<{ state: string; counts: string }> {
-  const { rows } = await db.query<{ state: string; counts: string }>(`SELECT "state", "counts" FROM "Operation" WHERE "id" = $1`, [id]);
-  return rows[0]!;
-}
-
-/** The writes the simulated API server received, in order, each with the `x-lockkeeper-sender` it came with (ha:L3). */
-async function writes(sim: Simulator): Promise<{ verb: string; resource: string; name?: string; sender?: string }[]> {
-  const { items } = (await sim.get(CALLS_PATH)) as { items: { verb: string; resource: string; name?: string; sender?: string }[] };
-  return items.filter((c) => !['get', 'list', 'watch'].includes(c.verb));
-}
-
-/** `host:pid:random@epoch` (src/start.ts) as pid and epoch; null when the call named no sender. */
-function senderOf(call: { sender?: string }): { pid: number; epoch: number } | null {
-  const m = /^.*:(\d+):[0-9a-f]+@(\d+)$/.exec(call.sender ?? '');
-  return m ? { pid: Number(m[1]), epoch: Number(m[2]) } : null;
-}
-
-const moved = (op: { counts: string }) => (JSON.parse(op.counts) as { moved: number }).moved;
-
-async function enableMaintenance(r: Replica, node: string): Promise<string> {
-  const data = await postGraphQL(
-    r.url,
-    `mutation { enableMaintenanceMode(nodeId: "${node}") { __typename ... on Operation { id } ... on Error { message } } }`,
-  );
-  expect(data.enableMaintenanceMode.__typename).toBe('Operation');
-  return data.enableMaintenanceMode.id as string;
-}
-
-/** Every VM of the cluster has one VMI, running on a node other than `node`. */
-async function everyVmOnce(sim: Simulator, node: string, vmCount: number) {
-  const vmis = (await sim.get('/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstances')) as {
-    items: { metadata: { name: string }; status: { nodeName: string; phase: string } }[];
-  };
-  const names = vmis.items.map((v) => v.metadata.name);
-  expect(new Set(names).size).toBe(names.length);
-  expect(names).toHaveLength(vmCount);
-  expect(vmis.items.filter((v) => v.status.nodeName === node)).toEqual([]);
-  expect(vmis.items.every((v) => v.status.phase === 'Running')).toBe(true);
-}
+afterEach(() => processes.stop());
 
 describe.skipIf(skip)(skip ?? 'acceptance with replica processes and the simulator process', () => {
   it(
     'ha:scenario-1, ha:B1, ha:R2, ha:L4: a maintenance started on a stand-by, the leader kill -9ed mid-run twice (three replicas, then two, then one): it ends, every VM has one outcome',
     { timeout: 420_000 },
     async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'lk-ha-accept-'));
-      const sim = await startSimulator(dir, ['--nodes', '3', '--vms-per-node', '8', '--migrate-ms', '600']);
-      const config = haConfig(dir, sim.config);
-      const url = await createPostgresDatabase();
-      const db = await sql(url);
-      const replicas: Replica[] = [];
-      for (const name of ['r1', 'r2', 'r3']) replicas.push(await startReplica(name, config, dir, url));
+      const { sim, db, replicas } = await startHaCluster(processes, { prefix: 'lk-ha-accept-', vmsPerNode: 8, migrateMs: 600, outbound: 2 });
       let { leader, epoch } = await leaderOf(replicas);
       const standby = replicas.find((r) => r !== leader)!;
       const id = await enableMaintenance(standby, 'node-1');
@@ -111,15 +43,7 @@ describe.skipIf(skip)(skip ?? 'acceptance with replica processes and the simulat
         await leader.exited;
         ({ leader, epoch } = await leaderOf(replicas, epoch));
       }
-      const done = await until(
-        async () => {
-          const o = await operation(db, id);
-          return o.state === 'RUNNING' || o.state === 'CANCELLING' ? undefined : o;
-        },
-        'the maintenance to end',
-        120_000,
-        50,
-      );
+      const done = await operationEnded(db, id, 'the maintenance to end');
       expect(done.state).toBe('SUCCEEDED');
       expect(moved(done)).toBe(8);
       await everyVmOnce(sim, 'node-1', 24);
@@ -140,12 +64,7 @@ describe.skipIf(skip)(skip ?? 'acceptance with replica processes and the simulat
     'ha:scenario-2, ha:L3: a leader SIGSTOPped past its lease is replaced; after SIGCONT it makes no backend action and no database write, and rejoins as stand-by',
     { timeout: 420_000 },
     async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'lk-ha-stop-'));
-      const sim = await startSimulator(dir, ['--nodes', '3', '--vms-per-node', '8', '--migrate-ms', '400']);
-      const config = haConfig(dir, sim.config);
-      const url = await createPostgresDatabase();
-      const db = await sql(url);
-      const replicas = [await startReplica('r1', config, dir, url), await startReplica('r2', config, dir, url)];
+      const { sim, db, replicas } = await startHaCluster(processes, { prefix: 'lk-ha-stop-', vmsPerNode: 8, migrateMs: 400, outbound: 2, names: ['r1', 'r2'] });
       const { leader: first, epoch } = await leaderOf(replicas);
       const id = await enableMaintenance(first, 'node-1');
       await until(async () => (moved(await operation(db, id)) > 0 ? true : undefined), 'a first migration', 90_000, 20);
@@ -154,15 +73,7 @@ describe.skipIf(skip)(skip ?? 'acceptance with replica processes and the simulat
       first.child.kill('SIGSTOP');
       const { leader: second } = await leaderOf(replicas, frozenEpoch);
       expect(second).not.toBe(first);
-      const done = await until(
-        async () => {
-          const o = await operation(db, id);
-          return o.state === 'RUNNING' || o.state === 'CANCELLING' ? undefined : o;
-        },
-        'the maintenance to end under the new leader',
-        120_000,
-        50,
-      );
+      const done = await operationEnded(db, id, 'the maintenance to end under the new leader');
       expect(done.state).toBe('SUCCEEDED');
 
       // What the database and the cluster hold of Lockkeeper's doing before the frozen leader wakes
@@ -192,23 +103,21 @@ describe.skipIf(skip)(skip ?? 'acceptance with replica processes and the simulat
       expect((await migrations()).filter((m) => !migrationsBefore.has(m))).toEqual([]);
 
       // Who sent each write to the API server, in the order it arrived (the simulator's record).
-      const all = await writes(sim);
-      const sent = all.map((c) => senderOf(c));
-      expect(sent.every((s) => s !== null)).toBe(true);
-      const byFirst = sent.filter((s) => s!.pid === first.child.pid);
-      const bySecond = sent.filter((s) => s!.pid === second.child.pid);
+      const sent = await senders(sim);
+      const byFirst = sent.filter((s) => s.pid === first.child.pid);
+      const bySecond = sent.filter((s) => s.pid === second.child.pid);
       expect(byFirst.length + bySecond.length).toBe(sent.length);
       expect(byFirst.length).toBeGreaterThan(0);
       // The frozen replica never sent at an epoch after the one it held when frozen, nor anything after it woke.
-      expect(byFirst.every((s) => s!.epoch <= frozenEpoch)).toBe(true);
-      expect(sent.slice(callsBefore).filter((s) => s!.pid === first.child.pid)).toEqual([]);
+      expect(byFirst.every((s) => s.epoch <= frozenEpoch)).toBe(true);
+      expect(sent.slice(callsBefore).filter((s) => s.pid === first.child.pid)).toEqual([]);
       // No request of a deposed leader after a newer epoch began: in arrival order, the epochs never go down.
-      const epochs = sent.map((s) => s!.epoch);
+      const epochs = sent.map((s) => s.epoch);
       expect(epochs).toEqual([...epochs].sort((a, b) => a - b));
       // The epoch that took over from the frozen replica is the second replica's, and only it sent from then on.
-      const newEpochBegan = sent.findIndex((s) => s!.epoch > frozenEpoch);
+      const newEpochBegan = sent.findIndex((s) => s.epoch > frozenEpoch);
       expect(newEpochBegan).toBeGreaterThan(-1);
-      expect(sent.slice(newEpochBegan).every((s) => s!.pid === second.child.pid)).toBe(true);
+      expect(sent.slice(newEpochBegan).every((s) => s.pid === second.child.pid)).toBe(true);
       expect((await first.health()).role).toBe('standby');
       await everyVmOnce(sim, 'node-1', 24);
     },

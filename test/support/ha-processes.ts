@@ -6,7 +6,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PROJECT_ROOT, spawnLockkeeper, until, type ChildServer } from './child-server.ts';
+import pg from 'pg';
+import { CALLS_PATH } from '../../simulators/kubernetes/server.ts';
+import { PROJECT_ROOT, postGraphQL, spawnLockkeeper, until, type ChildServer } from './child-server.ts';
 
 const BIN = join(PROJECT_ROOT, 'bin/lockkeeper.js');
 
@@ -25,8 +27,20 @@ export interface ReplicaProcess extends ChildServer {
   health(): Promise<{ role: string; epoch: number | null; databaseStatus: string }>;
 }
 
+/** Short leases (ha:§6); long enough that a loaded two-core machine does not drop a healthy leader. */
+const SHORT_LEASES = { leaseTtlMs: 4000, leaseRenewMs: 1000 };
+
 export class HaProcesses {
   readonly children: ChildProcess[] = [];
+  private readonly clients: pg.Client[] = [];
+
+  /** A connection to the replicas' database, for the test to read what they wrote; ended by stop(). */
+  async database(url: string): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    this.clients.push(client);
+    return client;
+  }
 
   async simulator(dir: string, args: string[]): Promise<SimulatorProcess> {
     const child = spawn(process.execPath, [BIN, 'simulator', '--config-out', join(dir, 'sim.config.json'), ...args], {
@@ -50,11 +64,11 @@ export class HaProcesses {
     return { child, ...ready, get: async (path) => (await fetch(new URL(path, ready.kubernetes), { headers: { authorization: `Bearer ${token}` } })).json() };
   }
 
-  /** A copy of the simulator's config with these settings on top (e.g. short leases). */
+  /** A copy of the simulator's config with short leases and these settings on top. */
   static config(dir: string, simulatorConfig: string, extra: Record<string, unknown>): string {
     const file = join(dir, 'gateway.config.json');
     const config = JSON.parse(readFileSync(simulatorConfig, 'utf8')) as Record<string, unknown>;
-    writeFileSync(file, JSON.stringify({ ...config, ...extra }));
+    writeFileSync(file, JSON.stringify({ ...config, ha: SHORT_LEASES, ...extra }));
     return file;
   }
 
@@ -77,6 +91,7 @@ export class HaProcesses {
 
   /** Kills what is still running (SIGCONT first: a stopped process ignores nothing but SIGKILL, and must not stay stopped). */
   async stop(): Promise<void> {
+    for (const c of this.clients.splice(0)) await c.end();
     for (const c of this.children.splice(0)) {
       if (c.exitCode !== null || c.signalCode !== null) continue;
       c.kill('SIGCONT');
@@ -102,4 +117,78 @@ export async function leaderOf(replicas: ReplicaProcess[], after = 0, everyMs = 
     90_000,
     everyMs,
   );
+}
+
+export interface OperationRow {
+  state: string;
+  counts: string;
+}
+
+export async function operation(db: pg.Client, id: string): Promise<OperationRow> {
+  const { rows } = await db.query<OperationRow>(`SELECT "state", "counts" FROM "Operation" WHERE "id" = $1`, [id]);
+  return rows[0]!;
+}
+
+/** Resolves with the operation once it has ended (neither RUNNING nor CANCELLING). */
+export function operationEnded(db: pg.Client, id: string, what: string): Promise<OperationRow> {
+  return until(
+    async () => {
+      const o = await operation(db, id);
+      return o.state === 'RUNNING' || o.state === 'CANCELLING' ? undefined : o;
+    },
+    what,
+    120_000,
+    50,
+  );
+}
+
+export const moved = (op: { counts: string }) => (JSON.parse(op.counts) as { moved: number }).moved;
+
+export interface SimulatorCall {
+  verb: string;
+  resource: string;
+  name?: string;
+  sender?: string;
+}
+
+/** The writes the simulated API server received, in order, each with the `x-lockkeeper-sender` it came with (ha:L3). */
+export async function writes(sim: SimulatorProcess): Promise<SimulatorCall[]> {
+  const { items } = (await sim.get(CALLS_PATH)) as { items: SimulatorCall[] };
+  return items.filter((c) => !['get', 'list', 'watch'].includes(c.verb));
+}
+
+/** `host:pid:random@epoch` (src/start.ts) as pid and epoch; null when the call named no sender. */
+function senderOf(call: { sender?: string }): { pid: number; epoch: number } | null {
+  const m = /^.*:(\d+):[0-9a-f]+@(\d+)$/.exec(call.sender ?? '');
+  return m ? { pid: Number(m[1]), epoch: Number(m[2]) } : null;
+}
+
+/** The sender of each write the API server received, in arrival order; a write that named none throws. */
+export async function senders(sim: SimulatorProcess): Promise<{ pid: number; epoch: number }[]> {
+  return (await writes(sim)).map((c) => senderOf(c) ?? fail(`a ${c.verb} of ${c.resource} without a sender`));
+}
+
+function fail(message: string): never {
+  throw new Error(message);
+}
+
+/** Resolves once `replica` has acted as leader at `epoch`: a write of its own at that epoch reached the API server. */
+export async function untilActed(sim: SimulatorProcess, replica: ReplicaProcess, epoch: number): Promise<void> {
+  const pid = replica.child.pid;
+  await until(
+    async () => ((await senders(sim)).some((s) => s.pid === pid && s.epoch === epoch) ? true : undefined),
+    `a write of ${replica.name} at epoch ${epoch}`,
+    90_000,
+    50,
+  );
+}
+
+/** Starts a maintenance of `node` through `replica` (any replica admits it: ha:R2) and returns the operation's id. */
+export async function enableMaintenance(replica: ReplicaProcess, node: string): Promise<string> {
+  const data = await postGraphQL(
+    replica.url,
+    `mutation { enableMaintenanceMode(nodeId: "${node}") { __typename ... on Operation { id } ... on Error { message } } }`,
+  );
+  if (data.enableMaintenanceMode.__typename !== 'Operation') throw new Error(`maintenance of ${node} refused: ${JSON.stringify(data.enableMaintenanceMode)}`);
+  return data.enableMaintenanceMode.id as string;
 }
