@@ -7,26 +7,15 @@
  * lease is taken away by a raw write to its row, as another replica's take-over does; no
  * timers or durations are asserted.
  */
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PluginStoreFencedError, type PluginStore, type StoredShard } from '../../src/cluster/plugin-store.ts';
-import { leaderFence } from '../../src/leadership/fence.ts';
-import { LeaseStore } from '../../src/leadership/lease-store.ts';
-import { PostgresLeadership } from '../../src/leadership/leadership.ts';
-import { createLogger } from '../../src/logger.ts';
-import type { Database } from '../../src/store/database.ts';
 import { PrismaPluginStore } from '../../src/store/plugin-store.ts';
-import { openTestDatabase, postgresSkipReason } from '../support/test-database.ts';
+import { leaderFence } from '../../src/leadership/fence.ts';
+import { fencedStoreWorlds } from '../support/fenced-plugin-store.ts';
+import { postgresSkipReason } from '../support/test-database.ts';
 
 const skip = postgresSkipReason();
-const databases: Database[] = [];
-const leaderships: PostgresLeadership[] = [];
-const clients: pg.Client[] = [];
-afterEach(async () => {
-  for (const l of leaderships.splice(0)) await l.stop();
-  for (const c of clients.splice(0)) await c.end();
-  for (const d of databases.splice(0)) await d.close();
-});
+const worlds = fencedStoreWorlds(afterEach);
 
 const shard = (id: string, generation: number, generationNodeId: string | null): StoredShard => ({
   id,
@@ -50,32 +39,17 @@ const WRITES: [string, (s: PluginStore) => Promise<unknown>][] = [
 
 describe.skipIf(skip)(skip ?? 'the plugin store is fenced by the leader epoch (PostgreSQL)', () => {
   async function setUp() {
-    const db = await openTestDatabase({ dialect: 'postgresql' });
-    databases.push(db);
-    const raw = new pg.Client({ connectionString: db.url });
-    await raw.connect();
-    clients.push(raw);
-    const lease = new LeaseStore(db.prisma);
+    const world = await worlds.open();
     /** A replica that leads now (the lease freed first, so it takes the next epoch), with its plugin store. */
     const lead = async () => {
-      await raw.query(`UPDATE "LeaderLease" SET "holder" = NULL, "expiresAt" = now() AT TIME ZONE 'UTC'`);
-      // Lease long enough never to lapse by itself during the test: only the raw take-over below deposes it.
-      const leadership = new PostgresLeadership({
-        lease,
-        address: () => 'http://replica.test:4000',
-        log: createLogger('silent'),
-        leaseTtlMs: 600_000,
-        leaseRenewMs: 300_000,
-      });
-      leaderships.push(leadership);
-      await leadership.start();
-      expect(leadership.status().role).toBe('leader');
-      return { leadership, store: new PrismaPluginStore(db.prisma, 'pageserver', leaderFence(leadership)) as PluginStore };
+      await world.freeLease();
+      const replica = world.replica();
+      await replica.leadership.start();
+      expect(replica.leadership.status().role).toBe('leader');
+      return replica;
     };
-    /** Another replica takes the lease over (as after this one froze past its expiry). */
-    const takeOver = () => raw.query(`UPDATE "LeaderLease" SET "holder" = 'other', "epoch" = "epoch" + 1`);
     const rows = async (s: PluginStore) => ({ shards: await s.shards(), nodes: await s.nodes(), meta: await s.getMeta('heartbeats') });
-    return { lead, takeOver, rows };
+    return { db: world.db, lead, takeOver: world.takeOver, rows };
   }
 
   it.each(WRITES)(
@@ -144,11 +118,11 @@ describe.skipIf(skip)(skip ?? 'the plugin store is fenced by the leader epoch (P
   });
 
   it('ha:L3: a stand-by is refused every write before it is sent; its start-up store (seed, import, discovery) writes unfenced', async () => {
-    const { lead, takeOver, rows } = await setUp();
+    const { db, lead, takeOver, rows } = await setUp();
     const { leadership, store } = await lead();
     await takeOver();
     await leadership.stepDown('test: stand by');
-    const standby = new PrismaPluginStore(databases[0]!.prisma, 'pageserver', leaderFence(leadership));
+    const standby = new PrismaPluginStore(db.prisma, 'pageserver', leaderFence(leadership));
     for (const [name, write] of WRITES) {
       const error = await write(standby).then(
         () => null,
