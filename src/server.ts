@@ -30,7 +30,7 @@ import { AuditLog } from './store/audit-log.ts';
 import type { HotPath } from './store/hot-path-sql.ts';
 import type { PrismaClient } from './store/index.ts';
 import { createRepositories } from './store/repositories.ts';
-import { isFenceError } from './leadership/lease-store.ts';
+import { leaderFence } from './leadership/fence.ts';
 import { leaderOnlyBackend } from './leadership/leader-only-backend.ts';
 import { soleLeadership, type Leadership } from './leadership/leadership.ts';
 import { leadershipHealth } from './leadership/health.ts';
@@ -105,17 +105,7 @@ export function buildApp(deps: AppDeps): App {
   const leadership = deps.leadership ?? soleLeadership();
   registerLeadershipMetrics(metrics.registry, leadership);
   const eventWakeup = new EventWakeup();
-  const store = createRepositories(
-    deps.prisma,
-    deps.hotPath,
-    {
-      statements: () => leadership.fence(),
-      failed: (e) => {
-        if (isFenceError(e)) leadership.lost('a write was refused by the fence: another replica leads at a newer epoch');
-      },
-    },
-    () => eventWakeup.notify(),
-  );
+  const store = createRepositories(deps.prisma, deps.hotPath, leaderFence(leadership), () => eventWakeup.notify());
   const shared = { store, bus, clock, log, observer: metrics.observer, mayAct: () => leadership.canAct() };
   const operations = new OperationCoordinator(shared);
   // What other replicas admit, the leader adopts (ha:R2).

@@ -8,8 +8,10 @@ import { dataDirOf, resetDemo } from './demo-data.ts';
 import { DEFAULT_DATABASE_URL, openDatabase } from './store/database.ts';
 import { PrismaPluginStore } from './store/plugin-store.ts';
 import { acquireServeLock } from './store/serve-lock.ts';
+import { leaderFence } from './leadership/fence.ts';
 import { replicaLeadership } from './leadership/replica.ts';
 import { idleInTransactionTimeoutMs } from './leadership/leadership.ts';
+import { NO_FENCE } from './store/repositories.ts';
 
 export interface StartOptions {
   env?: NodeJS.ProcessEnv;
@@ -64,7 +66,8 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
         sender: () => `${leadership.holder}@${leadership.status().epoch ?? 'standby'}`,
         onLeaderChange: (listener: (leads: boolean) => void) => leadership.onChange((s) => listener(s.role === 'leader')),
       }),
-      storeFor: (plugin) => new PrismaPluginStore(db.prisma, plugin),
+      // ha:L3: the plugins' writes to their store are fenced by this replica's epoch, as the operations' commits are.
+      storeFor: (plugin) => new PrismaPluginStore(db.prisma, plugin, leadership ? leaderFence(leadership) : NO_FENCE),
     });
     app = buildApp({
       backend,

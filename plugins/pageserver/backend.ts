@@ -164,6 +164,8 @@ export class PageserverBackend implements ClusterBackend {
       reattached: (nodeId) => this.emit({ type: 'nodeReattached', nodeId }),
     });
     await discover({ http: this.http, intents: this.intents, nodes: this.nodes, observed: this.observed, log }, this.discoveryReport);
+    // ha:L3: what follows (heartbeats, reconciles, upcalls, registrations, actions) writes through the fence.
+    this.intents.started();
     this.heartbeater = new Heartbeater({
       clock,
       intervalMs: this.config.heartbeatIntervalMs,

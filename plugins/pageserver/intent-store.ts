@@ -20,7 +20,12 @@ export class IntentStore {
   /** Tombstoned node ids with their last registration (neon:L7). */
   readonly tombstones = new Map<string, NodeRecord>();
 
-  private constructor(private readonly store: PluginStore) {}
+  /** Where writes go: the unfenced start-up store until `started()`, then the leader's fenced one (ha:L3). */
+  private store: PluginStore;
+
+  private constructor(private readonly leaderStore: PluginStore) {
+    this.store = leaderStore.forStartUp();
+  }
 
   static async load(store: PluginStore): Promise<IntentStore> {
     const s = new IntentStore(store);
@@ -39,11 +44,20 @@ export class IntentStore {
   }
 
   /**
+   * ha:L3: start-up (seed nodes, the legacy import, discovery's raises and adoptions) is over;
+   * from now on every write is the leader's background work or an action, fenced by its epoch
+   * (refused with `PluginStoreFencedError` on a stand-by or a deposed leader).
+   */
+  started(): void {
+    this.store = this.leaderStore;
+  }
+
+  /**
    * ha:L8: the copy in memory made again from the database, in place (the shard objects others
    * hold stay the same objects): a stand-by taking over acts on what the old leader wrote.
    */
   async reload(): Promise<void> {
-    const fresh = await IntentStore.load(this.store);
+    const fresh = await IntentStore.load(this.leaderStore);
     for (const id of [...this.shards.keys()]) if (!fresh.shards.has(id)) this.shards.delete(id);
     for (const [id, shard] of fresh.shards) {
       const mine = this.shards.get(id);

@@ -1,4 +1,5 @@
 import { isBackendError } from '../../src/cluster/errors.ts';
+import { PluginStoreFencedError } from '../../src/cluster/plugin-store.ts';
 import type { NodeRegistration } from '../../src/cluster/shard-control.ts';
 import type { IntentStore } from './intent-store.ts';
 import type { NodeAvailabilityKeeper } from './node-availability.ts';
@@ -95,7 +96,14 @@ export class Upcalls implements UpcallHandlers {
     const node = nodes.get(nodeId);
     if (!node) return { status: 404, body: { msg: `re-attach: node ${nodeId} is not one of this controller's pageservers` } };
     this.deps.availability.warmingUp(node, this.deps.now());
-    const bumped = await intents.reAttach(nodeId);
+    let bumped: Map<string, number>;
+    try {
+      bumped = await intents.reAttach(nodeId);
+    } catch (e) {
+      // ha:L8: a deposed leader issued no generation (the fence refused it, ha:L3): 503, the pageserver retries and reaches the leader.
+      if (e instanceof PluginStoreFencedError) return { status: 503, body: { msg: `Service Unavailable: re-attach of node ${nodeId}: ${e.message}; retry` } };
+      throw e;
+    }
     const tenants: ReAttachResponse['tenants'] = [];
     for (const shard of intents.sortedShards()) {
       const gen = bumped.get(shard.id);

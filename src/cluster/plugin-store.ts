@@ -1,3 +1,5 @@
+import { BackendError } from './errors.ts';
+
 /**
  * The gateway's database as a plugin sees it: where a plugin that acts as a controller
  * (the pageserver plugin) keeps its registered nodes, each shard's intent and the
@@ -29,7 +31,40 @@ export interface StoredShard {
   intent: Record<string, unknown>;
 }
 
+/**
+ * ha:L3: a write of the plugin store refused because this replica does not lead — it stood
+ * by already, or the database's fence found its epoch superseded (then the replica stands by
+ * at once, as when an operation's commit is refused). Nothing of the write was stored.
+ * `Unavailable`: the caller (an upcall, a REST request) may retry, and reaches the leader.
+ */
+export class PluginStoreFencedError extends BackendError {
+  constructor(
+    message: string,
+    /** true: the database refused it (this replica's epoch was superseded); false: refused before it was sent (a stand-by). */
+    readonly refusedByDatabase: boolean,
+  ) {
+    super('Unavailable', message);
+  }
+}
+
+/**
+ * ha:L3, ha:L7: every write of the store a plugin is given is fenced by the leader's epoch
+ * on PostgreSQL with replicas: it runs in one transaction that starts with the fence, so it
+ * commits only while this replica's epoch still leads (by the database, not the process),
+ * and it rejects with `PluginStoreFencedError` otherwise — on a stand-by before anything is
+ * sent. Generations too: a deposed leader issues none. (SQLite: one process, no fence.)
+ */
 export interface PluginStore {
+  /**
+   * The same store without the fence, for what every replica writes while the plugin starts
+   * (before any replica can lead: the gateway's leadership starts after the plugins): seed
+   * nodes from the config, a one-time legacy import, generations seen on the backend raised,
+   * entities only the backend knows adopted. Only writes that are safe from any replica at
+   * any time belong there — idempotent, insert-if-absent or monotone (a raise never lowers a
+   * generation); never the leader's background work (docs/rules.md ha:L3).
+   */
+  forStartUp(): PluginStore;
+
   nodes(): Promise<StoredNode[]>;
   /** Inserts or replaces one node. */
   putNode(node: StoredNode): Promise<void>;

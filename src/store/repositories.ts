@@ -44,11 +44,11 @@ export interface Repositories {
 export interface Fence {
   /** The statements to run first; throws when this replica may not write at all (a stand-by). */
   statements(): PendingWrite[];
-  /** A fenced transaction failed (perhaps refused by the fence). */
-  failed(error: unknown): void;
+  /** A fenced transaction failed (perhaps refused by the fence); true when the fence refused it (the replica now stands by). */
+  failed(error: unknown): boolean;
 }
 
-const NO_FENCE: Fence = { statements: () => [], failed: () => {} };
+export const NO_FENCE: Fence = { statements: () => [], failed: () => false };
 
 export function createRepositories(
   prisma: PrismaClient,

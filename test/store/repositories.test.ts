@@ -138,7 +138,7 @@ describe.each(DIALECTS)('repositories on %s', (dialect) => {
       statements: () => [
         refuse ? db.prisma.$executeRawUnsafe('UPDATE "NoSuchTable" SET x = 1') : db.prisma.$executeRawUnsafe('UPDATE "Operation" SET "id" = "id" WHERE 1 = 0'),
       ],
-      failed: (e: unknown) => failed.push(e),
+      failed: (e: unknown) => (failed.push(e), false),
     };
     let commits = 0;
     const store = createRepositories(db.prisma, db.hotPath, fence, () => commits++);

@@ -235,6 +235,7 @@ describe('neon:scenario-5 and neon:C10 — failures roll forward, never back', (
       {
         wrapStore: (store) => ({
           ...store,
+          forStartUp: () => store.forStartUp(),
           nodes: () => store.nodes(),
           shards: () => store.shards(),
           createShards: (s) => store.createShards(s),
