@@ -85,6 +85,13 @@ export interface HotPath {
    * {@link journalStatements}.
    */
   commitDirect?(batch: JournalBatch): Promise<void>;
+  /**
+   * Opens every transaction of the repositories (after the fence or the admission check)
+   * where several writers may insert events at once: it takes the lock that makes the event
+   * log's seq its commit order (ha:E2; the migration `event_order`). None on SQLite, whose
+   * writers are serialised by the file.
+   */
+  readonly orderEvents?: Prisma.Sql;
   /** Ends every transaction of the repositories where other replicas must hear of new events (ha:E1); none on SQLite (one process). */
   readonly notifyEvents?: Prisma.Sql;
   /** Admission by the database, so that every replica may admit (ha:R2); none on SQLite (one process). */

@@ -47,6 +47,7 @@ export const postgresqlHotPath: HotPath = {
 
   // Delivered at commit, to every replica that listens (postgresql-listener.ts): the payload
   // is only the newest seq, so NOTIFY's size limit never matters (ha:E1).
+  orderEvents: Prisma.sql`SELECT pg_advisory_xact_lock(1280001366)`,
   notifyEvents: Prisma.sql`SELECT pg_notify('lockkeeper_events', (SELECT coalesce(max("seq"), 0) FROM "Event")::text)`,
 
   admission: postgresqlAdmission,

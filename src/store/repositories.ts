@@ -59,10 +59,12 @@ export function createRepositories(
   committed: () => void = () => {},
 ): Repositories {
   const events = new EventLog(prisma);
+  // ha:E2: first thing after the fence or the admission check (the migration `event_order` says why).
+  const orderEvents = () => (hotPath.orderEvents ? [prisma.$executeRaw(hotPath.orderEvents)] : []);
   const commit = async (writes: PendingWrite[], fenceStatements = fence.statements()) => {
     const notify = hotPath.notifyEvents ? [prisma.$executeRaw(hotPath.notifyEvents)] : [];
     try {
-      await prisma.$transaction([...fenceStatements, ...writes, ...notify]);
+      await prisma.$transaction([...fenceStatements, ...orderEvents(), ...writes, ...notify]);
     } catch (e) {
       fence.failed(e);
       throw e;
@@ -75,7 +77,7 @@ export function createRepositories(
     if (!admission) return commit(writes);
     const guard = check ? [prisma.$executeRaw(admission.guard(check))] : [];
     try {
-      await prisma.$transaction([...guard, ...writes, ...notify(), prisma.$executeRaw(admission.announce(check?.nodeId ?? null))]);
+      await prisma.$transaction([...guard, ...orderEvents(), ...writes, ...notify(), prisma.$executeRaw(admission.announce(check?.nodeId ?? null))]);
     } catch (e) {
       throw admissionRefusalOf(e) ?? e;
     }
@@ -83,13 +85,15 @@ export function createRepositories(
   };
   const requestCancel = async (operationId: string, nodeId: string | null, at: number, payload: object) => {
     if (!admission) throw new Error('requestCancel needs a shared database');
-    const [changed] = (await prisma.$transaction([
+    const order = orderEvents();
+    const results = (await prisma.$transaction([
+      ...order,
       prisma.$executeRaw(admission.requestCancel(operationId, { at: new Date(at).toISOString(), payload: JSON.stringify(payload) })),
       ...notify(),
       prisma.$executeRaw(admission.announce(nodeId)),
     ])) as number[];
     committed();
-    return (changed ?? 0) > 0;
+    return (results[order.length] ?? 0) > 0;
   };
   return {
     operations: new OperationRepository(prisma, hotPath),
