@@ -102,6 +102,9 @@ export function idleInTransactionTimeoutMs({ leaseTtlMs }: Pick<LeaseSettings, '
   return Math.floor(leaseTtlMs / 2);
 }
 
+/** How long after the lease's expiry a stand-by tries to take it (the two clocks are the database's; this covers the round trip). */
+const EXPIRY_SLACK_MS = 5;
+
 /** How long before its database expiry the leader stops counting on its lease. */
 function safetyMarginMs({ leaseTtlMs, leaseRenewMs }: LeaseSettings): number {
   return Math.min(Math.max(leaseRenewMs / 2, leaseTtlMs / 5), leaseTtlMs / 2);
@@ -201,19 +204,27 @@ export class PostgresLeadership implements Leadership {
 
   private async tick(): Promise<void> {
     if (this.stopped) return;
-    this.ticking = this.role === 'leader' ? this.renew() : this.tryAcquire();
+    let nextMs = this.deps.leaseRenewMs;
+    const ticking = this.role === 'leader' ? this.renew() : this.tryAcquire();
+    this.ticking = ticking.then(() => {});
     try {
-      await this.ticking;
+      nextMs = Math.min(nextMs, (await ticking) ?? nextMs);
     } finally {
       this.ticking = null;
       if (!this.stopped) {
-        this.timer = setTimeout(() => void this.tick(), this.deps.leaseRenewMs);
+        this.timer = setTimeout(() => void this.tick(), nextMs);
         this.timer.unref();
       }
     }
   }
 
-  private async tryAcquire(): Promise<void> {
+  /** Milliseconds until the held lease expires (by the database's clock), a little after it; undefined when unknown. */
+  private async untilExpiry(): Promise<number | undefined> {
+    const remaining = await this.deps.lease.remainingMs().catch(() => null);
+    return remaining === null ? undefined : Math.ceil(remaining) + EXPIRY_SLACK_MS;
+  }
+
+  private async tryAcquire(): Promise<number | undefined> {
     if (this.monotonic() < this.holdBackUntil) return;
     const sentAt = this.monotonic();
     let got: Awaited<ReturnType<LeaseStore['acquire']>>;
@@ -224,7 +235,9 @@ export class PostgresLeadership implements Leadership {
       this.databaseDown(e);
       return;
     }
-    if (!got || this.stopped) return;
+    if (this.stopped) return;
+    // ha:L4: another replica holds the lease: try again as it expires rather than up to a renew interval later.
+    if (!got) return this.untilExpiry();
     this.role = 'leader';
     this.epoch = got.epoch;
     this.takeovers++;

@@ -20,6 +20,13 @@ export interface LeaseRow {
 export class LeaseStore {
   constructor(private readonly prisma: PrismaClient) {}
 
+  /** How long until the lease expires, by the database's clock (0 when it has; null when no lease row exists). */
+  async remainingMs(): Promise<number | null> {
+    const rows = await this.prisma.$queryRaw<{ ms: number | null }[]>`
+      SELECT (greatest(0, EXTRACT(EPOCH FROM ("expiresAt" - ${NOW})) * 1000))::double precision AS "ms" FROM "LeaderLease" WHERE "id" = ${LEASE_ID}`;
+    return rows[0]?.ms ?? null;
+  }
+
   /** Takes the lease when it is free or expired; returns the new epoch, or null when another holder has it. */
   async acquire(holder: string, address: string, ttlMs: number): Promise<{ epoch: number; expiresAt: Date } | null> {
     const ttl = Prisma.sql`make_interval(secs => ${ttlMs / 1000}::double precision)`;
