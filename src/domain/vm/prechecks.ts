@@ -75,15 +75,15 @@ export interface GatewayPlacement {
   volumeMovable: boolean;
 }
 
-/** vm:P5: the typed error a refusal becomes (GraphQL result union member, REST status). */
-export function refusalError(nodeId: string, refusal: PrecheckRefusal): LockkeeperError {
+/** vm:P5: the typed error a refusal becomes (GraphQL result union member, REST status); a conflict names the maintenance still running, if any. */
+export function refusalError(nodeId: string, refusal: PrecheckRefusal, runningOperationId: string | null = null): LockkeeperError {
   switch (refusal.code) {
     case 'NOT_FOUND':
       return new NotFoundError('node', nodeId);
     case 'UNAVAILABLE':
       return new UnavailableError(refusal.message, nodeId);
     case 'ALREADY_IN_MAINTENANCE':
-      return new ConflictError(refusal.message);
+      return new ConflictError(refusal.message, runningOperationId);
     case 'LAST_AVAILABLE_NODE':
     case 'CONTROL_PLANE_QUORUM':
     case 'GATEWAY_ON_NODE':

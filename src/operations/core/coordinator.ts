@@ -64,7 +64,6 @@ export class OperationCoordinator {
       // One another replica admitted may already have been adopted meanwhile (ha:R2).
       for (const operation of await this.deps.store.operations.interrupted(engine.kinds)) if (!this.live.get(operation.snapshot.id)) engine.resume(operation);
     }
-    for (const engine of this.engines) engine.started?.();
   }
 
   /** Whether this replica leads (always, alone on SQLite): only then does an admission launch its run here. */

@@ -23,8 +23,6 @@ export interface OperationKindEngine {
   adopt?(operation: InterruptedOperation): Promise<void>;
   /** Reloads what other replicas may have changed (e.g. a node's policy: ha:R4); called by the leader under the admission lock. */
   sync?(): Promise<void>;
-  /** Every engine has prepared and resumed (a start, or a take-over: ha:L4): what the engine looks at once the runs are live. */
-  started?(): void;
   /** Stops following the backend; the coordinator halts the runs. */
   stop(): void;
   /** Set by engines whose steps can also run inside an operation of another kind. */

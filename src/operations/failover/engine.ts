@@ -113,24 +113,15 @@ export class FailoverEngine implements OperationKindEngine {
       return;
     }
     if (event.type !== 'nodeLost') return;
-    this.queueNodeLost(event.nodeId, false);
+    this.queueNodeLost(event.nodeId);
   }
 
-  /**
-   * ha:L8: a node found OFFLINE when this replica starts leading may have been declared lost
-   * by a gateway (or leader) that died before its failover was recorded: look again, and fail
-   * over what would move. The backend does not say "lost" twice.
-   */
-  started(): void {
-    for (const node of this.nodes.values()) if (node.availability === 'OFFLINE') this.queueNodeLost(node.id, true);
-  }
-
-  private queueNodeLost(nodeId: string, recheck: boolean): void {
+  private queueNodeLost(nodeId: string): void {
     const { store } = this.deps;
     this.admitting = this.admitting
       // A drain another replica admitted and this leader has not taken up yet is ended with the others (ha:R2).
       .then(() => (store.shared ? this.core.adopt() : undefined))
-      .then(() => this.core.exclusive(() => this.nodeLost(nodeId, recheck)))
+      .then(() => this.core.exclusive(() => this.nodeLost(nodeId)))
       .catch((e: unknown) => this.deps.log.error({ err: e, node: nodeId }, `failover of node ${nodeId} could not start`));
   }
 
@@ -140,11 +131,10 @@ export class FailoverEngine implements OperationKindEngine {
     return out;
   }
 
-  /** neon:H5: hold the lock. `recheck` (at a start): quietly nothing unless some shard would move, and not while a failover of the node is unended. */
-  private async nodeLost(nodeId: string, recheck: boolean): Promise<void> {
+  /** neon:H5: hold the lock. */
+  private async nodeLost(nodeId: string): Promise<void> {
     const { backend, store, clock, log } = this.deps;
     if (this.activeFailover(nodeId)) return;
-    if (recheck && (await store.operations.unended()).some((o) => o.kind === 'FAILOVER' && o.nodeId === nodeId)) return;
     const node = await backend.getNode(nodeId);
     if (!node || node.availability !== 'OFFLINE') return;
     const nodes = [...this.planNodes().values()];
@@ -153,7 +143,6 @@ export class FailoverEngine implements OperationKindEngine {
     const shards = all.filter((s) => s.attachedNodeId === nodeId);
     const now = clock.now();
     const decisions = refusal ? [] : planFailover(nodeId, all, nodes);
-    if (recheck && !decisions.some((d) => d.action === 'move')) return;
     if (refusal || shards.length === 0) {
       const why =
         refusal === 'ONLY_NODE' ? 'it is the only node' : refusal === 'NO_SCHEDULABLE_NODE' ? 'no other node may take shards' : 'no shard is attached there';
@@ -179,7 +168,7 @@ export class FailoverEngine implements OperationKindEngine {
       startedAt: null,
       finishedAt: d.action === 'skip' ? now : null,
     }));
-    const meta = { actor: SYSTEM_ACTOR, reason: recheck ? `node ${nodeId} found OFFLINE at start` : `node ${nodeId} went OFFLINE` };
+    const meta = { actor: SYSTEM_ACTOR, reason: `node ${nodeId} went OFFLINE` };
     const snapshot = newOperation({ id: randomUUID(), kind: 'FAILOVER', nodeId, meta, steps, now });
     await this.core.journal.flushWith(() => [
       ...(lostRun?.writes() ?? []),

@@ -395,7 +395,7 @@ export class MaintenanceEngine implements OperationKindEngine {
   }
 
   private refusal(nodeId: string, refusal: MaintenancePlan['refusals'][number], plan: MaintenancePlan): Error {
-    if (refusal.code !== 'NON_MIGRATABLE_VMS') return refusalError(nodeId, refusal);
+    if (refusal.code !== 'NON_MIGRATABLE_VMS') return refusalError(nodeId, refusal, this.core.live.holder(nodeId, ['MAINTENANCE'])?.id ?? null);
     const blockers = plan.vms.filter((v) => v.blocksEnable).map((v) => ({ id: v.vmId, reasons: v.nonMigratable.map(describeReason) }));
     return new PreconditionFailedError('NON_MIGRATABLE_VMS', refusal.message, null, blockers);
   }
