@@ -3,9 +3,8 @@ import { defineConfig } from 'vitest/config';
 /**
  * Acceptance 6 of spec high-availability: `npm run test:postgresql` (LOCKKEEPER_TEST_DATABASE=
  * postgresql) runs the suites that use a database through test/support/test-database.ts
- * again with every database on PostgreSQL. Left out: suites whose databases are SQLite
- * files by design (child servers on file: URLs, SQLite's own file checks), and two whose
- * timing on PostgreSQL is not yet deterministic (README, "Several replicas": open items).
+ * again with every database on PostgreSQL. Left out: a suite whose databases are SQLite
+ * files by design (child servers on file: URLs).
  */
 const POSTGRESQL_SUITES = [
   'test/store/**/*.test.ts',
@@ -15,7 +14,7 @@ const POSTGRESQL_SUITES = [
   'test/maintenance/**/*.test.ts',
   'test/rollouts/**/*.test.ts',
 ];
-const NOT_ON_POSTGRESQL = ['test/maintenance/kill-evacuating.test.ts', 'test/maintenance/plan-matches-enable.test.ts', 'test/rollouts/rules.test.ts'];
+const NOT_ON_POSTGRESQL = ['test/maintenance/kill-evacuating.test.ts'];
 const onPostgres = process.env.LOCKKEEPER_TEST_DATABASE === 'postgresql';
 
 export default defineConfig({
