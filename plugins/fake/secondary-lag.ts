@@ -10,14 +10,13 @@ interface Download {
   heatmapMtime: number | null;
 }
 
-const key = (shardId: string, nodeId: string) => `${shardId}\u0000${nodeId}`;
-
 /**
  * Download progress of every secondary location. Progress is a function of the clock
  * rather than a ticking timer, so 10 000 secondaries cost nothing until someone asks.
  */
 export class SecondaryLagTable {
-  private readonly downloads = new Map<string, Download>();
+  /** By shard, then node: every cut-over reads and writes it, and a nested map spares building a key string each time. */
+  private readonly downloads = new Map<string, Map<string, Download>>();
 
   constructor(
     private readonly now: () => number,
@@ -26,7 +25,7 @@ export class SecondaryLagTable {
 
   set(shardId: string, nodeId: string, s: { bytesTotal: number; lagBytes: number; bytesPerSecond?: number; heatmapKnown?: boolean }): void {
     const now = this.now();
-    this.downloads.set(key(shardId, nodeId), {
+    this.put(shardId, nodeId, {
       bytesTotal: s.bytesTotal,
       downloadedAtSince: Math.max(0, s.bytesTotal - s.lagBytes),
       since: now,
@@ -44,18 +43,18 @@ export class SecondaryLagTable {
   setLag(shardId: string, nodeId: string, lagBytes: number, bytesPerSecond?: number): void {
     const current = this.status(shardId, nodeId);
     const bytesTotal = Math.max(current?.bytesTotal ?? 0, lagBytes);
-    this.set(shardId, nodeId, { bytesTotal, lagBytes, bytesPerSecond: bytesPerSecond ?? this.downloads.get(key(shardId, nodeId))?.bytesPerSecond });
+    this.set(shardId, nodeId, { bytesTotal, lagBytes, bytesPerSecond: bytesPerSecond ?? this.get(shardId, nodeId)?.bytesPerSecond });
   }
 
   status(shardId: string, nodeId: string): SecondaryStatus | null {
-    const d = this.downloads.get(key(shardId, nodeId));
+    const d = this.get(shardId, nodeId);
     if (!d) return null;
     return { bytesTotal: d.bytesTotal, bytesDownloaded: this.downloaded(d, this.now()), heatmapMtime: d.heatmapMtime };
   }
 
   /** Unknown: no heatmap, so `status` reports `heatmapMtime: null`. Known again: a fresh heatmap (now). */
   setHeatmapKnown(shardId: string, nodeId: string, known: boolean): void {
-    const d = this.downloads.get(key(shardId, nodeId));
+    const d = this.get(shardId, nodeId);
     if (!d) {
       this.set(shardId, nodeId, { bytesTotal: 0, lagBytes: 0, heatmapKnown: known });
       return;
@@ -65,24 +64,26 @@ export class SecondaryLagTable {
   }
 
   delete(shardId: string, nodeId: string): void {
-    this.downloads.delete(key(shardId, nodeId));
+    const byNode = this.downloads.get(shardId);
+    if (!byNode) return;
+    byNode.delete(nodeId);
+    if (!byNode.size) this.downloads.delete(shardId);
   }
 
   /** Every location's progress as of now, for the state file. */
   save(): SavedSecondary[] {
     const now = this.now();
     const saved: SavedSecondary[] = [];
-    for (const [k, d] of this.downloads) {
-      const i = k.indexOf('\u0000');
-      saved.push({
-        shardId: k.slice(0, i),
-        nodeId: k.slice(i + 1),
-        bytesTotal: d.bytesTotal,
-        bytesDownloaded: this.downloaded(d, now),
-        bytesPerSecond: d.bytesPerSecond,
-        heatmapAgeMs: d.heatmapMtime === null ? null : Math.max(0, now - d.heatmapMtime),
-      });
-    }
+    for (const [shardId, byNode] of this.downloads)
+      for (const [nodeId, d] of byNode)
+        saved.push({
+          shardId,
+          nodeId,
+          bytesTotal: d.bytesTotal,
+          bytesDownloaded: this.downloaded(d, now),
+          bytesPerSecond: d.bytesPerSecond,
+          heatmapAgeMs: d.heatmapMtime === null ? null : Math.max(0, now - d.heatmapMtime),
+        });
     return saved;
   }
 
@@ -93,7 +94,7 @@ export class SecondaryLagTable {
   restore(saved: readonly SavedSecondary[], elapsedMs: number): void {
     const now = this.now();
     for (const s of saved) {
-      this.downloads.set(key(s.shardId, s.nodeId), {
+      this.put(s.shardId, s.nodeId, {
         bytesTotal: s.bytesTotal,
         downloadedAtSince: Math.min(s.bytesTotal, s.bytesDownloaded + Math.floor((s.bytesPerSecond * elapsedMs) / 1000)),
         since: now,
@@ -101,6 +102,16 @@ export class SecondaryLagTable {
         heatmapMtime: s.heatmapAgeMs === null ? null : now - elapsedMs - s.heatmapAgeMs,
       });
     }
+  }
+
+  private get(shardId: string, nodeId: string): Download | undefined {
+    return this.downloads.get(shardId)?.get(nodeId);
+  }
+
+  private put(shardId: string, nodeId: string, d: Download): void {
+    let byNode = this.downloads.get(shardId);
+    if (!byNode) this.downloads.set(shardId, (byNode = new Map()));
+    byNode.set(nodeId, d);
   }
 
   private downloaded(d: Download, now: number): number {

@@ -7,14 +7,17 @@ import type { CutOverOptions, CutOverProgress } from '../../cluster/shard-contro
  * past their new generation by a direct attach.
  */
 export class CutOversInFlight {
-  private readonly entries = new Map<string, { controller: AbortController; progress: CutOverProgress | null }>();
+  private readonly entries = new Map<string, { progress: CutOverProgress | null }>();
+  /** One cancel for every cut-over in flight (a cancel ends them all); a new one after it was used. */
+  private controller = new AbortController();
 
   /** Options for the cut-over of `shardId`; `changed` hears each phase. */
   begin(shardId: string, changed: (progress: CutOverProgress) => void): Pick<CutOverOptions, 'signal' | 'onProgress'> {
-    const entry = { controller: new AbortController(), progress: null as CutOverProgress | null };
+    const entry = { progress: null as CutOverProgress | null };
     this.entries.set(shardId, entry);
+    if (this.controller.signal.aborted) this.controller = new AbortController();
     return {
-      signal: entry.controller.signal,
+      signal: this.controller.signal,
       onProgress: (progress) => {
         entry.progress = progress;
         changed(progress);
@@ -27,7 +30,7 @@ export class CutOversInFlight {
   }
 
   cancelAll(why: string): void {
-    for (const e of this.entries.values()) if (!e.controller.signal.aborted) e.controller.abort(new Error(why));
+    if (this.entries.size && !this.controller.signal.aborted) this.controller.abort(new Error(why));
   }
 
   /** e.g. "shard t/3: waiting for WAL catch-up on node 2", for the first cut-over with a phase among `shardIds`. */
