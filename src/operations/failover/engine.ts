@@ -113,10 +113,7 @@ export class FailoverEngine implements OperationKindEngine {
       return;
     }
     if (event.type !== 'nodeLost') return;
-    this.queueNodeLost(event.nodeId);
-  }
-
-  private queueNodeLost(nodeId: string): void {
+    const { nodeId } = event;
     const { store } = this.deps;
     this.admitting = this.admitting
       // A drain another replica admitted and this leader has not taken up yet is ended with the others (ha:R2).
