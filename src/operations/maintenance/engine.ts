@@ -24,7 +24,8 @@ import type { RemainingWorkload } from '../../domain/remaining.ts';
 import { RemainingReader, warnRemaining } from '../core/remaining-reader.ts';
 import { MigrationLimiter } from './migration-limiter.ts';
 import { podDrainOptionsOf, podDrainPlanOf, podDrainRefusal } from './pod-drain-plan.ts';
-import { MaintenanceRun, type MaintenanceHost, type MaintenanceRunOptions } from './run.ts';
+import { maintenanceStepEvent, MaintenanceRun, type MaintenanceHost, type MaintenanceRunOptions } from './run.ts';
+import { planSkipEvents } from '../core/plan-skip-events.ts';
 import { stepsOf } from './steps.ts';
 import { TrackingStore } from './tracking-store.ts';
 import { stallBasisOf } from '../core/stall-basis.ts';
@@ -244,6 +245,7 @@ export class MaintenanceEngine implements OperationKindEngine {
           }),
           ...(claim?.writes ?? []),
           ...invalidLabelEvents(plan, vms, { at: now, nodeId, operationId: id }).map((e) => store.events.append(e)),
+          ...planSkipEvents(steps, maintenanceStepEvent, { at: now, nodeId, operationId: id }).map((e) => store.events.append(e)),
         ],
         { nodeId, conflictingKinds: null, limit: null, policy: claim ? store.policies.get(nodeId) : null, phase: this.states.phaseOf(nodeId) },
       );

@@ -25,7 +25,8 @@ import type { OperationKindEngine, PartEngine, PartPlan } from '../core/operatio
 import { RemainingReader, warnRemaining } from '../core/remaining-reader.ts';
 import { planSteps } from './plan.ts';
 import { refusalError } from './refusal.ts';
-import { StorageRun, type StorageRunHost } from './run.ts';
+import { shardStepEvent, StorageRun, type StorageRunHost } from './run.ts';
+import { planSkipEvents } from '../core/plan-skip-events.ts';
 import { stallBasisOf } from '../core/stall-basis.ts';
 
 const STORAGE_KINDS: readonly StorageKind[] = ['DRAIN', 'FILL'];
@@ -397,6 +398,7 @@ export class StorageEngine implements OperationKindEngine {
           operationId: id,
           payload: { kind, actor: meta.actor, reason: meta.reason, counts: snapshot.counts },
         }),
+        ...planSkipEvents(steps, shardStepEvent, { at: now, nodeId, operationId: id }).map((e) => store.events.append(e)),
         ...transition.writes,
       ],
       { nodeId, conflictingKinds: STORAGE_KINDS, limit: { kinds: STORAGE_KINDS, max: operationLimit }, policy: transition.from },
