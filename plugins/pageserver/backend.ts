@@ -77,6 +77,8 @@ export class PageserverBackend implements ClusterBackend {
   private registration!: Registration;
   private heartbeater!: Heartbeater;
   private readonly events: EventFanout<ClusterEvent>;
+  /** Re-attaches that no listener has acted on yet (see `reattached`). */
+  private readonly unheardReattaches = new Set<string>();
   private closed = false;
 
   constructor(private readonly config: PageserverBackendConfig) {
@@ -161,7 +163,7 @@ export class PageserverBackend implements ClusterBackend {
       registration: this.registration,
       now: () => clock.now(),
       log,
-      reattached: (nodeId) => this.emit({ type: 'nodeReattached', nodeId }),
+      reattached: (nodeId) => this.reattached(nodeId),
     });
     await discover({ http: this.http, intents: this.intents, nodes: this.nodes, observed: this.observed, log }, this.discoveryReport);
     this.heartbeater = new Heartbeater({
@@ -208,7 +210,26 @@ export class PageserverBackend implements ClusterBackend {
   // ---------------------------------------------------------------- events
 
   watch(listener: ClusterEventListener): () => void {
-    return this.events.add(listener);
+    const unwatch = this.events.add(listener);
+    // A re-attach answered before this listener watched (the gateway still starting after a kill) is told to it too.
+    for (const nodeId of [...this.unheardReattaches]) {
+      void this.events.deliverTo(listener, { type: 'nodeReattached', nodeId }).then((acted) => {
+        if (acted) this.unheardReattaches.delete(nodeId);
+      });
+    }
+    return unwatch;
+  }
+
+  /**
+   * neon:L3: the re-attach upcall is answered once a listener has acted on it (the gateway's
+   * storage engine returns when the node's policy change is recorded), so that a gateway killed
+   * meanwhile hears it again (the pageserver retries an unanswered upcall). One that no listener
+   * acted on (none watched yet) stays pending for the next listener.
+   */
+  private async reattached(nodeId: string): Promise<void> {
+    if (this.closed) return;
+    this.unheardReattaches.add(nodeId);
+    if ((await this.events.deliver({ type: 'nodeReattached', nodeId })) > 0) this.unheardReattaches.delete(nodeId);
   }
 
   private emit(event: ClusterEvent): void {

@@ -495,7 +495,7 @@ export class StorageEngine implements OperationKindEngine {
     });
   }
 
-  private onClusterEvent(event: ClusterEvent): void {
+  private onClusterEvent(event: ClusterEvent): void | Promise<void> {
     if (this.core.stopped) return;
     switch (event.type) {
       case 'nodeChanged':
@@ -508,10 +508,10 @@ export class StorageEngine implements OperationKindEngine {
         this.nudgeAll();
         break;
       case 'nodeReattached':
-        void this.core
+        // Returned: the backend answers the re-attach once the policy change is recorded (neon:L3).
+        return this.core
           .exclusive(() => this.changePolicy(event.nodeId, { type: 'reattached' }, this.activeOperation(event.nodeId)?.id ?? null))
           .catch((e: unknown) => this.deps.log.error({ err: e, node: event.nodeId }, 're-attach handling failed'));
-        break;
       default:
         break;
     }
