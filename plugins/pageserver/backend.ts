@@ -20,7 +20,7 @@ import { Heartbeater } from './heartbeater.ts';
 import { PageserverHttp } from './http-client.ts';
 import { IntentStore } from './intent-store.ts';
 import { describeObserved, type ShardIntent } from './intent.ts';
-import type { ReconcileDeps } from './location-calls.ts';
+import { shardUpdateOf, type ReconcileDeps } from './location-calls.ts';
 import { CALLS, DRAIN_FILL_WARMUP } from './neon-retry.ts';
 import { NodeAvailabilityKeeper } from './node-availability.ts';
 import { NodeSet, toClusterNode, type NodeRuntime } from './nodes.ts';
@@ -124,6 +124,7 @@ export class PageserverBackend implements ClusterBackend {
     if (this.config.stateFile && (await importStateFile(this.intents, this.config.stateFile, log)))
       this.discoveryReport.importedStateFile = this.config.stateFile;
     for (const record of this.intents.nodes.values()) this.nodes.add(record, clock.now());
+    this.rememberPlacements();
     const deps: ReconcileDeps = {
       clock,
       http: this.http,
@@ -188,8 +189,14 @@ export class PageserverBackend implements ClusterBackend {
     await this.intents.reload();
     for (const id of this.nodes.ids()) if (!this.intents.nodes.has(id)) this.nodes.remove(id);
     for (const record of this.intents.nodes.values()) this.nodes.add(record, clock.now());
+    this.rememberPlacements();
     await this.availability.inherit();
     log.info({ nodes: this.nodes.size, shards: this.intents.shards.size }, 'pageserver: leading; intent and heartbeat state read from the database');
+  }
+
+  /** neon:C12: the compute hook knows every shard's intended node from the start (see ComputeHook.remember). */
+  private rememberPlacements(): void {
+    for (const shard of this.intents.shards.values()) this.hook.remember(shardUpdateOf(shard));
   }
 
   /** Requests to pageservers and the hook not yet answered (tests wait until the plugin is idle). */

@@ -103,6 +103,16 @@ export class ComputeHook {
     return this.active;
   }
 
+  /**
+   * Learns where a shard is without sending anything: at start every shard of the intent, so
+   * that the first notification of a sharded tenant after a restart names all its shards
+   * (otherwise it would be "not ready" and count as sent, neon:C12). Neon's startup reconcile
+   * does the same by notifying every tenant; here the next notification of each sends it.
+   */
+  remember(update: ShardUpdate): void {
+    this.body(update);
+  }
+
   async notify(update: ShardUpdate, signal?: AbortSignal): Promise<NotifyOutcome> {
     if (!this.config.url) return { kind: 'skipped' };
     const body = this.body(update);

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ComputeHook, type NotifyOutcome, type ShardUpdate } from '../../../plugins/pageserver/compute-hook.ts';
 import { ComputeHookSim } from '../../../simulators/compute-hook/index.ts';
-import { shardIdOf, type SimShardSpec } from '../../../simulators/pageserver/index.ts';
+import { roundRobinShards, shardIdOf, type SimShardSpec } from '../../../simulators/pageserver/index.ts';
 import { closeAfterEach, startSimCluster } from '../../support/pageserver-cluster.ts';
 import { flushMicrotasks, VirtualClock } from '../../support/virtual-clock.ts';
 
@@ -173,6 +173,27 @@ describe('neon:C14 — a failed notification outside a cut-over keeps the attach
     await c.until(async () => (await backend.getShard(id))?.pendingComputeNotification === false, { what: 'flag cleared', maxMs: 25_000 });
     expect(c.view()[id]!['2']).toBe('AttachedSingle@2');
     c.sim(1).resume();
+  });
+});
+
+describe('neon:C12 across a gateway restart', () => {
+  it('the first notification of a sharded tenant after a restart names every shard (not "not ready", which would count as sent)', async () => {
+    const shards = roundRobinShards([1, 2, 3], 1, 2);
+    const c = closeAfterEachOnce(await startSimCluster({ nodes: [{ id: 1 }, { id: 2 }, { id: 3 }], shards }));
+    const first = await c.startController();
+    await first.close();
+    // The restarted gateway's plugin: nothing notified yet in this process.
+    const backend = await c.startController();
+    const [moved, other] = shards.map(shardIdOf);
+    const shard = (await backend.getShard(moved!))!;
+    const to = shard.secondaryNodeIds[0]!;
+    await c.drive(backend.cutOverShard(moved!, { fromNodeId: shard.attachedNodeId, toNodeId: to }));
+    const otherNode = Number((await backend.getShard(other!))!.attachedNodeId);
+    const tenant = moved!.slice(0, 32);
+    expect(c.hook.applied.get(tenant)?.shards).toEqual([
+      { shard_number: 0, node_id: Number(to) },
+      { shard_number: 1, node_id: otherNode },
+    ]);
   });
 });
 
