@@ -1,6 +1,6 @@
 /**
  * The crash and fault campaigns (issue 16 points 1–2). Each round runs one task (a VM
- * maintenance enable/disable, or a storage drain then fill) on a hyperconverged durable
+ * maintenance enable/disable, a storage drain then fill, or a rollout maintaining two nodes) on a hyperconverged durable
  * simulated cluster, then lets the run quiesce and checks the invariants
  * (invariants.ts). Crash: one `kill -9` per round at a seeded random instant, then a restart
  * on the same database and cluster. Faults: no kills; 10 % of every backend action fails
@@ -62,8 +62,11 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       );
     }
     for (let round = 1; round <= rounds; round++) {
-      const kind = random() < 0.5 && !ps ? 'maintain' : 'drainFill';
-      const task: Task = { kind, nodeId: nodes[Math.floor(random() * nodes.length)]! };
+      // Fake backend: 40 % maintenance, 40 % drain and fill, 20 % a rollout of two nodes; pageserver: drain and fill.
+      const pick = random();
+      const kind = ps ? 'drainFill' : pick < 0.4 ? 'maintain' : pick < 0.8 ? 'drainFill' : 'rollout';
+      const n = Math.floor(random() * nodes.length);
+      const task: Task = kind === 'rollout' ? { kind, nodeId: nodes[n]!, secondNodeId: nodes[(n + 1) % nodes.length]! } : { kind, nodeId: nodes[n]! };
       const killAfterMs = Math.round(random() * options.maxKillDelayMs);
       const deadline = Date.now() + TASK_DEADLINE_MS;
       let killed: Promise<void> | undefined;
@@ -101,7 +104,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       if (found.length === 0) result.clean++;
       result.violations.push(...found.map((v) => `round ${round}: ${v}`));
       log(
-        `round ${round}/${rounds}: ${task.kind}(node ${task.nodeId})${mode === 'crash' ? `, kill at +${killAfterMs} ms` : ''}: ${found.length ? `${found.length} violation(s)` : 'clean'}`,
+        `round ${round}/${rounds}: ${task.kind}(node ${task.nodeId}${task.kind === 'rollout' ? `, node ${task.secondNodeId}` : ''})${mode === 'crash' ? `, kill at +${killAfterMs} ms` : ''}: ${found.length ? `${found.length} violation(s)` : 'clean'}`,
       );
       for (const v of found) log(`  ${v}`);
     }

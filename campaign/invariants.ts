@@ -125,8 +125,8 @@ const SUCCEEDED_STEP = new Set(['MOVED', 'STOPPED', 'SKIPPED', 'FAILED']);
 const ENDED_OPERATION = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 /** The reasons of steps an operation ended before trying (the runs' skipUnattempted). */
 const NOT_ATTEMPTED = new Set(['NOT_ATTEMPTED', 'CANCELLED']);
-/** A step's terminal event, under its operation: `VM_<ACTION>_<STATE>`, `SHARD_<STATE>`, `VM_STOPPED` or `STEP_ABANDONED`. */
-const TERMINAL_EVENT = /^((VM_[A-Z_]+|SHARD)_(MOVED|SKIPPED|FAILED)|VM_STOPPED|STEP_ABANDONED)$/;
+/** A step's terminal event, under its operation: `VM_<ACTION>_<STATE>`, `SHARD_<STATE>`, `VM_STOPPED`, `STEP_ABANDONED`, or a rollout's node step's `ROLLOUT_NODE_<END>`. */
+const TERMINAL_EVENT = /^((VM_[A-Z_]+|SHARD)_(MOVED|SKIPPED|FAILED)|VM_STOPPED|STEP_ABANDONED|ROLLOUT_NODE_(FINISHED|FAILED|SKIPPED))$/;
 
 /** What the campaign knew before it started: each VM's run strategy, and the operations it was answered. */
 export interface Ledger {
