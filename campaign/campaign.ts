@@ -11,7 +11,7 @@
 import { createPrng } from '../plugins/fake/prng.ts';
 import { createCampaignCluster, NODES } from './cluster.ts';
 import { Driver, type Task } from './driver.ts';
-import { computeMismatches, createPageserverCampaignCluster, findPageserverViolations, PAGESERVER_NODES } from './pageserver-cluster.ts';
+import { computeMismatches, createPageserverCampaignCluster, findPageserverViolations, PAGESERVER_NODES, unsettledLocations } from './pageserver-cluster.ts';
 import { findViolations, readDatabase, viewCluster, type Ledger } from './invariants.ts';
 
 export interface CampaignOptions {
@@ -36,8 +36,8 @@ export interface CampaignResult {
 }
 
 const TASK_DEADLINE_MS = 600_000;
-/** How long the computes may take to be told the final locations after a run quiesced (a few background reconcile periods). */
-const COMPUTE_GRACE_MS = 20_000;
+/** How long the computes may take to be told the final locations, and the pageservers to hold them, after a run quiesced (a few background reconcile periods). */
+const RECONCILE_GRACE_MS = 20_000;
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function runCampaign(options: CampaignOptions): Promise<CampaignResult> {
@@ -96,8 +96,10 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       const view = await viewCluster(cluster.gateway!.url);
       const found = findViolations(view, db, ledger);
       if (ps) {
-        // A notification a kill cut off is sent again by the resumed gateway (its reconcile): wait for it, then check.
-        for (const until = Date.now() + COMPUTE_GRACE_MS; computeMismatches(ps).length && Date.now() < until;) await pause(250);
+        // A notification a kill cut off is sent again by the resumed gateway, and a location it left
+        // AttachedStale is made Secondary, by its background reconcile: wait for both (bounded), then check.
+        const unsettled = () => computeMismatches(ps).length + unsettledLocations(ps).length;
+        for (const until = Date.now() + RECONCILE_GRACE_MS; unsettled() && Date.now() < until;) await pause(250);
         found.push(...findPageserverViolations(ps, view));
       }
       if (!done || !quiet) found.push(`task ${task.kind}(node ${task.nodeId}) did not finish and quiesce`);
