@@ -79,6 +79,34 @@ describe('neon:C12 — the notify-attach request', () => {
   });
 });
 
+describe('neon:C12 — one notification of a tenant at a time', () => {
+  it('a notification made while an older one of the tenant is unanswered goes after it, with the latest view: the computes end on the newest', async () => {
+    const { clock, hook, sim } = await hookWith();
+    hook.remember(update(1, 2, '3'));
+    // The first is answered after 5 s; the second at once.
+    sim.script([{ status: 200, delayMs: 5_000 }, { status: 200 }]);
+    const outcomes: NotifyOutcome[] = [];
+    const first = hook.notify(update(0, 2, '1')).then((o) => outcomes.push(o));
+    while (sim.waiting === 0) await new Promise((r) => setTimeout(r, 2));
+    const second = hook.notify(update(1, 2, '2')).then((o) => outcomes.push(o));
+    while (outcomes.length < 2) {
+      await new Promise((r) => setTimeout(r, 2));
+      await flushMicrotasks();
+      if (outcomes.length < 2 && hook.pending <= sim.waiting) await clock.advance(100);
+    }
+    await Promise.all([first, second]);
+    expect(outcomes).toEqual([{ kind: 'ok' }, { kind: 'ok' }]);
+    expect(sim.bodiesFor(TENANT).map((b) => b.shards.map((s) => s.node_id))).toEqual([
+      [1, 3],
+      [1, 2],
+    ]);
+    expect(sim.applied.get(TENANT)?.shards).toEqual([
+      { node_id: 1, shard_number: 0 },
+      { node_id: 2, shard_number: 1 },
+    ]);
+  });
+});
+
 describe("neon:C13 — Neon's answers and retries", () => {
   it('423 is busy: not retried in the call, and the same body is sent again next time', async () => {
     const { sim, run } = await hookWith();
