@@ -193,6 +193,18 @@ export function findViolations(cluster: ClusterView, db: DatabaseView, ledger: L
     if (new Set(s.secondaryNodeIds).size !== s.secondaryNodeIds.length) out.push(`shard ${s.id} lists a secondary twice`);
   }
 
+  // vm:D2: a disable names each restart that failed, in its answer (the driver's ledger) and as a
+  // VM_RESTART_FAILED event; the event is the only word of one a rollout's disable made. A VM
+  // stopped again since (a VM_STOP… event after it) is not excused by the older failure.
+  const lastFailed = new Map<string, number>();
+  const lastStopped = new Map<string, number>();
+  for (const e of db.events) {
+    if (e.type !== 'VM_RESTART_FAILED' && !e.type.startsWith('VM_STOP')) continue;
+    const vm = (JSON.parse(e.payload) as { vm?: string }).vm;
+    if (vm) (e.type === 'VM_RESTART_FAILED' ? lastFailed : lastStopped).set(vm, e.seq);
+  }
+  const restartFailed = (id: string) => ledger.namedFailures.has(id) || (lastFailed.get(id) ?? -1) > (lastStopped.get(id) ?? -1);
+
   // VMs: in the state their strategy demands.
   const nodeByName = new Map([...cluster.nodes.values()].map((n) => [n.name, n]));
   for (const vm of cluster.vms.values()) {
@@ -218,7 +230,7 @@ export function findViolations(cluster: ClusterView, db: DatabaseView, ledger: L
     if (!vm.tracking) out.push(`VM ${vm.id} (${vm.strategy}) is off and nothing will restart it (no tracking)`);
     else if (vm.tracking.savedRunStrategy !== initial)
       out.push(`VM ${vm.id} is tracked with saved run strategy ${vm.tracking.savedRunStrategy}, not its own ${initial}`);
-    else if (!tracked?.phase && !ledger.namedFailures.has(vm.id))
+    else if (!tracked?.phase && !restartFailed(vm.id))
       out.push(`VM ${vm.id} is off, tracked to ${vm.tracking.nodeName}, which is not in maintenance: nothing will restart it`);
     else if (vm.tracking.strategy === 'ShutdownAndRestartAfterEnable' && tracked?.phase === 'COMPLETED')
       out.push(`VM ${vm.id} (RestartAfterEnable) is still off though node ${tracked!.id} reached COMPLETED (vm:M4)`);
