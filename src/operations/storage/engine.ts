@@ -262,6 +262,8 @@ export class StorageEngine implements OperationKindEngine {
   ): Promise<void> {
     if (this.core.stopped) return;
     await this.core.exclusive(async () => {
+      // The steps first, as finishRun does: a policy end committed before them left them open after a kill (storage:D7 then failed the resumed part).
+      await this.core.journal.flush();
       const transition = this.endTransition(run, outcome, failure, this.deps.clock.now());
       if (transition) {
         await this.deps.store.commit(transition.writes);
