@@ -1,6 +1,6 @@
 /**
  * The crash and fault campaigns (issue 16 points 1–2). Each round runs one task (a VM
- * maintenance enable/disable, or a storage drain then fill) on a hyperconverged durable
+ * maintenance enable/disable, a storage drain then fill, or a rollout maintaining two nodes) on a hyperconverged durable
  * simulated cluster, then lets the run quiesce and checks the invariants
  * (invariants.ts). Crash: one `kill -9` per round at a seeded random instant, then a restart
  * on the same database and cluster. Faults: no kills; 10 % of every backend action fails
@@ -11,7 +11,7 @@
 import { createPrng } from '../plugins/fake/prng.ts';
 import { createCampaignCluster, NODES } from './cluster.ts';
 import { Driver, type Task } from './driver.ts';
-import { computeMismatches, createPageserverCampaignCluster, findPageserverViolations, PAGESERVER_NODES } from './pageserver-cluster.ts';
+import { computeMismatches, createPageserverCampaignCluster, findPageserverViolations, PAGESERVER_NODES, unsettledLocations } from './pageserver-cluster.ts';
 import { findViolations, readDatabase, viewCluster, type Ledger } from './invariants.ts';
 
 export interface CampaignOptions {
@@ -36,8 +36,8 @@ export interface CampaignResult {
 }
 
 const TASK_DEADLINE_MS = 600_000;
-/** How long the computes may take to be told the final locations after a run quiesced (a few background reconcile periods). */
-const COMPUTE_GRACE_MS = 20_000;
+/** How long the computes may take to be told the final locations, and the pageservers to hold them, after a run quiesced (a few background reconcile periods). */
+const RECONCILE_GRACE_MS = 20_000;
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function runCampaign(options: CampaignOptions): Promise<CampaignResult> {
@@ -62,8 +62,11 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       );
     }
     for (let round = 1; round <= rounds; round++) {
-      const kind = random() < 0.5 && !ps ? 'maintain' : 'drainFill';
-      const task: Task = { kind, nodeId: nodes[Math.floor(random() * nodes.length)]! };
+      // Fake backend: 40 % maintenance, 40 % drain and fill, 20 % a rollout of two nodes; pageserver: drain and fill.
+      const pick = random();
+      const kind = ps ? 'drainFill' : pick < 0.4 ? 'maintain' : pick < 0.8 ? 'drainFill' : 'rollout';
+      const n = Math.floor(random() * nodes.length);
+      const task: Task = kind === 'rollout' ? { kind, nodeId: nodes[n]!, secondNodeId: nodes[(n + 1) % nodes.length]! } : { kind, nodeId: nodes[n]! };
       const killAfterMs = Math.round(random() * options.maxKillDelayMs);
       const deadline = Date.now() + TASK_DEADLINE_MS;
       let killed: Promise<void> | undefined;
@@ -93,15 +96,17 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       const view = await viewCluster(cluster.gateway!.url);
       const found = findViolations(view, db, ledger);
       if (ps) {
-        // A notification a kill cut off is sent again by the resumed gateway (its reconcile): wait for it, then check.
-        for (const until = Date.now() + COMPUTE_GRACE_MS; computeMismatches(ps).length && Date.now() < until;) await pause(250);
+        // A notification a kill cut off is sent again by the resumed gateway, and a location it left
+        // AttachedStale is made Secondary, by its background reconcile: wait for both (bounded), then check.
+        const unsettled = () => computeMismatches(ps).length + unsettledLocations(ps).length;
+        for (const until = Date.now() + RECONCILE_GRACE_MS; unsettled() && Date.now() < until;) await pause(250);
         found.push(...findPageserverViolations(ps, view));
       }
       if (!done || !quiet) found.push(`task ${task.kind}(node ${task.nodeId}) did not finish and quiesce`);
       if (found.length === 0) result.clean++;
       result.violations.push(...found.map((v) => `round ${round}: ${v}`));
       log(
-        `round ${round}/${rounds}: ${task.kind}(node ${task.nodeId})${mode === 'crash' ? `, kill at +${killAfterMs} ms` : ''}: ${found.length ? `${found.length} violation(s)` : 'clean'}`,
+        `round ${round}/${rounds}: ${task.kind}(node ${task.nodeId}${task.kind === 'rollout' ? `, node ${task.secondNodeId}` : ''})${mode === 'crash' ? `, kill at +${killAfterMs} ms` : ''}: ${found.length ? `${found.length} violation(s)` : 'clean'}`,
       );
       for (const v of found) log(`  ${v}`);
     }

@@ -3,7 +3,7 @@
  * maintenance strategy and tenant shards on every node), served by `lockkeeper serve` child
  * processes on one SQLite database, so a gateway can be killed and restarted on both.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnLockkeeper, type ChildServer } from '../test/support/child-server.ts';
@@ -75,12 +75,18 @@ export function createCampaignCluster(options: { seed: number; latencySpike?: { 
 
 /** A `lockkeeper serve` child in `dir` on the SQLite database at `dbPath`: started, killed (-9) and restarted on it, stopped. */
 export function gatewayCluster(dir: string, dbPath: string): CampaignCluster {
+  let starts = 0;
   const cluster: CampaignCluster = {
     dir,
     dbPath,
     gateway: undefined,
     async start() {
       const g = spawnLockkeeper({ LOCKKEEPER_DATABASE_URL: `file:${dbPath}` }, dir);
+      // Each gateway's log in the campaign's folder (gateway-1.log is the first; in a crash campaign round N's restart is N + 1).
+      const log = createWriteStream(join(dir, `gateway-${++starts}.log`));
+      g.child.stdout!.pipe(log, { end: false });
+      g.child.stderr!.pipe(log, { end: false });
+      void g.exited.then(() => log.end());
       cluster.gateway = g;
       await g.ready;
       return g;

@@ -7,7 +7,8 @@
 import type { CampaignCluster } from './cluster.ts';
 import type { Ledger } from './invariants.ts';
 
-export type Task = { kind: 'maintain' | 'drainFill'; nodeId: string };
+/** A rollout (issue 16 point 1) maintains `nodeId` and then `secondNodeId`, one at a time (rollout:O1, MAINTENANCE, no restart). */
+export type Task = { kind: 'maintain' | 'drainFill'; nodeId: string } | { kind: 'rollout'; nodeId: string; secondNodeId: string };
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -59,10 +60,48 @@ export class Driver {
     if (r.__typename === 'Operation') this.ledger.startedOperations.add(r.id);
   }
 
+  private async rolloutIds(): Promise<string[]> {
+    return (await this.gql('{ operations(first: 1000, kind: ROLLOUT) { edges { node { id } } } }')).operations.edges.map((e: any) => e.node.id);
+  }
+
+  /**
+   * A rollout of two nodes: started once (a start whose answer a kill cut off is found by
+   * looking for a rollout that was not there before; a repeated start is refused CONFLICT
+   * while it runs), then waited for until it ends.
+   */
+  private async rollout(task: Task & { kind: 'rollout' }, late: () => boolean): Promise<boolean> {
+    const known = new Set(await this.rolloutIds());
+    let id: string | undefined;
+    while (!id) {
+      if (late()) return this.fail(task, 'rollout did not start');
+      id = (await this.rolloutIds()).find((r) => !known.has(r));
+      if (id) break;
+      const r = await this.mutate(
+        'startRollout',
+        `input: { action: MAINTENANCE, nodes: ["${task.nodeId}", "${task.secondNodeId}"], restart: NONE, pauseOnFailure: false, reason: "campaign" }`,
+        '... on Operation { id }',
+      );
+      this.started(r);
+      if (r.__typename === 'Operation') id = r.id;
+      else if (r.__typename !== 'ConflictError') return this.fail(task, `rollout refused: ${r.code} ${r.message}`);
+      else await pause(300);
+    }
+    for (;;) {
+      const op = (await this.gql(`{ operation(id: "${id}") { ... on Operation { state error } } }`)).operation;
+      if (op.state !== 'RUNNING' && op.state !== 'CANCELLING') {
+        if (op.state === 'SUCCEEDED') return true;
+        return this.fail(task, `rollout ${id} ended ${op.state} (${op.error})`);
+      }
+      if (late()) return this.fail(task, `rollout ${id} stayed ${op.state}`);
+      await pause(300);
+    }
+  }
+
   /** Runs one task to its end; resolves false (and says why) when it cannot be done or does not end by `deadline`. */
   async run(task: Task, deadline: number): Promise<boolean> {
     const { nodeId } = task;
     const late = () => Date.now() > deadline;
+    if (task.kind === 'rollout') return this.rollout(task, late);
     if (task.kind === 'maintain') {
       // Enable, unless a previous (unanswered) request already did.
       for (let n = await this.node(nodeId); n.phase === null; n = await this.node(nodeId)) {

@@ -74,6 +74,7 @@ interface StepRow {
   workloadKind: string;
   workloadId: string;
   state: string;
+  reason: string | null;
   error: string | null;
 }
 
@@ -96,7 +97,7 @@ export function readDatabase(path: string): DatabaseView {
   try {
     return {
       operations: db.prepare('SELECT id, kind, nodeId, state, error FROM "Operation"').all() as DatabaseView['operations'],
-      steps: db.prepare('SELECT operationId, workloadKind, workloadId, state, error FROM "OperationStep"').all() as StepRow[],
+      steps: db.prepare('SELECT operationId, workloadKind, workloadId, state, reason, error FROM "OperationStep"').all() as StepRow[],
       events: db.prepare('SELECT seq, type, operationId, payload FROM "Event" ORDER BY seq').all() as EventRow[],
       tracking: new Map(
         (
@@ -122,8 +123,10 @@ const TERMINAL_STEP = new Set(['MOVED', 'STOPPED', 'SKIPPED', 'FAILED', 'ABANDON
 /** A succeeded operation had nothing abandoned: only a forced cancel or disable abandons, and it ends the operation CANCELLED. */
 const SUCCEEDED_STEP = new Set(['MOVED', 'STOPPED', 'SKIPPED', 'FAILED']);
 const ENDED_OPERATION = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
-/** A step's terminal event, under its operation: `VM_<ACTION>_<STATE>`, `SHARD_<STATE>`, `VM_STOPPED` or `STEP_ABANDONED`. */
-const TERMINAL_EVENT = /^((VM_[A-Z_]+|SHARD)_(MOVED|SKIPPED|FAILED)|VM_STOPPED|STEP_ABANDONED)$/;
+/** The reasons of steps an operation ended before trying (the runs' skipUnattempted). */
+const NOT_ATTEMPTED = new Set(['NOT_ATTEMPTED', 'CANCELLED']);
+/** A step's terminal event, under its operation: `VM_<ACTION>_<STATE>`, `SHARD_<STATE>`, `VM_STOPPED`, `STEP_ABANDONED`, or a rollout's node step's `ROLLOUT_NODE_<END>`. */
+const TERMINAL_EVENT = /^((VM_[A-Z_]+|SHARD)_(MOVED|SKIPPED|FAILED)|VM_STOPPED|STEP_ABANDONED|ROLLOUT_NODE_(FINISHED|FAILED|SKIPPED))$/;
 
 /** What the campaign knew before it started: each VM's run strategy, and the operations it was answered. */
 export interface Ledger {
@@ -157,14 +160,10 @@ export function findViolations(cluster: ClusterView, db: DatabaseView, ledger: L
     const key = `${e.operationId} ${payload.vm ?? payload.shard ?? payload.node}`;
     terminal.set(key, (terminal.get(key) ?? 0) + 1);
   }
-  // Shards skipped by the plan (storage:D2) have no event of their own: their outcome is in the
-  // OPERATION_STARTED event's counts. That many SKIPPED steps of the operation may go without one.
-  const planSkips = new Map<string, number>();
-  for (const e of db.events) {
-    if (e.type !== 'OPERATION_STARTED' || e.operationId === null) continue;
-    const skipped = (JSON.parse(e.payload) as { counts?: { skipped?: number } }).counts?.skipped ?? 0;
-    planSkips.set(e.operationId, skipped);
-  }
+  // Every skip has its event, the plan's too (the admission writes those, storage:D2). Only the steps an
+  // operation ended before trying (SKIPPED NOT_ATTEMPTED or CANCELLED under a FAILED or CANCELLED
+  // operation) go without one: the operation's end says why.
+  const endedBefore = new Set(db.operations.filter((o) => o.state === 'FAILED' || o.state === 'CANCELLED').map((o) => o.id));
   const seen = new Set<string>();
   for (const s of db.steps) {
     const key = `${s.operationId} ${s.workloadId}`;
@@ -172,9 +171,8 @@ export function findViolations(cluster: ClusterView, db: DatabaseView, ledger: L
     seen.add(key);
     const events = terminal.get(key) ?? 0;
     terminal.delete(key);
-    const planSkip = s.state === 'SKIPPED' && events === 0 && (planSkips.get(s.operationId) ?? 0) > 0;
-    if (planSkip) planSkips.set(s.operationId, planSkips.get(s.operationId)! - 1);
-    else if (TERMINAL_STEP.has(s.state) && events !== 1)
+    const notAttempted = s.state === 'SKIPPED' && events === 0 && endedBefore.has(s.operationId) && NOT_ATTEMPTED.has(s.reason ?? '');
+    if (!notAttempted && TERMINAL_STEP.has(s.state) && events !== 1)
       out.push(`step ${s.workloadId} of operation ${s.operationId} is ${s.state} with ${events} terminal events`);
     if (!TERMINAL_STEP.has(s.state) && events !== 0)
       out.push(`step ${s.workloadId} of operation ${s.operationId} is ${s.state} yet has ${events} terminal events`);
@@ -194,6 +192,18 @@ export function findViolations(cluster: ClusterView, db: DatabaseView, ledger: L
     if (s.secondaryNodeIds.includes(s.attachedNodeId)) out.push(`shard ${s.id} is attached and secondary on node ${s.attachedNodeId}`);
     if (new Set(s.secondaryNodeIds).size !== s.secondaryNodeIds.length) out.push(`shard ${s.id} lists a secondary twice`);
   }
+
+  // vm:D2: a disable names each restart that failed, in its answer (the driver's ledger) and as a
+  // VM_RESTART_FAILED event; the event is the only word of one a rollout's disable made. A VM
+  // stopped again since (a VM_STOP… event after it) is not excused by the older failure.
+  const lastFailed = new Map<string, number>();
+  const lastStopped = new Map<string, number>();
+  for (const e of db.events) {
+    if (e.type !== 'VM_RESTART_FAILED' && !e.type.startsWith('VM_STOP')) continue;
+    const vm = (JSON.parse(e.payload) as { vm?: string }).vm;
+    if (vm) (e.type === 'VM_RESTART_FAILED' ? lastFailed : lastStopped).set(vm, e.seq);
+  }
+  const restartFailed = (id: string) => ledger.namedFailures.has(id) || (lastFailed.get(id) ?? -1) > (lastStopped.get(id) ?? -1);
 
   // VMs: in the state their strategy demands.
   const nodeByName = new Map([...cluster.nodes.values()].map((n) => [n.name, n]));
@@ -220,7 +230,7 @@ export function findViolations(cluster: ClusterView, db: DatabaseView, ledger: L
     if (!vm.tracking) out.push(`VM ${vm.id} (${vm.strategy}) is off and nothing will restart it (no tracking)`);
     else if (vm.tracking.savedRunStrategy !== initial)
       out.push(`VM ${vm.id} is tracked with saved run strategy ${vm.tracking.savedRunStrategy}, not its own ${initial}`);
-    else if (!tracked?.phase && !ledger.namedFailures.has(vm.id))
+    else if (!tracked?.phase && !restartFailed(vm.id))
       out.push(`VM ${vm.id} is off, tracked to ${vm.tracking.nodeName}, which is not in maintenance: nothing will restart it`);
     else if (vm.tracking.strategy === 'ShutdownAndRestartAfterEnable' && tracked?.phase === 'COMPLETED')
       out.push(`VM ${vm.id} (RestartAfterEnable) is still off though node ${tracked!.id} reached COMPLETED (vm:M4)`);

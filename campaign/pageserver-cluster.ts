@@ -154,6 +154,21 @@ export function findPageserverViolations(cluster: PageserverCampaignCluster, vie
 }
 
 /**
+ * Locations the background reconcile has still to bring to the intent (a cut-over a kill cut
+ * off leaves its old location `AttachedStale` until the resumed gateway's reconcile makes it
+ * `Secondary`): the campaign waits for these, as for the computes, before it checks.
+ */
+export function unsettledLocations(cluster: PageserverCampaignCluster): string[] {
+  const out: string[] = [];
+  for (const [shardId, byNode] of Object.entries(cluster.fleet.view())) {
+    const locations = Object.values(byNode);
+    if (locations.filter((v) => v.startsWith('AttachedSingle@')).length !== 1) out.push(shardId);
+    else if (locations.some((v) => !v.startsWith('AttachedSingle@') && v !== 'Secondary@-')) out.push(shardId);
+  }
+  return out;
+}
+
+/**
  * neon:C7: per tenant, the shards the computes were last told (the hook's last 2xx answer)
  * against where the pageservers hold them `AttachedSingle`. A notification a kill cut off is
  * sent again by the resumed gateway's reconcile, so the campaign waits for this to be empty.

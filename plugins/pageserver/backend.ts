@@ -20,7 +20,7 @@ import { Heartbeater } from './heartbeater.ts';
 import { PageserverHttp } from './http-client.ts';
 import { IntentStore } from './intent-store.ts';
 import { describeObserved, type ShardIntent } from './intent.ts';
-import type { ReconcileDeps } from './location-calls.ts';
+import { shardUpdateOf, type ReconcileDeps } from './location-calls.ts';
 import { CALLS, DRAIN_FILL_WARMUP } from './neon-retry.ts';
 import { NodeAvailabilityKeeper } from './node-availability.ts';
 import { NodeSet, toClusterNode, type NodeRuntime } from './nodes.ts';
@@ -77,6 +77,8 @@ export class PageserverBackend implements ClusterBackend {
   private registration!: Registration;
   private heartbeater!: Heartbeater;
   private readonly events: EventFanout<ClusterEvent>;
+  /** Re-attaches that no listener has acted on yet (see `reattached`). */
+  private readonly unheardReattaches = new Set<string>();
   private closed = false;
 
   constructor(private readonly config: PageserverBackendConfig) {
@@ -122,6 +124,7 @@ export class PageserverBackend implements ClusterBackend {
     if (this.config.stateFile && (await importStateFile(this.intents, this.config.stateFile, log)))
       this.discoveryReport.importedStateFile = this.config.stateFile;
     for (const record of this.intents.nodes.values()) this.nodes.add(record, clock.now());
+    this.rememberPlacements();
     const deps: ReconcileDeps = {
       clock,
       http: this.http,
@@ -161,7 +164,7 @@ export class PageserverBackend implements ClusterBackend {
       registration: this.registration,
       now: () => clock.now(),
       log,
-      reattached: (nodeId) => this.emit({ type: 'nodeReattached', nodeId }),
+      reattached: (nodeId) => this.reattached(nodeId),
     });
     await discover({ http: this.http, intents: this.intents, nodes: this.nodes, observed: this.observed, log }, this.discoveryReport);
     // ha:L3: what follows (heartbeats, reconciles, upcalls, registrations, actions) writes through the fence.
@@ -188,8 +191,14 @@ export class PageserverBackend implements ClusterBackend {
     await this.intents.reload();
     for (const id of this.nodes.ids()) if (!this.intents.nodes.has(id)) this.nodes.remove(id);
     for (const record of this.intents.nodes.values()) this.nodes.add(record, clock.now());
+    this.rememberPlacements();
     await this.availability.inherit();
     log.info({ nodes: this.nodes.size, shards: this.intents.shards.size }, 'pageserver: leading; intent and heartbeat state read from the database');
+  }
+
+  /** neon:C12: the compute hook knows every shard's intended node from the start (see ComputeHook.remember). */
+  private rememberPlacements(): void {
+    for (const shard of this.intents.shards.values()) this.hook.remember(shardUpdateOf(shard));
   }
 
   /** Requests to pageservers and the hook not yet answered (tests wait until the plugin is idle). */
@@ -210,7 +219,26 @@ export class PageserverBackend implements ClusterBackend {
   // ---------------------------------------------------------------- events
 
   watch(listener: ClusterEventListener): () => void {
-    return this.events.add(listener);
+    const unwatch = this.events.add(listener);
+    // A re-attach answered before this listener watched (the gateway still starting after a kill) is told to it too.
+    for (const nodeId of [...this.unheardReattaches]) {
+      void this.events.deliverTo(listener, { type: 'nodeReattached', nodeId }).then((acted) => {
+        if (acted) this.unheardReattaches.delete(nodeId);
+      });
+    }
+    return unwatch;
+  }
+
+  /**
+   * neon:L3: the re-attach upcall is answered once a listener has acted on it (the gateway's
+   * storage engine returns when the node's policy change is recorded), so that a gateway killed
+   * meanwhile hears it again (the pageserver retries an unanswered upcall). One that no listener
+   * acted on (none watched yet) stays pending for the next listener.
+   */
+  private async reattached(nodeId: string): Promise<void> {
+    if (this.closed) return;
+    this.unheardReattaches.add(nodeId);
+    if ((await this.events.deliver({ type: 'nodeReattached', nodeId })) > 0) this.unheardReattaches.delete(nodeId);
   }
 
   private emit(event: ClusterEvent): void {

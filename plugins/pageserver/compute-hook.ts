@@ -55,6 +55,8 @@ interface TenantState {
   nodes: Map<number, number>;
   /** The body last answered 2xx (not re-sent while it stays the same). */
   applied: string | null;
+  /** One send at a time for the tenant (Neon's per-tenant send lock). */
+  sending: Semaphore;
 }
 
 /** A small counting semaphore: at most `limit` holders at once, the rest wait in order. */
@@ -103,19 +105,38 @@ export class ComputeHook {
     return this.active;
   }
 
+  /**
+   * Learns where a shard is without sending anything: at start every shard of the intent, so
+   * that the first notification of a sharded tenant after a restart names all its shards
+   * (otherwise it would be "not ready" and count as sent, neon:C12). Neon's startup reconcile
+   * does the same by notifying every tenant; here the next notification of each sends it.
+   */
+  remember(update: ShardUpdate): void {
+    this.body(update);
+  }
+
   async notify(update: ShardUpdate, signal?: AbortSignal): Promise<NotifyOutcome> {
     if (!this.config.url) return { kind: 'skipped' };
-    const body = this.body(update);
-    if (body === null) return { kind: 'notReady' };
+    if (this.body(update) === null) return { kind: 'notReady' };
     const state = this.tenants.get(update.tenantId)!;
-    if (state.applied === body) return { kind: 'ok' };
-    const release = await this.permits.acquire();
+    // neon:C12: one send at a time per tenant, its body read once it may go, as Neon's send lock
+    // does: two sends in flight could be answered in the other order and leave the computes on
+    // the older view (pageserver crash campaign, seed 1 round 37).
+    const unlock = await state.sending.acquire();
     try {
-      const outcome = await this.send(body, signal);
-      if (outcome.kind === 'ok') state.applied = body;
-      return outcome;
+      const body = this.render(state, update.tenantId);
+      if (body === null) return { kind: 'notReady' };
+      if (state.applied === body) return { kind: 'ok' };
+      const release = await this.permits.acquire();
+      try {
+        const outcome = await this.send(body, signal);
+        if (outcome.kind === 'ok') state.applied = body;
+        return outcome;
+      } finally {
+        release();
+      }
     } finally {
-      release();
+      unlock();
     }
   }
 
@@ -123,19 +144,30 @@ export class ComputeHook {
   private body(u: ShardUpdate): string | null {
     let state = this.tenants.get(u.tenantId);
     if (!state || state.shardCount !== u.shardCount) {
-      state = { shardCount: u.shardCount, stripeSize: u.stripeSize, preferredZone: u.preferredZone, nodes: new Map(), applied: null };
+      state = {
+        shardCount: u.shardCount,
+        stripeSize: u.stripeSize,
+        preferredZone: u.preferredZone,
+        nodes: new Map(),
+        applied: null,
+        sending: new Semaphore(1),
+      };
       this.tenants.set(u.tenantId, state);
     }
     state.nodes.set(u.shardNumber, Number(u.nodeId));
     state.preferredZone = u.preferredZone;
     state.stripeSize = u.stripeSize;
-    const wanted = Math.max(1, u.shardCount);
-    if (state.nodes.size < wanted) return null;
+    return this.render(state, u.tenantId);
+  }
+
+  /** The tenant's body as the hook knows it now, or null while a shard of a sharded tenant has no node. */
+  private render(state: TenantState, tenantId: string): string | null {
+    if (state.nodes.size < Math.max(1, state.shardCount)) return null;
     const shards = [...state.nodes].sort(([a], [b]) => a - b).map(([shard_number, node_id]) => ({ node_id, shard_number }));
     return JSON.stringify({
-      tenant_id: u.tenantId,
+      tenant_id: tenantId,
       preferred_az: state.preferredZone,
-      stripe_size: u.shardCount <= 1 ? null : state.stripeSize,
+      stripe_size: state.shardCount <= 1 ? null : state.stripeSize,
       shards,
     });
   }

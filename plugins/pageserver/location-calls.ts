@@ -5,7 +5,7 @@ export { Cancelled, OperationCancelled, reasonOf, sleepUnless } from './sleep.ts
 import { BackendError } from '../../src/cluster/errors.ts';
 import type { CutOverPhase, CutOverProgress } from '../../src/cluster/shard-control.ts';
 import { checkLocationConfigResponse } from './checks.ts';
-import type { ComputeHook, NotifyOutcome } from './compute-hook.ts';
+import type { ComputeHook, NotifyOutcome, ShardUpdate } from './compute-hook.ts';
 import type { PageserverHttp } from './http-client.ts';
 import type { IntentStore } from './intent-store.ts';
 import type { ShardIntent } from './intent.ts';
@@ -121,17 +121,19 @@ export async function putLocation(
 
 /** One compute notification for the shard's intended attached node (neon:C12). */
 export function notifyCompute(deps: ReconcileDeps, shard: ShardIntent, signal?: AbortSignal): Promise<NotifyOutcome> {
-  return deps.hook.notify(
-    {
-      tenantId: shard.tenantId,
-      shardNumber: shard.shardNumber,
-      shardCount: shard.shardCount,
-      stripeSize: shard.stripeSize,
-      nodeId: shard.attachedNodeId,
-      preferredZone: shard.preferredZone,
-    },
-    signal,
-  );
+  return deps.hook.notify(shardUpdateOf(shard), signal);
+}
+
+/** What the compute hook is told of a shard: its intended attached node. */
+export function shardUpdateOf(shard: ShardIntent): ShardUpdate {
+  return {
+    tenantId: shard.tenantId,
+    shardNumber: shard.shardNumber,
+    shardCount: shard.shardCount,
+    stripeSize: shard.stripeSize,
+    nodeId: shard.attachedNodeId,
+    preferredZone: shard.preferredZone,
+  };
 }
 
 export const observedAs = (deps: ReconcileDeps, shardId: string, nodeId: string, mode: LocationConfigMode, generation?: number | null) => {

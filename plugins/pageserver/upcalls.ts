@@ -66,7 +66,8 @@ export class Upcalls implements UpcallHandlers {
       registration: Registration;
       now(): number;
       log: { info(obj: object, msg?: string): void };
-      reattached(nodeId: string): void;
+      /** Resolves once the gateway has acted on the re-attach (its policy change recorded, neon:L3). */
+      reattached(nodeId: string): Promise<void>;
     },
   ) {}
 
@@ -118,7 +119,7 @@ export class Upcalls implements UpcallHandlers {
       }
     }
     this.deps.log.info({ node: nodeId, shards: tenants.length }, `pageserver ${nodeId} re-attached with ${tenants.length} shard location(s)`);
-    this.deps.reattached(nodeId);
+    await this.deps.reattached(nodeId);
     return { status: 200, body: { tenants } };
   }
 

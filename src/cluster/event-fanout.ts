@@ -16,7 +16,7 @@ interface EventFanoutOptions<E> {
 }
 
 export class EventFanout<E> {
-  private readonly listeners = new Set<(event: E) => void>();
+  private readonly listeners = new Set<(event: E) => unknown>();
   private readonly copy: (event: E) => E;
   private readonly onListenerError: (error: unknown) => void;
 
@@ -26,7 +26,7 @@ export class EventFanout<E> {
   }
 
   /** Subscribes; the returned function unsubscribes. The same function may subscribe twice, each independently. */
-  add(listener: (event: E) => void): () => void {
+  add(listener: (event: E) => unknown): () => void {
     const entry = (event: E) => listener(event);
     this.listeners.add(entry);
     return () => {
@@ -35,17 +35,45 @@ export class EventFanout<E> {
   }
 
   emit(event: E): void {
+    void this.deliver(event);
+  }
+
+  /**
+   * `emit`, and resolves once every listener that returned a promise for the event has
+   * settled it, with how many did (0: no listener said it acted on it). A rejection goes to
+   * `onListenerError` as a throw does.
+   */
+  deliver(event: E): Promise<number> {
     const snapshot = this.copy(event);
-    queueMicrotask(() => {
-      for (const listener of [...this.listeners]) {
-        if (!this.listeners.has(listener)) continue;
-        try {
-          listener(this.copy(snapshot));
-        } catch (error) {
-          this.onListenerError(error);
+    return new Promise((resolve) => {
+      queueMicrotask(() => {
+        const acting: Promise<void>[] = [];
+        for (const listener of [...this.listeners]) {
+          if (!this.listeners.has(listener)) continue;
+          try {
+            const result = listener(this.copy(snapshot));
+            if (result instanceof Promise) acting.push(result.catch((error: unknown) => this.onListenerError(error)));
+          } catch (error) {
+            this.onListenerError(error);
+          }
         }
-      }
+        void Promise.all(acting).then(() => resolve(acting.length));
+      });
     });
+  }
+
+  /** Delivers to one listener only (a backend telling a new listener what the others already heard); as `deliver`. */
+  async deliverTo(listener: (event: E) => unknown, event: E): Promise<boolean> {
+    await Promise.resolve();
+    try {
+      const result = listener(this.copy(event));
+      if (!(result instanceof Promise)) return false;
+      await result.catch((error: unknown) => this.onListenerError(error));
+      return true;
+    } catch (error) {
+      this.onListenerError(error);
+      return false;
+    }
   }
 
   clear(): void {

@@ -122,4 +122,10 @@ export type ClusterEvent =
   | { type: 'vmRemoved'; vmId: string }
   | { type: 'shardChanged'; shard: ClusterShard };
 
+/**
+ * A listener may return a promise (the type is `void` so that any function fits): it says
+ * when the event has been acted on, for the rare backend that must know before it answers
+ * someone (the pageserver plugin answers a re-attach only once the node's policy change it
+ * causes is recorded, neon:L3).
+ */
 export type ClusterEventListener = (event: ClusterEvent) => void;

@@ -92,4 +92,19 @@ describe('hyperconverged node: VMs and shards under one maintenance', () => {
     // 6 shards over 3 nodes: the fill brings node 1 back to its fair share of 2.
     expect((await t.cluster.listShards({ attachedNodeId: '1' })).length).toBe(2);
   });
+
+  it('a shard the plan skips (storage:D2) has its SHARD_SKIPPED event from the admission, once', async () => {
+    t = await maintenanceApp(hyperconverged());
+    // Node 3 paused: the shards whose only secondary is there have no schedulable secondary.
+    await t.gql('mutation { configureNode(nodeId: "3", policy: PAUSE) { __typename } }');
+    const op = await enable(t, '1');
+    expect(op).toMatchObject({ __typename: 'Operation', counts: { skipped: 2 } });
+    await untilPhase(t, '1', 'COMPLETED');
+    const skips = await t.db.prisma.event.findMany({ where: { operationId: op.id, type: 'SHARD_SKIPPED' }, orderBy: { seq: 'asc' } });
+    expect(skips.map((e) => JSON.parse(e.payload))).toEqual(
+      ['a-0104', 'b-0104'].map((shard) => ({ shard, from: '1', to: null, reason: 'NO_SCHEDULABLE_SECONDARY', error: null })),
+    );
+    const steps = await t.app.operations.getSteps(op.id);
+    expect(steps.filter((s) => s.state === 'SKIPPED').map((s) => s.workloadId)).toEqual(['a-0104', 'b-0104']);
+  });
 });

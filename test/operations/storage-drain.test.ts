@@ -57,6 +57,17 @@ describe('drain rules', () => {
     expect(steps.find((s) => s.workloadId === 'e-0004')).toMatchObject({ state: 'MOVED', toNodeId: '2' });
     // Skipped shards stay where they were.
     expect((await t.cluster.listShards({ attachedNodeId: '1' })).map((s) => s.id).sort()).toEqual(['a-0004', 'b-0004', 'c-0004', 'd-0004']);
+    // The event log says every skip, the plan's too (written with the admission): one SHARD_SKIPPED each, as a run's skip reads.
+    const skips = await t.db.prisma.event.findMany({ where: { operationId: op.id, type: 'SHARD_SKIPPED' }, orderBy: { seq: 'asc' } });
+    expect(skips.map((e) => JSON.parse(e.payload))).toEqual(
+      ['SHARD_POLICY_PAUSE', 'SHARD_POLICY_STOP', 'NO_SECONDARY', 'NO_SCHEDULABLE_SECONDARY'].map((reason, i) => ({
+        shard: `${'abcd'[i]}-0004`,
+        from: '1',
+        to: null,
+        reason,
+        error: null,
+      })),
+    );
   });
 
   it('storage:D3: goes to a secondary in the preferred AZ, else the lowest node id', async () => {

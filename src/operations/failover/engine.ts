@@ -10,7 +10,8 @@ import type { InterruptedOperation } from '../../store/operation-repository.ts';
 import type { EngineDeps } from '../core/engine-deps.ts';
 import type { OperationKindEngine } from '../core/operation-kind.ts';
 import type { StorageEngine } from '../storage/engine.ts';
-import { FailoverRun, type FailoverRunHost } from './run.ts';
+import { failoverStepEvent, FailoverRun, type FailoverRunHost } from './run.ts';
+import { planSkipEvents } from '../core/plan-skip-events.ts';
 
 const KINDS = ['FAILOVER'] as const;
 /** Failovers start by themselves: the audit log and the operation name this actor. */
@@ -177,6 +178,7 @@ export class FailoverEngine implements OperationKindEngine {
         operationId: snapshot.id,
         payload: { kind: 'FAILOVER', actor: meta.actor, reason: meta.reason, counts: snapshot.counts },
       }),
+      ...planSkipEvents(steps, failoverStepEvent, { at: now, nodeId, operationId: snapshot.id }).map((e) => store.events.append(e)),
     ]);
     lostRun?.committed();
     await this.deps.audit.record({

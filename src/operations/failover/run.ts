@@ -67,7 +67,7 @@ export class FailoverRun extends StepRun<FailoverRun> {
   }
 
   protected stepEvent(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null) {
-    return { type: `SHARD_${state}`, payload: { shard: step.workloadId, from: step.fromNodeId, to: step.toNodeId, reason, error, failover: true } };
+    return failoverStepEvent(step, state, reason, error);
   }
 
   private async failOver(step: StepRecord): Promise<void> {
@@ -104,4 +104,9 @@ export class FailoverRun extends StepRun<FailoverRun> {
       this.host.observer.movesInFlight('FAILOVER', -1);
     }
   }
+}
+
+/** A failover's step on the event log (also what its admission writes for the plan's skips). */
+export function failoverStepEvent(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null) {
+  return { type: `SHARD_${state}`, payload: { shard: step.workloadId, from: step.fromNodeId, to: step.toNodeId, reason, error, failover: true } };
 }

@@ -14,6 +14,7 @@ import { restartPlacement, restartRunStrategy, restartsOnDisable, shouldRestart,
 import type { MaintenancePhase, MaintenancePlan, MaintNode } from '../../domain/vm/types.ts';
 import { countsOf, newOperation, nodeOf, type OperationOutcome, type OperationSnapshot, type RequestMeta, type StepRecord } from '../../domain/operations.ts';
 import type { MaintenanceState } from '../../store/maintenance-state-store.ts';
+import type { PendingWrite } from '../../store/pending-write.ts';
 import type { InterruptedOperation } from '../../store/operation-repository.ts';
 import type { LiveRun } from '../core/live-runs.ts';
 import type { EngineDeps } from '../core/engine-deps.ts';
@@ -24,7 +25,8 @@ import type { RemainingWorkload } from '../../domain/remaining.ts';
 import { RemainingReader, warnRemaining } from '../core/remaining-reader.ts';
 import { MigrationLimiter } from './migration-limiter.ts';
 import { podDrainOptionsOf, podDrainPlanOf, podDrainRefusal } from './pod-drain-plan.ts';
-import { MaintenanceRun, type MaintenanceHost, type MaintenanceRunOptions } from './run.ts';
+import { maintenanceStepEvent, MaintenanceRun, type MaintenanceHost, type MaintenanceRunOptions } from './run.ts';
+import { planSkipEvents } from '../core/plan-skip-events.ts';
 import { stepsOf } from './steps.ts';
 import { TrackingStore } from './tracking-store.ts';
 import { stallBasisOf } from '../core/stall-basis.ts';
@@ -244,6 +246,7 @@ export class MaintenanceEngine implements OperationKindEngine {
           }),
           ...(claim?.writes ?? []),
           ...invalidLabelEvents(plan, vms, { at: now, nodeId, operationId: id }).map((e) => store.events.append(e)),
+          ...planSkipEvents(steps, maintenanceStepEvent, { at: now, nodeId, operationId: id }).map((e) => store.events.append(e)),
         ],
         { nodeId, conflictingKinds: null, limit: null, policy: claim ? store.policies.get(nodeId) : null, phase: this.states.phaseOf(nodeId) },
       );
@@ -422,11 +425,19 @@ export class MaintenanceEngine implements OperationKindEngine {
   }
 
   private async setPhase(nodeId: string, operationId: string, event: PhaseEvent): Promise<void> {
-    const state = this.states.get(nodeId);
-    if (!state) return;
-    const phase = nextPhase(state.phase, event);
-    await this.writeState(nodeId, phase ? { ...state, phase } : null, operationId, event, null);
+    const change = this.phaseChange(nodeId, operationId, event);
+    if (!change) return;
+    await this.deps.store.commit(change.writes);
+    change.applied();
     await this.publishNode(nodeId);
+  }
+
+  /** The node's next phase on `event`, as writes to commit and what to do once committed; null when the node is not in maintenance. */
+  private phaseChange(nodeId: string, operationId: string, event: PhaseEvent): { writes: PendingWrite[]; applied: () => void } | null {
+    const state = this.states.get(nodeId);
+    if (!state) return null;
+    const phase = nextPhase(state.phase, event);
+    return this.stateChange(nodeId, phase ? { ...state, phase } : null, operationId, event, null);
   }
 
   private async writeState(
@@ -436,19 +447,32 @@ export class MaintenanceEngine implements OperationKindEngine {
     cause: PhaseEvent,
     meta: RequestMeta | null,
   ): Promise<void> {
+    const change = this.stateChange(nodeId, state, operationId, cause, meta);
+    await this.deps.store.commit(change.writes);
+    change.applied();
+  }
+
+  private stateChange(
+    nodeId: string,
+    state: MaintenanceState | null,
+    operationId: string | null,
+    cause: PhaseEvent,
+    meta: RequestMeta | null,
+  ): { writes: PendingWrite[]; applied: () => void } {
     nextPhase(this.states.phaseOf(nodeId), cause);
-    await this.deps.store.commit(
-      this.states.writes(nodeId, state, {
-        at: this.deps.clock.now(),
-        operationId,
-        payload: { cause, ...(meta && { actor: meta.actor, reason: meta.reason }) },
-      }),
-    );
-    this.states.applied(nodeId, state);
-    this.deps.log.info(
-      { node: nodeId, phase: state?.phase ?? null, cause },
-      `node ${nodeId} maintenance ${state ? `phase ${state.phase}` : 'ended'} (${cause})`,
-    );
+    const writes = this.states.writes(nodeId, state, {
+      at: this.deps.clock.now(),
+      operationId,
+      payload: { cause, ...(meta && { actor: meta.actor, reason: meta.reason }) },
+    });
+    const applied = () => {
+      this.states.applied(nodeId, state);
+      this.deps.log.info(
+        { node: nodeId, phase: state?.phase ?? null, cause },
+        `node ${nodeId} maintenance ${state ? `phase ${state.phase}` : 'ended'} (${cause})`,
+      );
+    };
+    return { writes, applied };
   }
 
   private async finishRun(run: MaintenanceRun, outcome: OperationOutcome, error: string | null): Promise<void> {
@@ -458,8 +482,16 @@ export class MaintenanceEngine implements OperationKindEngine {
     await this.core.exclusive(async () => {
       if (this.core.live.get(run.snapshot.id) !== run) return;
       await this.core.journal.flush();
-      await this.setPhase(run.nodeId, run.snapshot.id, outcome === 'SUCCEEDED' ? 'evacuated' : 'failed');
-      await this.endOperation(run, outcome, error, remaining);
+      // COMPLETED (or ERROR) and the operation's end in one transaction: committed apart, a kill
+      // between them left the phase COMPLETED with the operation RUNNING, which no restart resumes
+      // (vm:M6 resumes DRAINING and EVACUATING) and no disable ends (crash campaign, fake round 80).
+      const phase = this.phaseChange(run.nodeId, run.snapshot.id, outcome === 'SUCCEEDED' ? 'evacuated' : 'failed');
+      await this.core.close(run, outcome, error, {
+        keepWaitingOn: outcome === 'FAILED',
+        remaining,
+        ...(phase && { alsoWrite: phase.writes, committed: phase.applied }),
+      });
+      await this.publishNode(run.nodeId);
       if (remaining?.length) warnRemaining(this.deps.log, run.snapshot, remaining);
     });
   }

@@ -15,7 +15,7 @@ import {
 } from '../../domain/operations.ts';
 import { reasonsLeftBy } from '../../domain/remaining.ts';
 import type { MaintenancePhase } from '../../domain/vm/types.ts';
-import { StorageRun } from '../storage/run.ts';
+import { shardStepEvent, StorageRun } from '../storage/run.ts';
 import type { JournalWriter } from '../core/journal.ts';
 import type { LiveRun } from '../core/live-runs.ts';
 import { StepRun, type FinishedStepState, type StepRunHost } from '../core/step-run.ts';
@@ -483,8 +483,7 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
   }
 
   protected stepEvent(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null) {
-    const type = state === 'STOPPED' ? 'VM_STOPPED' : `VM_${step.action}_${state}`;
-    return { type, payload: { vm: step.workloadId, to: step.toNodeId, reason, error } };
+    return vmStepEvent(step, state, reason, error);
   }
 
   protected showWaiting(onNode: ClusterVm[]): void {
@@ -538,4 +537,17 @@ function strategyOf(step: StepRecord): string {
   if (step.reason === 'AFTER_ENABLE') return 'ShutdownAndRestartAfterEnable';
   if (step.reason === 'AFTER_DISABLE') return 'ShutdownAndRestartAfterDisable';
   return 'Shutdown';
+}
+
+/**
+ * A maintenance's step on the event log: a VM's as `VM_<ACTION>_<STATE>` (or `VM_STOPPED`), a
+ * shard's as its drain names it (the embedded drain's run writes those; the admission too, for the plan's skips).
+ */
+export function maintenanceStepEvent(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null) {
+  return step.workloadKind === 'shard' ? shardStepEvent(step, state, reason, error) : vmStepEvent(step, state, reason, error);
+}
+
+function vmStepEvent(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null) {
+  const type = state === 'STOPPED' ? 'VM_STOPPED' : `VM_${step.action}_${state}`;
+  return { type, payload: { vm: step.workloadId, to: step.toNodeId, reason, error } };
 }

@@ -26,7 +26,8 @@ import type { OperationKindEngine, PartEngine, PartPlan } from '../core/operatio
 import { RemainingReader, warnRemaining } from '../core/remaining-reader.ts';
 import { planSteps } from './plan.ts';
 import { refusalError } from './refusal.ts';
-import { StorageRun, type StorageRunHost } from './run.ts';
+import { shardStepEvent, StorageRun, type StorageRunHost } from './run.ts';
+import { planSkipEvents } from '../core/plan-skip-events.ts';
 import { stallBasisOf } from '../core/stall-basis.ts';
 
 const STORAGE_KINDS: readonly StorageKind[] = ['DRAIN', 'FILL'];
@@ -306,6 +307,8 @@ export class StorageEngine implements OperationKindEngine {
   ): Promise<void> {
     if (this.core.stopped) return;
     await this.core.exclusive(async () => {
+      // The steps first, as finishRun does: a policy end committed before them left them open after a kill (storage:D7 then failed the resumed part).
+      await this.core.journal.flush();
       const transition = this.endTransition(run, outcome, failure, this.deps.clock.now());
       if (transition) {
         await this.deps.store.commit(transition.writes);
@@ -442,6 +445,7 @@ export class StorageEngine implements OperationKindEngine {
           operationId: id,
           payload: { kind, actor: meta.actor, reason: meta.reason, counts: snapshot.counts },
         }),
+        ...planSkipEvents(steps, shardStepEvent, { at: now, nodeId, operationId: id }).map((e) => store.events.append(e)),
         ...transition.writes,
       ],
       { nodeId, conflictingKinds: STORAGE_KINDS, limit: { kinds: STORAGE_KINDS, max: operationLimit }, policy: transition.from },
@@ -538,7 +542,7 @@ export class StorageEngine implements OperationKindEngine {
     });
   }
 
-  private onClusterEvent(event: ClusterEvent): void {
+  private onClusterEvent(event: ClusterEvent): void | Promise<void> {
     if (this.core.stopped) return;
     switch (event.type) {
       case 'nodeChanged':
@@ -551,10 +555,10 @@ export class StorageEngine implements OperationKindEngine {
         this.nudgeAll();
         break;
       case 'nodeReattached':
-        void this.core
+        // Returned: the backend answers the re-attach once the policy change is recorded (neon:L3).
+        return this.core
           .exclusive(() => this.changePolicy(event.nodeId, { type: 'reattached' }, this.activeOperation(event.nodeId)?.id ?? null))
           .catch((e: unknown) => this.deps.log.error({ err: e, node: event.nodeId }, 're-attach handling failed'));
-        break;
       default:
         break;
     }

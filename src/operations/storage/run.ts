@@ -164,7 +164,7 @@ export class StorageRun extends StepRun<StorageRun> {
   }
 
   protected stepEvent(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null) {
-    return { type: `SHARD_${state}`, payload: { shard: step.workloadId, from: step.fromNodeId, to: step.toNodeId, reason, error } };
+    return shardStepEvent(step, state, reason, error);
   }
 
   /** The planned steps not started yet; the queue is empty afterwards. */
@@ -302,4 +302,9 @@ export class StorageRun extends StepRun<StorageRun> {
       };
     this.setWaiting({ kind: 'MOVES_IN_FLIGHT', description: this.movesDescription!.text, nodeId: this.nodeId, workloadIds: ids, since });
   }
+}
+
+/** A drain's or fill's step on the event log: `SHARD_<STATE>` (also what an admission writes for the plan's skips). */
+export function shardStepEvent(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null) {
+  return { type: `SHARD_${state}`, payload: { shard: step.workloadId, from: step.fromNodeId, to: step.toNodeId, reason, error } };
 }

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ComputeHook, type NotifyOutcome, type ShardUpdate } from '../../../plugins/pageserver/compute-hook.ts';
 import { ComputeHookSim } from '../../../simulators/compute-hook/index.ts';
-import { shardIdOf, type SimShardSpec } from '../../../simulators/pageserver/index.ts';
+import { roundRobinShards, shardIdOf, type SimShardSpec } from '../../../simulators/pageserver/index.ts';
 import { closeAfterEach, startSimCluster } from '../../support/pageserver-cluster.ts';
 import { flushMicrotasks, VirtualClock } from '../../support/virtual-clock.ts';
 
@@ -76,6 +76,34 @@ describe('neon:C12 — the notify-attach request', () => {
     expect(sim.notifications).toHaveLength(1);
     expect(await run(update(0, 2, '2', null))).toEqual({ kind: 'ok' });
     expect(sim.notifications).toHaveLength(2);
+  });
+});
+
+describe('neon:C12 — one notification of a tenant at a time', () => {
+  it('a notification made while an older one of the tenant is unanswered goes after it, with the latest view: the computes end on the newest', async () => {
+    const { clock, hook, sim } = await hookWith();
+    hook.remember(update(1, 2, '3'));
+    // The first is answered after 5 s; the second at once.
+    sim.script([{ status: 200, delayMs: 5_000 }, { status: 200 }]);
+    const outcomes: NotifyOutcome[] = [];
+    const first = hook.notify(update(0, 2, '1')).then((o) => outcomes.push(o));
+    while (sim.waiting === 0) await new Promise((r) => setTimeout(r, 2));
+    const second = hook.notify(update(1, 2, '2')).then((o) => outcomes.push(o));
+    while (outcomes.length < 2) {
+      await new Promise((r) => setTimeout(r, 2));
+      await flushMicrotasks();
+      if (outcomes.length < 2 && hook.pending <= sim.waiting) await clock.advance(100);
+    }
+    await Promise.all([first, second]);
+    expect(outcomes).toEqual([{ kind: 'ok' }, { kind: 'ok' }]);
+    expect(sim.bodiesFor(TENANT).map((b) => b.shards.map((s) => s.node_id))).toEqual([
+      [1, 3],
+      [1, 2],
+    ]);
+    expect(sim.applied.get(TENANT)?.shards).toEqual([
+      { node_id: 1, shard_number: 0 },
+      { node_id: 2, shard_number: 1 },
+    ]);
   });
 });
 
@@ -173,6 +201,27 @@ describe('neon:C14 — a failed notification outside a cut-over keeps the attach
     await c.until(async () => (await backend.getShard(id))?.pendingComputeNotification === false, { what: 'flag cleared', maxMs: 25_000 });
     expect(c.view()[id]!['2']).toBe('AttachedSingle@2');
     c.sim(1).resume();
+  });
+});
+
+describe('neon:C12 across a gateway restart', () => {
+  it('the first notification of a sharded tenant after a restart names every shard (not "not ready", which would count as sent)', async () => {
+    const shards = roundRobinShards([1, 2, 3], 1, 2);
+    const c = closeAfterEachOnce(await startSimCluster({ nodes: [{ id: 1 }, { id: 2 }, { id: 3 }], shards }));
+    const first = await c.startController();
+    await first.close();
+    // The restarted gateway's plugin: nothing notified yet in this process.
+    const backend = await c.startController();
+    const [moved, other] = shards.map(shardIdOf);
+    const shard = (await backend.getShard(moved!))!;
+    const to = shard.secondaryNodeIds[0]!;
+    await c.drive(backend.cutOverShard(moved!, { fromNodeId: shard.attachedNodeId, toNodeId: to }));
+    const otherNode = Number((await backend.getShard(other!))!.attachedNodeId);
+    const tenant = moved!.slice(0, 32);
+    expect(c.hook.applied.get(tenant)?.shards).toEqual([
+      { shard_number: 0, node_id: Number(to) },
+      { shard_number: 1, node_id: otherNode },
+    ]);
   });
 });
 

@@ -15,6 +15,11 @@ async function setUp(shards: SimShardSpec[] = [A, B]) {
   return c.startController();
 }
 
+/** Waits (in turns of the event loop, never on a clock) until `cond` holds. */
+async function until(cond: () => boolean) {
+  while (!cond()) await new Promise((r) => setImmediate(r));
+}
+
 const post = async (url: string, body: unknown) => {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   return { status: res.status, json: (await res.json()) as any };
@@ -80,6 +85,39 @@ describe('upcalls', () => {
       ],
     });
     expect(valid.json.tenants.map((t: { valid: boolean }) => t.valid)).toEqual([false, true, false]);
+  });
+
+  it('neon:L3 across a gateway restart: a re-attach answered before anyone watched is told to the next listener; the answer waits until a listener has acted on it', async () => {
+    const backend = await setUp();
+    // A gateway still starting (its engines not yet following the backend) when the pageserver re-attaches.
+    await c!.drive(c!.sim(1).restart());
+    const heard: string[] = [];
+    const acts: (() => void)[] = [];
+    backend.watch((e) => {
+      if (e.type !== 'nodeReattached') return undefined;
+      heard.push(e.nodeId);
+      return new Promise<void>((resolve) => acts.push(resolve));
+    });
+    await c!.idle();
+    expect(heard).toEqual(['1']);
+    acts.shift()!();
+    // A re-attach while a listener watches is answered only once it has acted (the handler called
+    // directly: once the listener heard it, nothing but the listener's promise is left to wait for).
+    let answered = false;
+    const answer = backend.upcalls.reAttach({ node_id: 2 }).then((a) => {
+      answered = true;
+      return a;
+    });
+    await until(() => heard.length === 2);
+    for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+    expect(answered).toBe(false);
+    acts.shift()!();
+    expect((await answer).status).toBe(200);
+    // Both were acted on: a listener that comes later is told neither.
+    const later: ClusterEvent[] = [];
+    backend.watch((e) => later.push(e));
+    await c!.idle();
+    expect(later.filter((e) => e.type === 'nodeReattached')).toEqual([]);
   });
 });
 
