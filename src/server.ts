@@ -235,6 +235,8 @@ export function buildApp(deps: AppDeps): App {
         if (role === 'leader') {
           standBy.stop();
           await relay?.stop();
+          // The backend's own state first (ha:L4): a resumed cut-over on a stand-by's stale intent met the previous leader's swap mid-way (ha:scenario-1).
+          await deps.backend.beforeLeading?.();
           await operations.start();
           if (store.shared) admitted.start();
         } else {

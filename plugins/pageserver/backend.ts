@@ -80,6 +80,8 @@ export class PageserverBackend implements ClusterBackend {
   /** Re-attaches that no listener has acted on yet (see `reattached`). */
   private readonly unheardReattaches = new Set<string>();
   private closed = false;
+  /** beforeLeading() has read the previous leader's state for this leadership (reset while standing by). */
+  private tookOver = false;
 
   constructor(private readonly config: PageserverBackendConfig) {
     this.events = new EventFanout({ onListenerError: config.onListenerError ?? (() => {}) });
@@ -176,10 +178,24 @@ export class PageserverBackend implements ClusterBackend {
       probe: (id) => this.availability.probe(id),
       onRound: (results, endedAt) => this.availability.onRound(results, endedAt),
       onError: (e) => log.warn({ err: e }, 'heartbeat round failed'),
-      ...(this.config.mayAct && { mayAct: this.config.mayAct, onLead: () => this.takeOver() }),
+      ...(this.config.mayAct && {
+        mayAct: this.config.mayAct,
+        // Once per leadership: the gateway calls beforeLeading() before its operations resume; the first round does it otherwise.
+        onLead: () => (this.tookOver ? Promise.resolve() : this.takeOver()),
+        onStandby: () => {
+          this.tookOver = false;
+          return this.availability.follow();
+        },
+      }),
     });
     await this.heartbeater.start();
     this.reconciler.startBackground();
+  }
+
+  /** ha:L4: the gateway's call when this replica starts leading, before its operations resume (ClusterBackend.beforeLeading). */
+  async beforeLeading(): Promise<void> {
+    await this.takeOver();
+    this.tookOver = true;
   }
 
   /**

@@ -54,6 +54,8 @@ export interface HeartbeaterConfig {
   mayAct?: () => boolean;
   /** ha:L8: called before the first round this replica runs as leader (it takes the previous leader's state over). */
   onLead?: () => Promise<void>;
+  /** ha:L8, ha:R1: called instead of a round while this replica stands by (it follows what the leader persisted). */
+  onStandby?: () => Promise<void>;
 }
 
 /**
@@ -87,7 +89,7 @@ export class Heartbeater {
       const leads = this.config.mayAct?.() ?? true;
       const tookOver = leads && !this.leading;
       this.leading = leads;
-      if (!leads) return;
+      if (!leads) return this.config.onStandby?.().catch((e: unknown) => this.config.onError(e));
       if (tookOver) await this.config.onLead?.().catch((e: unknown) => this.config.onError(e));
       const ids = this.config.nodeIds();
       const results = new Map<string, { ok: boolean; sentAt: number }>();

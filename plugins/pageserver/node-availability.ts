@@ -112,6 +112,36 @@ export class NodeAvailabilityKeeper {
   }
 
   /**
+   * ha:R1, ha:L8: on a stand-by, each node's availability as the leader last persisted it.
+   * A stand-by sends no heartbeats, so without this its nodes stayed OFFLINE from start-up
+   * (neon:H4): a drain started on a stand-by was refused (`node 1 is OFFLINE`), queries there
+   * said OFFLINE, and a stand-by that took over found every node OFFLINE and failed them all
+   * over (ending the drain running on one, ha:R2) before its first heartbeat round. Found by
+   * ha:scenario-1 (test/leadership/acceptance-kills.test.ts). Nothing is sent and nothing is
+   * declared lost here: the leader does that. A node followed ACTIVE is activated again by
+   * this replica's first good heartbeat as leader (`inherited`), as after `inherit()`.
+   */
+  async follow(): Promise<void> {
+    const raw = await this.deps.intents.meta.getMeta(HEARTBEATS_KEY);
+    if (!raw || raw === this.persisted) return;
+    let stored: Record<string, { availability?: unknown; lastOkAt?: unknown }>;
+    try {
+      stored = JSON.parse(raw) as typeof stored;
+    } catch {
+      return;
+    }
+    this.persisted = raw;
+    for (const node of this.deps.nodes.all()) {
+      const s = stored[node.nodeId];
+      if (!s || (s.availability !== 'ACTIVE' && s.availability !== 'WARMING_UP' && s.availability !== 'OFFLINE')) continue;
+      node.hb.lastOkAt = typeof s.lastOkAt === 'number' ? s.lastOkAt : null;
+      node.hb.inherited = s.availability !== 'OFFLINE';
+      if (s.availability === 'WARMING_UP') node.hb.warmingSince ??= node.hb.lastOkAt;
+      this.set(node, s.availability);
+    }
+  }
+
+  /**
    * neon:H4 `Offline`/`WarmingUp` → `Active`: list the node's locations (5 retries, 5 s);
    * differing ones become unknown, shards we do not know are detached; a failure keeps
    * the node out of ACTIVE. Then ACTIVE, and its unknown locations are reconciled.

@@ -115,6 +115,14 @@ export interface ClusterBackend {
   /** Subscribes to backend events; returns the unsubscribe function. */
   watch(listener: ClusterEventListener): () => void;
 
+  /**
+   * ha:L4, ha:L8: this replica now leads; called before its operations resume. A backend that
+   * keeps state of its own in the database (the pageserver plugin's intent) reads again what
+   * the previous leader wrote here, so that no resumed step acts on what this replica read as a
+   * stand-by. Absent: nothing to read again.
+   */
+  beforeLeading?(): Promise<void>;
+
   /** Optional controls of a simulated backend; real backends leave this undefined. */
   readonly simulation?: SimulationControls;
 

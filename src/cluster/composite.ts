@@ -86,6 +86,9 @@ export function combineBackends(backends: ClusterBackend[]): ClusterBackend {
     getShards: async (ids) => (shard ? shard.getShards(ids) : ids.map(() => null)),
     getSecondaryStatus: async (id, node) => needShard().getSecondaryStatus(id, node),
     cutOverShard: async (id, o) => needShard().cutOverShard(id, o),
+    async beforeLeading() {
+      await Promise.all(backends.map((b) => b.beforeLeading?.()));
+    },
     watch(listener) {
       const stops = backends.map((b) => b.watch(listener));
       return () => stops.forEach((stop) => stop());

@@ -11,7 +11,8 @@ import type { MaintNode, MaintVm } from './types.ts';
  * May new VMs be placed here? Ready, uncordoned and not in maintenance (vm:P3, vm:N3, vm:T4),
  * nor carrying Harvester's maintenance annotations, which Harvester's target list drops too (k8s:H5).
  */
-export const isSchedulable = (node: MaintNode): boolean => node.ready && !node.cordoned && node.maintenancePhase === null && !node.externalMaintenance;
+export const isSchedulable = (node: MaintNode): boolean =>
+  node.ready && !node.cordoned && node.maintenancePhase === null && !node.externalMaintenance && node.hostsVms !== false;
 
 export const canHost = (node: MaintNode, vm: PlacementConstraints): boolean => isSchedulable(node) && matchesPlacement(node.labels, vm);
 

@@ -25,6 +25,8 @@ export interface MaintNode {
   maintenancePhase: MaintenancePhase | null;
   /** k8s:H5: Harvester's maintenance annotations on the node (whoever wrote them); absent/null: none. */
   externalMaintenance?: 'REQUESTED' | 'RUNNING' | 'COMPLETED' | null;
+  /** False for a node no VM can run on (a pageserver only, role `storage`); absent: it can. */
+  hostsVms?: boolean;
 }
 
 export interface MaintVm {
