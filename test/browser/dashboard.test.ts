@@ -249,18 +249,23 @@ describe.skipIf(!haveChromium)('force from the dashboard (issue 17, point 7; doc
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a cancel waits in CANCELLING; cancel with force, confirmed after its warning, ends it: the step ABANDONED, re-checked, shown', async () => {
-    expect((await gql('mutation { simulation { injectFaults(input: { stuck: ["stuck-0"] }) { ... on SimulationFaults { stuck } } } }')).data).toBeTruthy();
-    const op = (await gql('mutation { r: startNodeDrain(nodeId: "1") { ... on Operation { id } } }')).data.r;
-    // The definite signal that the cut-over is in flight (and stays there): its step is MOVING.
+  /** The dashboard, opened once the operation's stuck step is in flight (the definite signal: it is MOVING, and stays so). */
+  async function dashboardOnceMoving(operationId: string): Promise<Page> {
     for (;;) {
-      const moving = (await gql(`{ operation(id: "${op.id}") { ... on Operation { steps(states: [MOVING]) { edges { node { workloadId } } } } } }`)).data
+      const moving = (await gql(`{ operation(id: "${operationId}") { ... on Operation { steps(states: [MOVING]) { edges { node { workloadId } } } } } }`)).data
         .operation.steps.edges;
       if (moving.length) break;
     }
     const page = await browser.newPage();
     page.setDefaultTimeout(UI_TIMEOUT_MS);
     await page.goto(started.url.replace('/graphql', '/'), { waitUntil: 'load' });
+    return page;
+  }
+
+  it('a cancel waits in CANCELLING; cancel with force, confirmed after its warning, ends it: the step ABANDONED, re-checked, shown', async () => {
+    expect((await gql('mutation { simulation { injectFaults(input: { stuck: ["stuck-0"] }) { ... on SimulationFaults { stuck } } } }')).data).toBeTruthy();
+    const op = (await gql('mutation { r: startNodeDrain(nodeId: "1") { ... on Operation { id } } }')).data.r;
+    const page = await dashboardOnceMoving(op.id);
     const row = page.locator('tr[data-node="1"]');
     const opRow = page.locator(`tr[data-operation="${op.id}"]`);
     await page.locator(`tr[data-operation="${op.id}"][data-state="RUNNING"]`).waitFor();
@@ -311,14 +316,7 @@ describe.skipIf(!haveChromium)('force from the dashboard (issue 17, point 7; doc
       (await gql('mutation { simulation { injectFaults(input: { stuck: ["default/stuck-vm"] }) { ... on SimulationFaults { stuck } } } }')).data,
     ).toBeTruthy();
     const op = (await gql('mutation { r: enableMaintenanceMode(nodeId: "2") { ... on Operation { id } } }')).data.r;
-    for (;;) {
-      const moving = (await gql(`{ operation(id: "${op.id}") { ... on Operation { steps(states: [MOVING]) { edges { node { workloadId } } } } } }`)).data
-        .operation.steps.edges;
-      if (moving.length) break;
-    }
-    const page = await browser.newPage();
-    page.setDefaultTimeout(UI_TIMEOUT_MS);
-    await page.goto(started.url.replace('/graphql', '/'), { waitUntil: 'load' });
+    const page = await dashboardOnceMoving(op.id);
     const opRow = page.locator(`tr[data-operation="${op.id}"]`);
     await page.locator(`tr[data-operation="${op.id}"][data-state="RUNNING"]`).waitFor();
     await page.locator('tr[data-node="2"]').getByRole('button', { name: 'Disable…' }).click();

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createPrng } from '../../plugins/fake/prng.ts';
 import { postGraphQL, until } from '../support/child-server.ts';
 import { HaProcesses, leaderOf, type ReplicaProcess as Replica, type SimulatorProcess as Simulator } from '../support/ha-processes.ts';
 import { createPostgresDatabase, postgresSkipReason } from '../support/test-database.ts';
@@ -50,18 +51,6 @@ afterEach(async () => {
   await processes.stop();
   for (const c of clients.splice(0)) await c.end();
 });
-
-/** mulberry32: a small seeded generator, so the kill instants are random yet reproducible. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function sql(url: string): Promise<pg.Client> {
   const c = new pg.Client({ connectionString: url });
@@ -178,7 +167,7 @@ describe.skipIf(skip)(skip ?? 'acceptance scenario 1 with ten kills', () => {
       const maintenanceId = await start(standby, 'enableMaintenanceMode', 'node-1');
       const ids = [drainId, maintenanceId];
 
-      const random = seeded(SEED);
+      const random = createPrng(SEED);
       const killed: { pid: number; epoch: number; endedSteps: number }[] = [];
       let lastKill = 0;
       let replacement: Promise<unknown> = Promise.resolve();

@@ -22,6 +22,12 @@ describe('pickTargetNode', () => {
     ).toBe('10');
   });
 
+  it('never picks a node no VM runs on (a pageserver only: role storage), however idle', () => {
+    const nodes = [node('1', { hostsVms: false }), node('2')];
+    expect(pickTargetNode(v, nodes, new Map([['2', 5]]), null)?.id).toBe('2');
+    expect(pickTargetNode(v, [node('1', { hostsVms: false })], new Map(), null)).toBeNull();
+  });
+
   it('skips the excluded, not-ready, cordoned, in-maintenance and non-matching nodes', () => {
     const nodes = [
       node('1'),
