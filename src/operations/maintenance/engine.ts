@@ -152,9 +152,9 @@ export class MaintenanceEngine implements OperationKindEngine {
       labels: n.labels,
       maintenancePhase: this.states.phaseOf(n.id),
       externalMaintenance: n.maintenanceMark ?? null,
-      // A pageserver the VM plugin does not know (its only role `storage`) is no target for a VM:
+      // Beside a VM backend, a pageserver it does not know (its only role `storage`) is no target for a VM:
       // a maintenance beside pageservers asked KubeVirt to migrate VMs to node "1" (ha:scenario-1).
-      hostsVms: !(n.roles.length > 0 && n.roles.every((r) => r === 'storage')),
+      hostsVms: !(this.deps.backend.capabilities.vms && n.roles.length > 0 && n.roles.every((r) => r === 'storage')),
     }));
   }
 
