@@ -220,8 +220,7 @@ export class StorageEngine implements OperationKindEngine {
         // The part ends inside its owner's record: its steps and its policy now, the owner hears of it after the commit.
         after = () => {
           applyTransition();
-          this.partRuns.delete(nodeId);
-          this.core.live.removePart(nodeId);
+          this.forgetPart(nodeId);
           part.onEnd('FAILED', failure);
         };
         return transition?.writes ?? [];
@@ -315,12 +314,15 @@ export class StorageEngine implements OperationKindEngine {
         transition.applied();
         this.afterPolicyChange(run.nodeId);
       }
-      if (this.partRuns.get(run.nodeId)?.run === run) {
-        this.partRuns.delete(run.nodeId);
-        this.core.live.removePart(run.nodeId);
-      }
+      if (this.partRuns.get(run.nodeId)?.run === run) this.forgetPart(run.nodeId);
     });
     onEnd(outcome, failure);
+  }
+
+  /** The node's drain part is over: it no longer holds the node. */
+  private forgetPart(nodeId: string): void {
+    this.partRuns.delete(nodeId);
+    this.core.live.removePart(nodeId);
   }
 
   /** The owner is done with the node: its policy back to ACTIVE, then (with `refill`) a fill brings its shards back. */
@@ -329,8 +331,7 @@ export class StorageEngine implements OperationKindEngine {
     if (!backend.capabilities.shards) return { operationId: null, warning: null };
     // A part its owner left running (a maintenance that went to ERROR) stops here: the node is someone else's next.
     this.partRuns.get(nodeId)?.run.halt();
-    this.partRuns.delete(nodeId);
-    this.core.live.removePart(nodeId);
+    this.forgetPart(nodeId);
     const policy = this.policies.get(nodeId);
     if (policy === 'DRAINING' || policy === 'PAUSE_FOR_RESTART')
       await this.changePolicy(nodeId, { type: 'configure', policy: 'ACTIVE' }, null, { actor: meta.actor, reason: meta.reason });
