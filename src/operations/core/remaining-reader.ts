@@ -39,11 +39,7 @@ export class RemainingReader {
 
   /** At the end of an operation on the node; `leftBecause`: its steps' skip and failure reasons. Null when the backend cannot be read. */
   async atEnd(nodeId: string, leftBecause: ReadonlyMap<string, string>): Promise<RemainingWorkload[] | null> {
-    try {
-      return remainingWorkloads(nodeId, await this.read([nodeId]), leftBecause);
-    } catch {
-      return null;
-    }
+    return (await this.readForEnd(nodeId))(leftBecause);
   }
 
   /**
