@@ -196,6 +196,7 @@ export class PageserverBackend implements ClusterBackend {
   async beforeLeading(): Promise<void> {
     await this.takeOver();
     this.tookOver = true;
+    this.heartbeater.now();
   }
 
   /**

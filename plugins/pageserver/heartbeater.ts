@@ -67,6 +67,7 @@ export class Heartbeater {
   private stopped = false;
   private running: Promise<void> = Promise.resolve();
   private leading = false;
+  private inRound = false;
 
   constructor(private readonly config: HeartbeaterConfig) {}
 
@@ -81,9 +82,23 @@ export class Heartbeater {
     return this.running;
   }
 
+  /**
+   * ha:L8, neon:H4: a round at once, the next ones following from it, unless one is under way
+   * or this replica already ran one as leader.
+   * A replica that begins to lead calls it, as Neon's controller runs its initial heartbeat
+   * round at start-up: its nodes read OFFLINE until a round has reached them, and waiting for
+   * the next tick (up to `intervalMs`) would refuse drains for that long.
+   */
+  now(): void {
+    if (this.stopped || this.inRound || this.leading) return;
+    this.cancel?.();
+    void this.round();
+  }
+
   private round(): Promise<void> {
     const { clock } = this.config;
     const startedAt = clock.now();
+    this.inRound = true;
     this.running = (async () => {
       // ha:L8: heartbeats only on the leader; the first round as leader starts from what the previous one persisted.
       const leads = this.config.mayAct?.() ?? true;
@@ -103,6 +118,7 @@ export class Heartbeater {
       await this.config.onRound(results, clock.now()).catch((e: unknown) => this.config.onError(e));
     })();
     return this.running.finally(() => {
+      this.inRound = false;
       if (this.stopped) return;
       const wait = Math.max(0, startedAt + this.config.intervalMs - clock.now());
       this.cancel = clock.setTimer(wait, () => void this.round());

@@ -16,7 +16,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createPrng } from '../../plugins/fake/prng.ts';
 import { postGraphQL, until } from '../support/child-server.ts';
-import { HaProcesses, leaderOf, type ReplicaProcess as Replica, type SimulatorProcess as Simulator } from '../support/ha-processes.ts';
+import { HaProcesses, leaderOf, nodesActive, type ReplicaProcess as Replica, type SimulatorProcess as Simulator } from '../support/ha-processes.ts';
 import { createPostgresDatabase, postgresSkipReason } from '../support/test-database.ts';
 import { CALLS_PATH } from '../../simulators/kubernetes/server.ts';
 
@@ -141,19 +141,7 @@ describe.skipIf(skip)(skip ?? 'acceptance scenario 1 with ten kills', () => {
       for (let i = 0; i < 3; i++) replicas.push(await replica());
       let { leader, epoch } = await leaderOf(replicas);
       const standby = replicas.find((r) => r !== leader)!;
-      // The pageservers are ACTIVE once the leader's heartbeats have reached them (ha:L8): before that a drain is refused.
-      await until(
-        async () => {
-          const { edges } = (await postGraphQL(standby.url, '{ nodes(first: 100) { edges { node { id availability } } } }')).nodes as {
-            edges: { node: { id: string; availability: string } }[];
-          };
-          const active = new Set(edges.filter((e) => e.node.availability === 'ACTIVE').map((e) => e.node.id));
-          return ['1', '2', '3', 'node-1', 'node-2', 'node-3'].every((n) => active.has(n)) ? true : undefined;
-        },
-        'every node ACTIVE on the stand-by',
-        90_000,
-        100,
-      );
+      await nodesActive(standby, ['1', '2', '3', 'node-1', 'node-2', 'node-3']);
       // A leader elected before its first heartbeat round finds the pageservers OFFLINE (neon:H4) and
       // fails them over (ha:L8) onto nodes that hold no shards: every step fails, the failover ends.
       // Known, not fixed here (src/operations/failover/engine.ts); wait until nothing runs.

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { postGraphQL } from '../support/child-server.ts';
-import { HaProcesses, leaderOf, type ReplicaProcess } from '../support/ha-processes.ts';
+import { HaProcesses, leaderOf, nodesActive, type ReplicaProcess } from '../support/ha-processes.ts';
 import { createPostgresDatabase, postgresSkipReason } from '../support/test-database.ts';
 
 const skip = postgresSkipReason();
@@ -23,9 +23,9 @@ async function race(replicas: ReplicaProcess[], mutation: string, count: number)
     Array.from({ length: count }, async (_, i) => {
       const data = await postGraphQL(
         replicas[i % replicas.length]!.url,
-        `mutation { r: ${mutation} { __typename ... on Operation { id } ... on ConflictError { operationId } } }`,
+        `mutation { r: ${mutation} { __typename ... on Operation { id } ... on ConflictError { operationId } ... on Error { message } } }`,
       );
-      return data.r as { __typename: string; id?: string; operationId?: string };
+      return data.r as { __typename: string; id?: string; operationId?: string; message?: string };
     }),
   );
   const accepted = answers.filter((a) => a.__typename === 'Operation');
@@ -46,6 +46,7 @@ describe.skipIf(skip)(skip ?? 'racing starts across replica processes', () => {
       const replicas = [];
       for (const name of ['r1', 'r2', 'r3']) replicas.push(await processes.replica(name, config, dir, url));
       await leaderOf(replicas);
+      for (const r of replicas) await nodesActive(r, ['1', '2', '3', 'node-3']);
 
       const drains = await race(replicas, 'startNodeDrain(nodeId: "1")', 50);
       expect(drains.others).toEqual([]);

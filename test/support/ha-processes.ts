@@ -192,3 +192,24 @@ export async function enableMaintenance(replica: ReplicaProcess, node: string): 
   if (data.enableMaintenanceMode.__typename !== 'Operation') throw new Error(`maintenance of ${node} refused: ${JSON.stringify(data.enableMaintenanceMode)}`);
   return data.enableMaintenanceMode.id as string;
 }
+
+/**
+ * Until `replica` reads every node of `ids` ACTIVE. A leader elected on a fresh database finds
+ * the pageservers OFFLINE until its first heartbeat round has reached them (neon:H4), and a
+ * stand-by follows what the leader persisted (ha:L8): a drain started before then is refused
+ * with UnavailableError (`node 1 is OFFLINE, not ACTIVE`).
+ */
+export async function nodesActive(replica: ReplicaProcess, ids: string[]): Promise<void> {
+  await until(
+    async () => {
+      const { edges } = (await postGraphQL(replica.url, '{ nodes(first: 100) { edges { node { id availability } } } }')).nodes as {
+        edges: { node: { id: string; availability: string } }[];
+      };
+      const active = new Set(edges.filter((e) => e.node.availability === 'ACTIVE').map((e) => e.node.id));
+      return ids.every((n) => active.has(n)) ? true : undefined;
+    },
+    `nodes ${ids.join(', ')} ACTIVE on ${replica.name}`,
+    90_000,
+    100,
+  );
+}

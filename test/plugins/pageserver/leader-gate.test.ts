@@ -70,3 +70,17 @@ it('ha:L8: a node that died together with the old leader goes OFFLINE under the 
   expect((await next.getNode('2'))?.availability).toBe('ACTIVE');
   expect(events.filter((e) => e.type === 'nodeLost').map((e) => (e as { nodeId: string }).nodeId)).toEqual(['1']);
 });
+
+it('ha:L8, neon:H4: a replica that begins to lead heartbeats at once, not at its next tick: its nodes are ACTIVE before any virtual time passes', async () => {
+  const c = clusters.use(await startSimCluster({ nodes: [{ id: 1 }, { id: 2 }], shards: SHARDS }));
+  let leads = false;
+  const backend = await c.startController({ heartbeatIntervalMs: 60_000 }, { mayAct: () => leads });
+  await c.advance(1_000, 500);
+  expect((await backend.listNodes()).map((n) => n.availability)).toEqual(['OFFLINE', 'OFFLINE']);
+  const from = c.log.entries.length;
+  leads = true;
+  await backend.beforeLeading();
+  await c.idle();
+  expect(c.log.entries.slice(from).filter((e) => e.path === '/v1/utilization')).toHaveLength(2);
+  expect((await backend.listNodes()).map((n) => n.availability)).toEqual(['ACTIVE', 'ACTIVE']);
+});
