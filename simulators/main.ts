@@ -1,5 +1,5 @@
 /**
- * `lockkeeper simulator [--config-out FILE] [--nodes N] [--vms-per-node N] [--tenants N] [--shards-per-tenant N]`
+ * `lockkeeper simulator [--config-out FILE] [--nodes N] [--vms-per-node N] [--tenants N] [--shards-per-tenant N] [--location-config-ms N]`
  * (ha:B1): runs the simulated cluster until SIGTERM / SIGINT and prints one JSON line when
  * it is ready, naming the API server and the config to start gateways with.
  */
@@ -16,6 +16,7 @@ export async function runSimulatorCommand(argv: string[]): Promise<void> {
       'migrate-ms': { type: 'string' },
       tenants: { type: 'string' },
       'shards-per-tenant': { type: 'string' },
+      'location-config-ms': { type: 'string' },
     },
   });
   const count = (name: string, value: string | undefined) => {
@@ -35,6 +36,7 @@ export async function runSimulatorCommand(argv: string[]): Promise<void> {
     migrateMs: count('migrate-ms', values['migrate-ms']),
     tenants: count('tenants', values.tenants),
     shardsPerTenant: atLeastOne('shards-per-tenant', count('shards-per-tenant', values['shards-per-tenant'])),
+    locationConfigMs: count('location-config-ms', values['location-config-ms']),
   });
   process.stdout.write(
     `${JSON.stringify({

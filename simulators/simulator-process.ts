@@ -10,6 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { K8sSim } from './kubernetes/index.ts';
 import { ComputeHookSim } from './compute-hook/index.ts';
+import { RequestLog } from './common/request-log.ts';
 import { roundRobinShards, startPageserverFleet, type PageserverFleet } from './pageserver/index.ts';
 
 export interface SimulatorOptions {
@@ -25,6 +26,8 @@ export interface SimulatorOptions {
   tenants?: number;
   /** Shards of each of those tenants (default 4); 1 makes unsharded tenants. */
   shardsPerTenant?: number;
+  /** How long each pageserver takes to answer a `PUT …/location_config` (ms; default 0), so that a cut-over lasts. */
+  locationConfigMs?: number;
 }
 
 export interface RunningSimulator {
@@ -53,11 +56,15 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
   let computeHook: ComputeHookSim | null = null;
   if (options.tenants) {
     const ids = Array.from({ length: nodes }, (_, i) => i + 1);
+    // One log for the pageservers and the hook, so that their calls keep one order (any of them serves it).
+    const log = new RequestLog();
     pageservers = await startPageserverFleet({
       nodes: ids.map((id) => ({ id })),
       shards: roundRobinShards(ids, options.tenants, options.shardsPerTenant ?? 4),
+      log,
     });
-    computeHook = await new ComputeHookSim().start();
+    for (const sim of pageservers.sims.values()) sim.setLatency(options.locationConfigMs ?? 0);
+    computeHook = await new ComputeHookSim({ log }).start();
     plugins.push({
       name: 'pageserver',
       options: {

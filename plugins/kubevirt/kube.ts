@@ -15,7 +15,7 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { BackendError } from '../../src/cluster/errors.ts';
-import type { PluginContext } from '../../src/cluster/plugin.ts';
+import { SENDER_HEADER, type PluginContext } from '../../src/cluster/plugin.ts';
 import { gateConnections } from '../../src/cluster/send-gate.ts';
 import type { KubevirtOptions } from './options.ts';
 
@@ -73,9 +73,6 @@ export interface KubeClients {
 }
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
-/** The header that names the replica, and its epoch, that sent a write (ha:L3: the simulator records it). */
-const SENDER_HEADER = 'x-lockkeeper-sender';
 
 /**
  * The API clients, as `kc.makeApiClient` builds them plus one gate (ha:L2, ha:L3, ha:L8): a

@@ -46,6 +46,8 @@ export interface PageserverBackendConfig extends Omit<PageserverOptions, 'stateF
    * heartbeat round as leader reloads the intent and the persisted heartbeats. Absent: always.
    */
   mayAct?: () => boolean;
+  /** ha:L3: named in every request to a pageserver or the compute hook (`PluginContext.sender`). Absent: not named. */
+  sender?: () => string;
 }
 
 const byTenantAndNumber = (a: ShardIntent, b: ShardIntent) => (a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : a.shardNumber - b.shardNumber);
@@ -85,7 +87,7 @@ export class PageserverBackend implements ClusterBackend {
 
   constructor(private readonly config: PageserverBackendConfig) {
     this.events = new EventFanout({ onListenerError: config.onListenerError ?? (() => {}) });
-    const gate = config.mayAct ? { mayAct: config.mayAct } : {};
+    const gate = { ...(config.mayAct && { mayAct: config.mayAct }), ...(config.sender && { sender: config.sender }) };
     this.http = new PageserverHttp({ clock: config.clock, authToken: config.authToken, ...gate });
     this.hook = new ComputeHook({ clock: config.clock, url: config.controlPlane?.url, token: config.controlPlane?.token, log: config.log, ...gate });
     this.failover = {

@@ -1,4 +1,5 @@
 import type { Clock } from '../../src/cluster/clock.ts';
+import { SENDER_HEADER } from '../../src/cluster/plugin.ts';
 import { HOOK, neonBackoffMs } from './neon-retry.ts';
 import { sleepUnless } from './sleep.ts';
 
@@ -93,6 +94,8 @@ export class ComputeHook {
       log: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
       /** ha:L8: compute notifications only from the leader, checked as each is sent; a stand-by's is cancelled. Absent: always. */
       mayAct?: () => boolean;
+      /** ha:L3: who sends (`holder@epoch`), named in each notification. Absent: not named. */
+      sender?: () => string;
     },
   ) {}
 
@@ -218,6 +221,7 @@ export class ComputeHook {
     });
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.config.token) headers.authorization = `Bearer ${this.config.token}`;
+    if (this.config.sender) headers[SENDER_HEADER] = this.config.sender();
     this.active++;
     try {
       const res = await fetch(url, { method: 'PUT', headers, body, signal: controller.signal });

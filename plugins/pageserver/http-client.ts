@@ -1,5 +1,6 @@
 import type { Clock } from '../../src/cluster/clock.ts';
 import { BackendError, type BackendErrorCode } from '../../src/cluster/errors.ts';
+import { SENDER_HEADER } from '../../src/cluster/plugin.ts';
 import { retry } from '../../src/cluster/retry.ts';
 import { neonBackoffMs } from './neon-retry.ts';
 
@@ -89,6 +90,8 @@ export interface PageserverHttpConfig {
   authToken?: string;
   /** ha:L8: whether this replica leads; a request that changes a pageserver is refused otherwise, checked as it is sent. Absent: always. */
   mayAct?: () => boolean;
+  /** ha:L3: who sends (`holder@epoch`), named in each request. Absent: not named. */
+  sender?: () => string;
 }
 
 /**
@@ -181,6 +184,7 @@ export class PageserverHttp {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     if (this.config.authToken) headers.authorization = `Bearer ${this.config.authToken}`;
+    if (this.config.sender) headers[SENDER_HEADER] = this.config.sender();
     // ha:L8: checked here, at the last instant before each attempt is sent, not when the action began.
     if (method !== 'GET' && !(this.config.mayAct?.() ?? true)) {
       set.delete(controller);

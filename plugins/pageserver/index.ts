@@ -32,7 +32,11 @@ export class PageserverConfigError extends Error {
 /** Creates the backend (intent in `context.store`), starts the upcall listener, discovers, starts heartbeats. */
 export async function createPageserverBackend(
   options: PageserverOptions,
-  context: Pick<PluginContext, 'configDir' | 'log' | 'store' | 'mayAct'> & { clock?: Clock; onListenerError?: (e: unknown) => void; resolveHost?: ResolveHost },
+  context: Pick<PluginContext, 'configDir' | 'log' | 'store' | 'mayAct' | 'sender'> & {
+    clock?: Clock;
+    onListenerError?: (e: unknown) => void;
+    resolveHost?: ResolveHost;
+  },
 ): Promise<PageserverController> {
   if (!context.store) {
     throw new PageserverConfigError('the pageserver plugin keeps its intent and generations in the gateway database, and none was given (PluginContext.store)');
@@ -46,6 +50,7 @@ export async function createPageserverBackend(
     clock: context.clock ?? systemClock,
     log: context.log,
     ...(context.mayAct && { mayAct: context.mayAct }),
+    ...(context.sender && { sender: context.sender }),
     ...(context.resolveHost && { resolveHost: context.resolveHost }),
     onListenerError: context.onListenerError ?? ((e) => context.log.warn({ err: e }, 'a cluster event listener threw')),
   });

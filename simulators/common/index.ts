@@ -1,2 +1,2 @@
 export { wallClock, Waits, type SimClock } from './clock.ts';
-export { RequestLog, type LoggedRequest } from './request-log.ts';
+export { RequestLog, REQUESTS_PATH, type LoggedRequest } from './request-log.ts';

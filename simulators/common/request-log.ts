@@ -1,3 +1,5 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
 /**
  * Every request a simulator received, in the order they arrived, across all the
  * simulators of a test that share one log (pageservers and the compute hook): acceptance
@@ -14,6 +16,17 @@ export interface LoggedRequest {
   body: unknown;
   /** The simulator's clock when it arrived. */
   at: number;
+  /** Who sent it, as its `x-lockkeeper-sender` header says (a gateway replica: `holder@epoch`), when it says (ha:L3). */
+  sender?: string;
+}
+
+/** Where another process reads the log (the simulators' own route, not Neon's): `{ items: LoggedRequest[] }`, never logged itself. */
+export const REQUESTS_PATH = '/simulator/v1/requests';
+
+/** The `x-lockkeeper-sender` a request names, if one. */
+export function senderOf(headers: IncomingHttpHeaders): { sender?: string } {
+  const sender = headers['x-lockkeeper-sender'];
+  return typeof sender === 'string' ? { sender } : {};
 }
 
 export class RequestLog {

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { wallClock, Waits, type SimClock } from '../common/clock.ts';
-import { parseBody, RequestLog } from '../common/request-log.ts';
+import { parseBody, REQUESTS_PATH, RequestLog, senderOf } from '../common/request-log.ts';
 
 /**
  * A simulated compute control plane: the other end of Neon's `notify-attach` hook
@@ -13,7 +13,8 @@ import { parseBody, RequestLog } from '../common/request-log.ts';
  * optionally after a delay on the clock; every request is recorded (`notifications`),
  * whatever it was answered. Strict: another method is 405, another path 404, a body that
  * is not exactly that shape 400, and with `token` a missing or wrong bearer token 401.
- * `GET /simulator/v1/notifications` reads the record back (a test in another process).
+ * `GET /simulator/v1/notifications` reads the record back (a test in another process), and
+ * `GET /simulator/v1/requests` the request log it shares with the pageservers.
  */
 
 /** Where another process reads what the hook was sent (the simulator's own route, not Neon's). */
@@ -132,10 +133,23 @@ export class ComputeHookSim {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://hook');
     const method = req.method ?? 'GET';
+    if (url.pathname === REQUESTS_PATH && method === 'GET') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ items: this.log.entries }));
+      return;
+    }
     let raw = '';
     for await (const chunk of req) raw += chunk;
     const body = parseBody(raw);
-    this.log.record({ source: 'hook', method, path: url.pathname, query: Object.fromEntries(url.searchParams), body, at: this.clock.now() });
+    this.log.record({
+      source: 'hook',
+      method,
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      body,
+      at: this.clock.now(),
+      ...senderOf(req.headers),
+    });
     const authorization = req.headers.authorization ?? null;
     const send = (status: number, payload: unknown) => {
       this.notifications.push({ at: this.clock.now(), body, authorization, status });

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { wallClock, Waits, type SimClock } from '../common/clock.ts';
-import { parseBody, RequestLog } from '../common/request-log.ts';
+import { parseBody, REQUESTS_PATH, RequestLog, senderOf } from '../common/request-log.ts';
 import { SafetyChecker } from './safety.ts';
 import { parseShardId } from './shard-id.ts';
 import { formatLsn, parseLsn, WalStreams } from './wal.ts';
@@ -480,6 +480,7 @@ export class PageserverSim {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://sim');
     const method = req.method ?? 'GET';
+    if (url.pathname === REQUESTS_PATH && method === 'GET') return this.reply(res, 200, { items: this.log.entries });
     this.requests.push(`${method} ${url.pathname}`);
     let raw = '';
     for await (const chunk of req) raw += chunk;
@@ -490,6 +491,7 @@ export class PageserverSim {
       query: Object.fromEntries(url.searchParams),
       body: parseBody(raw),
       at: this.clock.now(),
+      ...senderOf(req.headers),
     });
     if (!this.answering) return this.hold(res);
     const fault = this.faults.find(

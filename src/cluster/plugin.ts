@@ -3,6 +3,9 @@ import type { ClusterBackend } from './backend.ts';
 import type { Clock } from './clock.ts';
 import type { PluginStore } from './plugin-store.ts';
 
+/** The header in which a plugin names `PluginContext.sender` on each request that changes the cluster (ha:L3: simulators record it). */
+export const SENDER_HEADER = 'x-lockkeeper-sender';
+
 export interface PluginContext {
   clock: Clock;
   /** Directory that relative paths in the plugin's options are resolved against. */

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
+import { REQUESTS_PATH, type LoggedRequest } from '../../simulators/common/index.ts';
 import { CALLS_PATH } from '../../simulators/kubernetes/server.ts';
 import { PROJECT_ROOT, postGraphQL, spawnLockkeeper, until, type ChildServer } from './child-server.ts';
 
@@ -157,8 +158,8 @@ export async function writes(sim: SimulatorProcess): Promise<SimulatorCall[]> {
   return items.filter((c) => !['get', 'list', 'watch'].includes(c.verb));
 }
 
-/** `host:pid:random@epoch` (src/start.ts) as pid and epoch; null when the call named no sender. */
-function senderOf(call: { sender?: string }): { pid: number; epoch: number } | null {
+/** `host:pid:random@epoch` (src/start.ts) as pid and epoch; null when the call named no sender, or a stand-by (`…@standby`). */
+export function senderOf(call: { sender?: string }): { pid: number; epoch: number } | null {
   const m = /^.*:(\d+):[0-9a-f]+@(\d+)$/.exec(call.sender ?? '');
   return m ? { pid: Number(m[1]), epoch: Number(m[2]) } : null;
 }
@@ -166,6 +167,13 @@ function senderOf(call: { sender?: string }): { pid: number; epoch: number } | n
 /** The sender of each write the API server received, in arrival order; a write that named none throws. */
 export async function senders(sim: SimulatorProcess): Promise<{ pid: number; epoch: number }[]> {
   return (await writes(sim)).map((c) => senderOf(c) ?? fail(`a ${c.verb} of ${c.resource} without a sender`));
+}
+
+/** Every request the simulated pageservers and the compute hook received (one log), in arrival order, each with its `sender` (ha:L3). */
+export async function pageserverRequests(sim: SimulatorProcess): Promise<LoggedRequest[]> {
+  const hook = sim.computeHook ?? fail('the simulator serves no pageservers (start it with --tenants)');
+  const { items } = (await (await fetch(new URL(REQUESTS_PATH, hook))).json()) as { items: LoggedRequest[] };
+  return items;
 }
 
 function fail(message: string): never {
