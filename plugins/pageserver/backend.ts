@@ -50,6 +50,8 @@ export interface PageserverBackendConfig extends Omit<PageserverOptions, 'stateF
   sender?: () => string;
 }
 
+type NodeEvent = Extract<ClusterEvent, { type: 'nodeReattached' | 'nodeLost' }>;
+
 const byTenantAndNumber = (a: ShardIntent, b: ShardIntent) => (a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : a.shardNumber - b.shardNumber);
 
 /**
@@ -79,8 +81,8 @@ export class PageserverBackend implements ClusterBackend {
   private registration!: Registration;
   private heartbeater!: Heartbeater;
   private readonly events: EventFanout<ClusterEvent>;
-  /** Re-attaches that no listener has acted on yet (see `reattached`). */
-  private readonly unheardReattaches = new Set<string>();
+  /** Re-attaches and losses of nodes that no listener has acted on yet, by kind and node (see `untilHeard`). */
+  private readonly unheard = new Map<string, NodeEvent>();
   private closed = false;
   /** beforeLeading() has read the previous leader's state for this leadership (reset while standing by). */
   private tookOver = false;
@@ -150,7 +152,7 @@ export class PageserverBackend implements ClusterBackend {
         this.emit({ type: 'nodeChanged', node: toClusterNode(node) });
         this.moves.recheck();
       },
-      lost: (node) => this.emit({ type: 'nodeLost', nodeId: node.nodeId }),
+      lost: (node) => void this.untilHeard({ type: 'nodeLost', nodeId: node.nodeId }),
     });
     this.registration = new Registration({
       intents: this.intents,
@@ -178,7 +180,7 @@ export class PageserverBackend implements ClusterBackend {
       intervalMs: this.config.heartbeatIntervalMs,
       nodeIds: () => this.nodes.ids(),
       probe: (id) => this.availability.probe(id),
-      onRound: (results, endedAt) => this.availability.onRound(results, endedAt),
+      onRound: (results, endedAt, first) => this.availability.onRound(results, endedAt, first),
       onError: (e) => log.warn({ err: e }, 'heartbeat round failed'),
       ...(this.config.mayAct && {
         mayAct: this.config.mayAct,
@@ -239,10 +241,10 @@ export class PageserverBackend implements ClusterBackend {
 
   watch(listener: ClusterEventListener): () => void {
     const unwatch = this.events.add(listener);
-    // A re-attach answered before this listener watched (the gateway still starting after a kill) is told to it too.
-    for (const nodeId of [...this.unheardReattaches]) {
-      void this.events.deliverTo(listener, { type: 'nodeReattached', nodeId }).then((acted) => {
-        if (acted) this.unheardReattaches.delete(nodeId);
+    // A re-attach or a loss told before this listener watched (the gateway still starting after a kill, a replica taking over) is told to it too.
+    for (const [key, event] of [...this.unheard]) {
+      void this.events.deliverTo(listener, event).then((acted) => {
+        if (acted && this.unheard.get(key) === event) this.unheard.delete(key);
       });
     }
     return unwatch;
@@ -251,13 +253,22 @@ export class PageserverBackend implements ClusterBackend {
   /**
    * neon:L3: the re-attach upcall is answered once a listener has acted on it (the gateway's
    * storage engine returns when the node's policy change is recorded), so that a gateway killed
-   * meanwhile hears it again (the pageserver retries an unanswered upcall). One that no listener
-   * acted on (none watched yet) stays pending for the next listener.
+   * meanwhile hears it again (the pageserver retries an unanswered upcall).
    */
-  private async reattached(nodeId: string): Promise<void> {
+  private reattached(nodeId: string): Promise<void> {
+    return this.untilHeard({ type: 'nodeReattached', nodeId });
+  }
+
+  /**
+   * Tells every listener; one that no listener acted on (none watched yet, or the operations
+   * of a replica taking over not yet started) stays pending for the next listener: a node lost
+   * in the first heartbeat round of a new leader must still fail over (ha:L8).
+   */
+  private async untilHeard(event: NodeEvent): Promise<void> {
     if (this.closed) return;
-    this.unheardReattaches.add(nodeId);
-    if ((await this.events.deliver({ type: 'nodeReattached', nodeId })) > 0) this.unheardReattaches.delete(nodeId);
+    const key = `${event.type} ${event.nodeId}`;
+    this.unheard.set(key, event);
+    if ((await this.events.deliver(event)) > 0 && this.unheard.get(key) === event) this.unheard.delete(key);
   }
 
   private emit(event: ClusterEvent): void {

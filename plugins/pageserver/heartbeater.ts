@@ -47,8 +47,8 @@ export interface HeartbeaterConfig {
   nodeIds(): string[];
   /** One node's heartbeat with its retries; resolves true when it answered. */
   probe(nodeId: string): Promise<boolean>;
-  /** The round's results, all at once when its slowest probe ended. */
-  onRound(results: Map<string, { ok: boolean; sentAt: number }>, endedAt: number): Promise<void>;
+  /** The round's results, all at once when its slowest probe ended; `first`: the first round of this replica's leadership. */
+  onRound(results: Map<string, { ok: boolean; sentAt: number }>, endedAt: number, first: boolean): Promise<void>;
   onError(error: unknown): void;
   /** ha:L8: whether this replica leads; a stand-by sends no heartbeats. Absent: always. */
   mayAct?: () => boolean;
@@ -115,7 +115,7 @@ export class Heartbeater {
         }),
       );
       if (this.stopped || !(this.config.mayAct?.() ?? true)) return;
-      await this.config.onRound(results, clock.now()).catch((e: unknown) => this.config.onError(e));
+      await this.config.onRound(results, clock.now(), tookOver).catch((e: unknown) => this.config.onError(e));
     })();
     return this.running.finally(() => {
       this.inRound = false;

@@ -44,8 +44,9 @@ export class NodeAvailabilityKeeper {
     }
   }
 
-  /** A heartbeat round ended: apply each node's verdict (neon:H2, neon:H3). */
-  async onRound(results: Map<string, { ok: boolean; sentAt: number }>, endedAt: number): Promise<void> {
+  /** A heartbeat round ended: apply each node's verdict (neon:H2, neon:H3); `first`: the first round of this leadership. */
+  async onRound(results: Map<string, { ok: boolean; sentAt: number }>, endedAt: number, first = false): Promise<void> {
+    const offlineBefore = first ? this.deps.nodes.all().filter((n) => n.hb.availability === 'OFFLINE') : [];
     await Promise.all(
       [...results].map(async ([nodeId, { ok, sentAt }]) => {
         const node = this.deps.nodes.get(nodeId);
@@ -67,7 +68,22 @@ export class NodeAvailabilityKeeper {
         }
       }),
     );
+    for (const node of offlineBefore) this.stillLost(node, results.get(node.nodeId)?.ok ?? false);
     await this.persist();
+  }
+
+  /**
+   * neon:H5, ha:L8: a node OFFLINE when this replica began to lead, and silent in its first
+   * round, is lost again if it still holds attached shards. Its OFFLINE may be the previous
+   * leader's (persisted, or never seen since start-up) whose failover never got admitted (it
+   * died in between); Neon's controller likewise schedules every shard off the nodes its
+   * start-up heartbeat round found offline. The gateway starts no second failover of a node.
+   */
+  private stillLost(node: NodeRuntime, answered: boolean): void {
+    if (answered || node.hb.availability !== 'OFFLINE') return;
+    if (!this.deps.intents.sortedShards().some((s) => s.attachedNodeId === node.nodeId)) return;
+    this.deps.log.warn({ node: node.nodeId }, `pageserver ${node.nodeId} OFFLINE at take-over with shards attached: failing them over`);
+    this.deps.lost(node);
   }
 
   /**

@@ -162,6 +162,32 @@ describe('neon:H5 — a lost node fails over', () => {
     expect(op).toMatchObject({ state: 'SUCCEEDED', counts: { moved: 3 } });
     await a.db.close();
   });
+
+  it('ha:L8: a loss told again to the restarted gateway as it watches (a backend replaying an unheard nodeLost) resumes the recorded failover and starts no second one', async () => {
+    const a = await createTestApp({ topology: THREE_ZONES });
+    t = a;
+    const slow = a.cluster.failover.failOverShard.bind(a.cluster.failover);
+    // The first gateway's moves never answer: the shards are still attached to node 1 when it restarts.
+    a.cluster.failover.failOverShard = () => new Promise(() => {});
+    await a.cluster.simulation.setNodeOnline('1', false);
+    await driveUntil(a, () => a.app.failover.activeFailover('1')?.counts.moving === 3);
+    await a.app.operations.shutdown();
+    t = undefined;
+    a.cluster.failover.failOverShard = slow;
+    const watch = a.cluster.watch.bind(a.cluster);
+    a.cluster.watch = (listener) => {
+      const unwatch = watch(listener);
+      queueMicrotask(() => listener({ type: 'nodeLost', nodeId: '1' }));
+      return unwatch;
+    };
+    const b = await createTestApp({ clock: a.clock, databaseFile: a.db.file, backend: () => a.cluster });
+    t = b;
+    await b.app.failover.idle();
+    await driveUntil(b, () => b.app.operations.live.all(['FAILOVER']).length === 0);
+    const ops = await b.app.operations.listOperations({ nodeId: '1', kind: 'FAILOVER' });
+    expect(ops.map((o) => [o.state, o.counts.moved])).toEqual([['SUCCEEDED', 3]]);
+    await a.db.close();
+  });
 });
 
 describe('ha:R2 — a FAILOVER ends the lost node’s drain in the transaction that admits it', () => {

@@ -102,18 +102,19 @@ export class FailoverEngine implements OperationKindEngine {
 
   private admitting: Promise<void> = Promise.resolve();
 
-  private onClusterEvent(event: ClusterEvent): void {
-    if (this.core.stopped) return;
+  /** Returns, for a `nodeLost` it takes up, the promise of its admission: the backend then knows the loss was heard. */
+  private onClusterEvent(event: ClusterEvent): Promise<void> | undefined {
+    if (this.core.stopped) return undefined;
     if (event.type === 'nodeRemoved') {
       this.nodes.delete(event.nodeId);
-      return;
+      return undefined;
     }
     if (event.type === 'nodeChanged') {
       this.nodes.set(event.node.id, event.node);
       for (const run of this.core.live.all(KINDS)) run.nudge();
-      return;
+      return undefined;
     }
-    if (event.type !== 'nodeLost') return;
+    if (event.type !== 'nodeLost') return undefined;
     const { nodeId } = event;
     const { store } = this.deps;
     this.admitting = this.admitting
@@ -121,6 +122,7 @@ export class FailoverEngine implements OperationKindEngine {
       .then(() => (store.shared ? this.core.adopt() : undefined))
       .then(() => this.core.exclusive(() => this.nodeLost(nodeId)))
       .catch((e: unknown) => this.deps.log.error({ err: e, node: nodeId }, `failover of node ${nodeId} could not start`));
+    return this.admitting;
   }
 
   private planNodes(): Map<string, PlanNode> {
@@ -133,6 +135,9 @@ export class FailoverEngine implements OperationKindEngine {
   private async nodeLost(nodeId: string): Promise<void> {
     const { backend, store, clock, log } = this.deps;
     if (this.activeFailover(nodeId)) return;
+    // A failover of the node that the database holds unended and no run here runs yet (this
+    // replica is taking over, or restarting, and resumes it next) is resumed, never started twice.
+    if ((await store.operations.unended()).some((r) => r.kind === 'FAILOVER' && r.nodeId === nodeId)) return;
     const node = await backend.getNode(nodeId);
     if (!node || node.availability !== 'OFFLINE') return;
     const nodes = [...this.planNodes().values()];

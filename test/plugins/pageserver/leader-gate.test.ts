@@ -84,3 +84,35 @@ it('ha:L8, neon:H4: a replica that begins to lead heartbeats at once, not at its
   expect(c.log.entries.slice(from).filter((e) => e.path === '/v1/utilization')).toHaveLength(2);
   expect((await backend.listNodes()).map((n) => n.availability)).toEqual(['ACTIVE', 'ACTIVE']);
 });
+
+it('ha:L8, neon:H5: a node already OFFLINE when a replica begins to lead, silent in its first round and holding attached shards, is lost again; one holding none is not; a listener that watches later still hears it', async () => {
+  const c = clusters.use(await startSimCluster({ nodes: [{ id: 1 }, { id: 2 }, { id: 3 }], shards: SHARDS }));
+  const old = await c.startController({}, { mayAct: () => true });
+  await c.until(async () => (await old.listNodes()).every((n) => n.availability === 'ACTIVE'), { what: 'every node ACTIVE under the old leader' });
+  // Pageservers 1 and 3 die; the old leader declares them OFFLINE (persisted), then dies before any failover was admitted.
+  c.sim(1).stopAnswering();
+  c.sim(3).stopAnswering();
+  await c.until(async () => (await old.listNodes()).filter((n) => n.availability === 'OFFLINE').length === 2, {
+    what: 'nodes 1 and 3 OFFLINE under the old leader',
+    maxMs: 120_000,
+  });
+  await old.close();
+  let leads = false;
+  const next = await c.startController({}, { mayAct: () => leads });
+  // As a stand-by it follows what the old leader persisted (ha:R1).
+  expect((await next.listNodes()).map((n) => n.availability)).toEqual(['OFFLINE', 'ACTIVE', 'OFFLINE']);
+  // A listener that does not act on what it hears (it returns no promise), as the gateway's while it does not lead.
+  const early: ClusterEvent[] = [];
+  next.watch((e) => void early.push(e));
+  leads = true;
+  await next.beforeLeading();
+  await c.until(async () => early.some((e) => e.type === 'nodeLost'), { what: 'a node lost under the new leader', maxMs: 120_000 });
+  const lost = (events: ClusterEvent[]) => events.filter((e) => e.type === 'nodeLost').map((e) => (e as { nodeId: string }).nodeId);
+  expect(lost(early)).toEqual(['1']);
+  expect((await next.getNode('3'))?.availability).toBe('OFFLINE');
+  // The gateway's operations watch only after beforeLeading(): nobody acted on the loss yet, so they hear it too.
+  const late: ClusterEvent[] = [];
+  next.watch((e) => void late.push(e));
+  await c.until(async () => late.length > 0, { what: 'the loss told to a later listener' });
+  expect(lost(late)).toEqual(['1']);
+});
