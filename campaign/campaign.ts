@@ -16,7 +16,7 @@ import { findViolations, readDatabase, viewCluster, type Ledger } from './invari
 
 export interface CampaignOptions {
   mode: 'crash' | 'faults';
-  /** `fake`: the durable simulated cluster (default); `pageserver`: the real pageserver plugin on the pageserver simulators and compute hook (crash only). */
+  /** `fake`: the durable simulated cluster (default); `pageserver`: the real pageserver plugin on the pageserver simulators and compute hook. */
   backend?: 'fake' | 'pageserver';
   seed: number;
   rounds: number;
@@ -32,6 +32,10 @@ export interface CampaignResult {
   operations: number;
   /** Operations that ended with every failure named (a FAILED operation or step with its error). */
   operationsNamed: number;
+  /** Steps that ended FAILED (each must name its error). */
+  stepsFailed: number;
+  /** The pageserver fault campaign: faults its simulators and hook injected. */
+  faultsInjected?: { failures: number; spikes: number };
   violations: string[];
 }
 
@@ -43,20 +47,20 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export async function runCampaign(options: CampaignOptions): Promise<CampaignResult> {
   const { mode, seed, rounds, log } = options;
   const backend = options.backend ?? 'fake';
-  if (backend === 'pageserver' && mode !== 'crash') throw new Error('the pageserver backend runs the crash campaign only');
   const random = createPrng(seed);
-  const ps = backend === 'pageserver' ? await createPageserverCampaignCluster() : undefined;
+  const ps = backend === 'pageserver' ? await createPageserverCampaignCluster(mode === 'faults' ? { faultSeed: seed } : {}) : undefined;
   const cluster = ps ?? createCampaignCluster({ seed, ...(mode === 'faults' && { latencySpike: { rate: 0.05, factor: 10 } }) });
   const nodes = ps ? PAGESERVER_NODES : NODES;
   log(`${mode} campaign (${backend} backend), seed ${seed}, ${rounds} round(s), in ${cluster.dir}`);
-  const result: CampaignResult = { rounds, clean: 0, kills: 0, operations: 0, operationsNamed: 0, violations: [] };
+  const result: CampaignResult = { rounds, clean: 0, kills: 0, operations: 0, operationsNamed: 0, stepsFailed: 0, violations: [] };
   try {
     await cluster.start();
     const ledger: Ledger = { initialRunStrategy: new Map(), startedOperations: new Set(), namedFailures: new Set() };
     const driver = new Driver(cluster, ledger, log, ps && ((id) => ps.restartNode(id)));
     const initial = await viewCluster(cluster.gateway!.url);
     for (const vm of initial.vms.values()) ledger.initialRunStrategy.set(vm.id, vm.runStrategy);
-    if (mode === 'faults') {
+    // The pageserver simulators and the hook inject theirs themselves (createPageserverCampaignCluster).
+    if (mode === 'faults' && !ps) {
       await driver.gql(
         'mutation { simulation { injectFaults(input: { failureRate: { migrate: 0.1, stop: 0.1, start: 0.1, cutOver: 0.1, cordon: 0.1 } }) { __typename } } }',
       );
@@ -112,6 +116,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     }
     const db = readDatabase(cluster.dbPath);
     result.operations = db.operations.length;
+    result.stepsFailed = db.steps.filter((s) => s.state === 'FAILED').length;
+    if (ps && mode === 'faults') result.faultsInjected = { ...ps.faults };
     const failedSteps = new Map<string, number>();
     for (const s of db.steps) if (s.state === 'FAILED' && !s.error) failedSteps.set(s.operationId, (failedSteps.get(s.operationId) ?? 0) + 1);
     result.operationsNamed = db.operations.filter((o) => (o.state !== 'FAILED' || o.error) && !failedSteps.has(o.id) && o.state !== 'RUNNING').length;

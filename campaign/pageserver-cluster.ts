@@ -16,6 +16,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createPrng } from '../plugins/fake/prng.ts';
 import { ComputeHookSim } from '../simulators/compute-hook/index.ts';
 import {
   parseShardId,
@@ -30,6 +31,9 @@ import { gatewayCluster, type CampaignCluster } from './cluster.ts';
 import type { ClusterView } from './invariants.ts';
 
 export const PAGESERVER_NODES = ['1', '2', '3', '4'];
+
+/** The fault campaign's rates (issue 16 point 2), as on the simulated cluster. */
+const FAULTS = { failureRate: 0.1, spikeRate: 0.05, spikeFactor: 10 };
 
 /** The safety checker, also keeping every attached location a pageserver was told to hold, with its generation. */
 export class GenerationRecorder extends SafetyChecker {
@@ -61,6 +65,8 @@ export interface PageserverCampaignCluster extends CampaignCluster {
   fleet: PageserverFleet;
   safety: GenerationRecorder;
   hook: ComputeHookSim;
+  /** Faults injected so far (the fault campaign), by kind. */
+  faults: { failures: number; spikes: number };
   /** The pageserver restarts after its drain (its re-attach makes it ACTIVE again, neon:L3). */
   restartNode(nodeId: string): Promise<void>;
 }
@@ -76,16 +82,32 @@ async function freePort(): Promise<number> {
 /**
  * Four pageservers; by default four tenants of four shards, attached round-robin with one secondary each. Every
  * `PUT …/location_config` takes `putLatencyMs`, so that a cut-over (several of them, neon:C1–C9)
- * is in flight long enough for kills to land between its steps.
+ * is in flight long enough for kills to land between its steps. With `faultSeed` (the fault
+ * campaign), every request to a pageserver or the compute hook fails transiently (503) one
+ * time in ten, and one `location_config` or notification in twenty takes ten times as long.
  */
-export async function createPageserverCampaignCluster(options: { putLatencyMs?: number; shards?: SimShardSpec[] } = {}): Promise<PageserverCampaignCluster> {
+export async function createPageserverCampaignCluster(
+  options: { putLatencyMs?: number; shards?: SimShardSpec[]; faultSeed?: number } = {},
+): Promise<PageserverCampaignCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'lk-campaign-ps-'));
   const dbPath = join(dir, 'lockkeeper.db');
   const ids = PAGESERVER_NODES.map(Number);
   const safety = new GenerationRecorder();
   const fleet = await startPageserverFleet({ nodes: ids.map((id) => ({ id })), shards: options.shards ?? roundRobinShards(ids, 4, 4), safety });
   const hook = await new ComputeHookSim().start();
-  for (const sim of fleet.sims.values()) sim.setLatency(options.putLatencyMs ?? 250);
+  const putLatencyMs = options.putLatencyMs ?? 250;
+  const faults = { failures: 0, spikes: 0 };
+  for (const sim of fleet.sims.values()) sim.setLatency(putLatencyMs);
+  if (options.faultSeed !== undefined) {
+    const random = createPrng(options.faultSeed);
+    const onFault = (kind: 'failure' | 'spike') => void (kind === 'failure' ? faults.failures++ : faults.spikes++);
+    for (const sim of fleet.sims.values()) sim.setChaos({ random, ...FAULTS, onFault });
+    hook.answerWith(() => {
+      const kind = random() < FAULTS.failureRate ? 'failure' : random() < FAULTS.spikeRate ? 'spike' : null;
+      if (kind) onFault(kind);
+      return kind === 'failure' ? { status: 503 } : kind === 'spike' ? { status: 200, delayMs: putLatencyMs * FAULTS.spikeFactor } : { status: 200 };
+    });
+  }
   // A fixed upcall port, so that a restarted gateway is where the pageservers' re-attach goes.
   const upcallPort = await freePort();
   for (const sim of fleet.sims.values()) sim.controllerUrl = `http://127.0.0.1:${upcallPort}`;
@@ -112,6 +134,7 @@ export async function createPageserverCampaignCluster(options: { putLatencyMs?: 
     fleet,
     safety,
     hook,
+    faults,
     async stop() {
       await stopGateway();
       await fleet.close();

@@ -39,7 +39,7 @@ const minutes = ((Date.now() - started) / 60_000).toFixed(1);
 console.log(
   mode === 'crash'
     ? `crash campaign (${backend}) seed ${seed}: ${result.kills} kills, ${result.clean}/${rounds} rounds clean, ${result.operations} operations (${minutes} min)`
-    : `fault campaign seed ${seed}: ${result.operationsNamed}/${result.operations} operations ended with every failure named, ${result.clean}/${rounds} rounds clean (${minutes} min)`,
+    : `fault campaign (${backend}) seed ${seed}: ${result.operationsNamed}/${result.operations} operations ended with every failure named, ${result.clean}/${rounds} rounds clean, ${result.stepsFailed} step(s) failed${result.faultsInjected ? `, ${result.faultsInjected.failures} transient failures and ${result.faultsInjected.spikes} latency spikes injected` : ''} (${minutes} min)`,
 );
 console.log(
   `replay: npm run campaign -- ${mode}${backend === 'pageserver' ? ' --backend pageserver' : ''} --seed ${seed} --rounds ${rounds}${mode === 'crash' ? ` --max-kill-delay-ms ${maxKillDelayMs}` : ''}`,

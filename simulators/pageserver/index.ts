@@ -2,6 +2,7 @@ export {
   PageserverSim,
   MODES,
   type Mode,
+  type Chaos,
   type Fault,
   type FaultKind,
   type SeedLocation,

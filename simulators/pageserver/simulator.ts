@@ -71,6 +71,19 @@ export interface Fault {
   skip?: number;
 }
 
+/** Seeded random faults on every request (a fault campaign): transient failures and latency spikes. */
+export interface Chaos {
+  /** A seeded random number in [0, 1). */
+  random: () => number;
+  /** Share of requests answered 503 at once: a transient failure, which Neon's callers retry. */
+  failureRate: number;
+  /** Share of `PUT …/location_config` that take `spikeFactor` times the set latency. */
+  spikeRate: number;
+  spikeFactor: number;
+  /** Told of each fault injected (a campaign counts them). */
+  onFault?: (kind: 'failure' | 'spike') => void;
+}
+
 export interface SeedLocation {
   mode: Exclude<Mode, 'Detached'>;
   generation?: number | null;
@@ -142,6 +155,7 @@ export class PageserverSim {
   /** Called with each accepted `PUT …/location_config` body, before it is applied. */
   onPut: ((shardId: string, body: Record<string, unknown>) => void) | undefined;
   private latencyMs = 0;
+  private chaos: Chaos | null = null;
   private downloadBytesPerSecond: number;
 
   constructor(private readonly options: PageserverSimOptions) {
@@ -278,6 +292,11 @@ export class PageserverSim {
   /** Delay before each `PUT …/location_config` is handled (slow cut-overs), on the clock. */
   setLatency(ms: number): void {
     this.latencyMs = ms;
+  }
+
+  /** Random faults on every request from now on (null: none). */
+  setChaos(chaos: Chaos | null): void {
+    this.chaos = chaos;
   }
 
   inject(fault: Fault): void {
@@ -516,6 +535,10 @@ export class PageserverSim {
     if (this.options.authToken && req.headers.authorization !== `Bearer ${this.options.authToken}`) {
       return this.reply(res, 401, { msg: 'Unauthorized: missing or bad token' });
     }
+    if (this.chaos && this.chaos.random() < this.chaos.failureRate) {
+      this.chaos.onFault?.('failure');
+      return this.reply(res, 503, { msg: 'injected transient failure' });
+    }
     try {
       await this.route(method, url, raw, res);
     } catch (e) {
@@ -656,7 +679,10 @@ export class PageserverSim {
 
   private async putLocation(shardId: string, shard: { shardNumber: number; shardCount: number }, url: URL, raw: string, res: ServerResponse): Promise<void> {
     const epoch = this.epoch;
-    if (this.latencyMs) await this.sleepFor(res, this.latencyMs);
+    const spike = this.chaos !== null && this.chaos.random() < this.chaos.spikeRate;
+    if (spike) this.chaos?.onFault?.('spike');
+    const latencyMs = spike ? this.latencyMs * (this.chaos?.spikeFactor ?? 1) : this.latencyMs;
+    if (latencyMs) await this.sleepFor(res, latencyMs);
     if (epoch !== this.epoch || !this.answering) {
       // The process restarted (or stopped answering) meanwhile: the request is lost.
       res.socket?.destroy();
