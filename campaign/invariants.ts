@@ -69,7 +69,7 @@ export async function viewCluster(url: string): Promise<ClusterView> {
   return { nodes, vms, shards };
 }
 
-interface StepRow {
+export interface StepRow {
   operationId: string;
   workloadKind: string;
   workloadId: string;

@@ -1,6 +1,7 @@
 export {
   PageserverSim,
   MODES,
+  LOCATION_CONFIG_HOLD_PATH,
   type Mode,
   type Chaos,
   type Fault,

@@ -28,6 +28,9 @@ import { formatLsn, parseLsn, WalStreams } from './wal.ts';
  */
 
 /** Resolves when the exchange is over: answered, or the caller closed the connection. */
+/** The simulator's own route (not Neon's): `PUT {"held": true|false}` holds or lets through every `PUT …/location_config` (a test's pause). */
+export const LOCATION_CONFIG_HOLD_PATH = '/simulator/v1/location-config-hold';
+
 const closed = (res: ServerResponse) =>
   new Promise<void>((resolve) => (res.destroyed || res.writableFinished ? resolve() : res.once('close', () => resolve())));
 
@@ -156,6 +159,10 @@ export class PageserverSim {
   onPut: ((shardId: string, body: Record<string, unknown>) => void) | undefined;
   private latencyMs = 0;
   private chaos: Chaos | null = null;
+  /** While set, `PUT …/location_config` requests wait here, before they arrive (holdLocationConfigs). */
+  private configHold: { released: Promise<void>; release: () => void } | null = null;
+  /** `PUT …/location_config` requests waiting at the hold now. */
+  heldLocationConfigs = 0;
   private downloadBytesPerSecond: number;
 
   constructor(private readonly options: PageserverSimOptions) {
@@ -292,6 +299,22 @@ export class PageserverSim {
   /** Delay before each `PUT …/location_config` is handled (slow cut-overs), on the clock. */
   setLatency(ms: number): void {
     this.latencyMs = ms;
+  }
+
+  /**
+   * Holds every `PUT …/location_config` from now on as a slow network would, before it reaches
+   * the pageserver: not logged, not applied, until `held` is false again. One whose sender has
+   * gone by then (a killed gateway) never arrives. Other requests (heartbeats, reads) go on.
+   */
+  holdLocationConfigs(held: boolean): void {
+    if (held && !this.configHold) {
+      let release = () => {};
+      const released = new Promise<void>((resolve) => (release = resolve));
+      this.configHold = { released, release };
+    } else if (!held && this.configHold) {
+      this.configHold.release();
+      this.configHold = null;
+    }
   }
 
   /** Random faults on every request from now on (null: none). */
@@ -492,6 +515,14 @@ export class PageserverSim {
   }
 
   /** Sleeps on the clock while handling `res`; a caller that gave up ends the wait. */
+  private setHold(method: string, raw: string, res: ServerResponse): void {
+    if (method !== 'PUT') return this.reply(res, 405, { msg: `Method ${method} not allowed on ${LOCATION_CONFIG_HOLD_PATH}` });
+    const held = (parseBody(raw) as { held?: unknown } | null)?.held;
+    if (typeof held !== 'boolean') return this.reply(res, 400, { msg: 'Bad request: expected {"held": true|false}' });
+    this.holdLocationConfigs(held);
+    this.reply(res, 200, { held });
+  }
+
   private sleepFor(res: ServerResponse, ms: number): Promise<void> {
     return this.waits.sleep(this.clock, ms, closed(res));
   }
@@ -500,9 +531,16 @@ export class PageserverSim {
     const url = new URL(req.url ?? '/', 'http://sim');
     const method = req.method ?? 'GET';
     if (url.pathname === REQUESTS_PATH && method === 'GET') return this.reply(res, 200, { items: this.log.entries });
-    this.requests.push(`${method} ${url.pathname}`);
     let raw = '';
     for await (const chunk of req) raw += chunk;
+    if (url.pathname === LOCATION_CONFIG_HOLD_PATH) return this.setHold(method, raw, res);
+    while (this.configHold && method === 'PUT' && url.pathname.endsWith('/location_config')) {
+      this.heldLocationConfigs++;
+      await Promise.race([this.configHold.released, closed(res)]);
+      this.heldLocationConfigs--;
+      if (res.destroyed) return;
+    }
+    this.requests.push(`${method} ${url.pathname}`);
     this.log.record({
       source: `node ${this.nodeId}`,
       method,

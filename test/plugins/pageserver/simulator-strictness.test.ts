@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_TIMELINE_ID, formatShardId, PageserverSim, SafetyChecker } from '../../../simulators/pageserver/index.ts';
+import { DEFAULT_TIMELINE_ID, formatShardId, LOCATION_CONFIG_HOLD_PATH, PageserverSim, SafetyChecker } from '../../../simulators/pageserver/index.ts';
+import { until } from '../../support/child-server.ts';
 
 /**
  * The pageserver simulator refuses what Neon's pageserver refuses (issue 11, "Simulators";
@@ -79,5 +80,44 @@ describe('the pageserver simulator is strict as Neon', () => {
     expect((await waitLsn(s, SHARD)).status).toBe(404);
     await put(s, SHARD, { mode: 'AttachedSingle', generation: 1 });
     expect((await waitLsn(s, SHARD)).status).toBe(200);
+  });
+});
+
+describe("the simulator's hold on location_config (a test's pause, ha:scenario-1)", () => {
+  const hold = (s: PageserverSim, body: unknown, method = 'PUT') =>
+    fetch(new URL(LOCATION_CONFIG_HOLD_PATH, s.url), { method, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, json: await r.json() }));
+
+  it('held, a location_config waits unlogged and unapplied while reads answer; released, it is applied; a held one whose sender went away never arrives', async () => {
+    const s = await sim();
+    expect(await hold(s, { held: true })).toEqual({ status: 200, json: { held: true } });
+    const pending = put(s, SHARD, { mode: 'AttachedSingle', generation: 1 });
+    await until(async () => (s.heldLocationConfigs === 1 ? true : undefined), 'the request held', 10_000, 5);
+    expect((await fetch(`${s.url}/v1/location_config`)).status).toBe(200);
+    expect(s.view()).toEqual({});
+    expect(s.requests.filter((r) => r.startsWith('PUT'))).toEqual([]);
+    expect(await hold(s, { held: false })).toEqual({ status: 200, json: { held: false } });
+    expect((await pending).status).toBe(200);
+    expect(s.view()).toEqual({ [SHARD]: { mode: 'AttachedSingle', generation: 1 } });
+
+    await hold(s, { held: true });
+    const gone = new AbortController();
+    const abandoned = fetch(`${s.url}/v1/tenant/${OTHER}/location_config`, {
+      method: 'PUT',
+      body: JSON.stringify({ tenant_conf: {}, mode: 'AttachedSingle', generation: 1 }),
+      signal: gone.signal,
+    }).catch((e: unknown) => e);
+    await until(async () => (s.heldLocationConfigs === 1 ? true : undefined), 'the second request held', 10_000, 5);
+    gone.abort();
+    await abandoned;
+    await until(async () => (s.heldLocationConfigs === 0 ? true : undefined), 'the abandoned request dropped', 10_000, 5);
+    await hold(s, { held: false });
+    expect(s.view()).toEqual({ [SHARD]: { mode: 'AttachedSingle', generation: 1 } });
+  });
+
+  it('the hold route takes PUT {"held": boolean} only', async () => {
+    const s = await sim();
+    expect(await hold(s, { held: 'yes' })).toMatchObject({ status: 400 });
+    expect(await hold(s, {})).toMatchObject({ status: 400 });
+    expect((await hold(s, { held: true }, 'POST')).status).toBe(405);
   });
 });
