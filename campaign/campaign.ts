@@ -66,11 +66,15 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       );
     }
     for (let round = 1; round <= rounds; round++) {
-      // Fake backend: 40 % maintenance, 40 % drain and fill, 20 % a rollout of two nodes; pageserver: drain and fill.
+      // Fake backend: 40 % maintenance, 40 % drain and fill, 20 % a MAINTENANCE rollout of two nodes;
+      // pageserver: 75 % drain, restart and fill, 25 % a DRAIN_FILL rollout of two nodes with restarts.
       const pick = random();
-      const kind = ps ? 'drainFill' : pick < 0.4 ? 'maintain' : pick < 0.8 ? 'drainFill' : 'rollout';
+      const kind = ps ? (pick < 0.75 ? 'drainFill' : 'rollout') : pick < 0.4 ? 'maintain' : pick < 0.8 ? 'drainFill' : 'rollout';
       const n = Math.floor(random() * nodes.length);
-      const task: Task = kind === 'rollout' ? { kind, nodeId: nodes[n]!, secondNodeId: nodes[(n + 1) % nodes.length]! } : { kind, nodeId: nodes[n]! };
+      const task: Task =
+        kind === 'rollout'
+          ? { kind, action: ps ? 'DRAIN_FILL' : 'MAINTENANCE', nodeId: nodes[n]!, secondNodeId: nodes[(n + 1) % nodes.length]! }
+          : { kind, nodeId: nodes[n]! };
       const killAfterMs = Math.round(random() * options.maxKillDelayMs);
       const deadline = Date.now() + TASK_DEADLINE_MS;
       let killed: Promise<void> | undefined;
@@ -110,7 +114,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       if (found.length === 0) result.clean++;
       result.violations.push(...found.map((v) => `round ${round}: ${v}`));
       log(
-        `round ${round}/${rounds}: ${task.kind}(node ${task.nodeId}${task.kind === 'rollout' ? `, node ${task.secondNodeId}` : ''})${mode === 'crash' ? `, kill at +${killAfterMs} ms` : ''}: ${found.length ? `${found.length} violation(s)` : 'clean'}`,
+        `round ${round}/${rounds}: ${task.kind === 'rollout' ? `${task.action} rollout` : task.kind}(node ${task.nodeId}${task.kind === 'rollout' ? `, node ${task.secondNodeId}` : ''})${mode === 'crash' ? `, kill at +${killAfterMs} ms` : ''}: ${found.length ? `${found.length} violation(s)` : 'clean'}`,
       );
       for (const v of found) log(`  ${v}`);
     }

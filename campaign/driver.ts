@@ -7,8 +7,14 @@
 import type { CampaignCluster } from './cluster.ts';
 import type { Ledger } from './invariants.ts';
 
-/** A rollout (issue 16 point 1) maintains `nodeId` and then `secondNodeId`, one at a time (rollout:O1, MAINTENANCE, no restart). */
-export type Task = { kind: 'maintain' | 'drainFill'; nodeId: string } | { kind: 'rollout'; nodeId: string; secondNodeId: string };
+/**
+ * A rollout (issue 16 point 1) takes `nodeId` and then `secondNodeId` out, one at a time
+ * (rollout:O1): `MAINTENANCE` without a restart (the simulated cluster), or `DRAIN_FILL` with
+ * `WAIT_FOR_REATTACH` (the pageservers: the campaign restarts each drained pageserver when the
+ * rollout waits for it, and the rollout fills it once it re-attached).
+ */
+export type Task =
+  { kind: 'maintain' | 'drainFill'; nodeId: string } | { kind: 'rollout'; action: 'MAINTENANCE' | 'DRAIN_FILL'; nodeId: string; secondNodeId: string };
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -78,7 +84,7 @@ export class Driver {
       if (id) break;
       const r = await this.mutate(
         'startRollout',
-        `input: { action: MAINTENANCE, nodes: ["${task.nodeId}", "${task.secondNodeId}"], restart: NONE, pauseOnFailure: false, reason: "campaign" }`,
+        `input: { action: ${task.action}, nodes: ["${task.nodeId}", "${task.secondNodeId}"], restart: ${task.action === 'DRAIN_FILL' ? 'WAIT_FOR_REATTACH' : 'NONE'}, pauseOnFailure: false, reason: "campaign" }`,
         '... on Operation { id }',
       );
       this.started(r);
@@ -86,13 +92,20 @@ export class Driver {
       else if (r.__typename !== 'ConflictError') return this.fail(task, `rollout refused: ${r.code} ${r.message}`);
       else await pause(300);
     }
+    const restarted = new Set<string>();
     for (;;) {
-      const op = (await this.gql(`{ operation(id: "${id}") { ... on Operation { state error } } }`)).operation;
+      const op = (await this.gql(`{ operation(id: "${id}") { ... on Operation { state error rollout { nodes { nodeId phase } } } } }`)).operation;
       if (op.state !== 'RUNNING' && op.state !== 'CANCELLING') {
         if (op.state === 'SUCCEEDED') return true;
         return this.fail(task, `rollout ${id} ended ${op.state} (${op.error})`);
       }
       if (late()) return this.fail(task, `rollout ${id} stayed ${op.state}`);
+      // Each node once, when the rollout waits for its restart; then its re-attach (neon:L3) is waited for.
+      for (const n of op.rollout?.nodes ?? []) {
+        if (n.phase !== 'WAITING_FOR_RESTART' || restarted.has(n.nodeId) || !this.restartNode) continue;
+        restarted.add(n.nodeId);
+        await this.restartNode(n.nodeId);
+      }
       await pause(300);
     }
   }
