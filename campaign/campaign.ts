@@ -44,6 +44,11 @@ const TASK_DEADLINE_MS = 600_000;
 const RECONCILE_GRACE_MS = 20_000;
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The restart of a fake rollout, from the draw that chose the rollout (pick in [0.8, 1)), so that a seed's other draws stay as they were. */
+function fakeRolloutRestart(pick: number): 'NONE' | 'WAIT_FOR_REATTACH' | 'CONFIRM' {
+  return pick < 0.8 + 0.2 / 3 ? 'NONE' : pick < 0.8 + 0.4 / 3 ? 'WAIT_FOR_REATTACH' : 'CONFIRM';
+}
+
 export async function runCampaign(options: CampaignOptions): Promise<CampaignResult> {
   const { mode, seed, rounds, log } = options;
   const backend = options.backend ?? 'fake';
@@ -66,14 +71,21 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       );
     }
     for (let round = 1; round <= rounds; round++) {
-      // Fake backend: 40 % maintenance, 40 % drain and fill, 20 % a MAINTENANCE rollout of two nodes;
-      // pageserver: 75 % drain, restart and fill, 25 % a DRAIN_FILL rollout of two nodes with restarts.
+      // Fake backend: 40 % maintenance, 40 % drain and fill, 20 % a MAINTENANCE rollout of two nodes
+      // (restart NONE, WAIT_FOR_REATTACH or CONFIRM, a third each); pageserver: 75 % drain, restart
+      // and fill, 25 % a DRAIN_FILL rollout of two nodes with restarts (WAIT_FOR_REATTACH).
       const pick = random();
       const kind = ps ? (pick < 0.75 ? 'drainFill' : 'rollout') : pick < 0.4 ? 'maintain' : pick < 0.8 ? 'drainFill' : 'rollout';
       const n = Math.floor(random() * nodes.length);
       const task: Task =
         kind === 'rollout'
-          ? { kind, action: ps ? 'DRAIN_FILL' : 'MAINTENANCE', nodeId: nodes[n]!, secondNodeId: nodes[(n + 1) % nodes.length]! }
+          ? {
+              kind,
+              action: ps ? 'DRAIN_FILL' : 'MAINTENANCE',
+              restart: ps ? 'WAIT_FOR_REATTACH' : fakeRolloutRestart(pick),
+              nodeId: nodes[n]!,
+              secondNodeId: nodes[(n + 1) % nodes.length]!,
+            }
           : { kind, nodeId: nodes[n]! };
       const killAfterMs = Math.round(random() * options.maxKillDelayMs);
       const deadline = Date.now() + TASK_DEADLINE_MS;
@@ -114,7 +126,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       if (found.length === 0) result.clean++;
       result.violations.push(...found.map((v) => `round ${round}: ${v}`));
       log(
-        `round ${round}/${rounds}: ${task.kind === 'rollout' ? `${task.action} rollout` : task.kind}(node ${task.nodeId}${task.kind === 'rollout' ? `, node ${task.secondNodeId}` : ''})${mode === 'crash' ? `, kill at +${killAfterMs} ms` : ''}: ${found.length ? `${found.length} violation(s)` : 'clean'}`,
+        `round ${round}/${rounds}: ${task.kind}(${task.kind === 'rollout' ? `${task.action}, restart ${task.restart}, ` : ''}node ${task.nodeId}${task.kind === 'rollout' ? `, node ${task.secondNodeId}` : ''})${mode === 'crash' ? `, kill at +${killAfterMs} ms` : ''}: ${found.length ? `${found.length} violation(s)` : 'clean'}`,
       );
       for (const v of found) log(`  ${v}`);
     }

@@ -9,12 +9,13 @@ import type { Ledger } from './invariants.ts';
 
 /**
  * A rollout (issue 16 point 1) takes `nodeId` and then `secondNodeId` out, one at a time
- * (rollout:O1): `MAINTENANCE` without a restart (the simulated cluster), or `DRAIN_FILL` with
- * `WAIT_FOR_REATTACH` (the pageservers: the campaign restarts each drained pageserver when the
- * rollout waits for it, and the rollout fills it once it re-attached).
+ * (rollout:O1): `MAINTENANCE` (the simulated cluster) or `DRAIN_FILL` (the pageservers). With
+ * `WAIT_FOR_REATTACH` the campaign restarts each node when the rollout waits for it (a
+ * pageserver restart; the simulation's `restartNode`), with `CONFIRM` it says `continueRollout`.
  */
 export type Task =
-  { kind: 'maintain' | 'drainFill'; nodeId: string } | { kind: 'rollout'; action: 'MAINTENANCE' | 'DRAIN_FILL'; nodeId: string; secondNodeId: string };
+  | { kind: 'maintain' | 'drainFill'; nodeId: string }
+  | { kind: 'rollout'; action: 'MAINTENANCE' | 'DRAIN_FILL'; nodeId: string; restart: 'NONE' | 'WAIT_FOR_REATTACH' | 'CONFIRM'; secondNodeId: string };
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -84,7 +85,7 @@ export class Driver {
       if (id) break;
       const r = await this.mutate(
         'startRollout',
-        `input: { action: ${task.action}, nodes: ["${task.nodeId}", "${task.secondNodeId}"], restart: ${task.action === 'DRAIN_FILL' ? 'WAIT_FOR_REATTACH' : 'NONE'}, pauseOnFailure: false, reason: "campaign" }`,
+        `input: { action: ${task.action}, nodes: ["${task.nodeId}", "${task.secondNodeId}"], restart: ${task.restart}, pauseOnFailure: false, reason: "campaign" }`,
         '... on Operation { id }',
       );
       this.started(r);
@@ -100,11 +101,17 @@ export class Driver {
         return this.fail(task, `rollout ${id} ended ${op.state} (${op.error})`);
       }
       if (late()) return this.fail(task, `rollout ${id} stayed ${op.state}`);
-      // Each node once, when the rollout waits for its restart; then its re-attach (neon:L3) is waited for.
       for (const n of op.rollout?.nodes ?? []) {
-        if (n.phase !== 'WAITING_FOR_RESTART' || restarted.has(n.nodeId) || !this.restartNode) continue;
+        if (n.phase === 'WAITING_FOR_CONFIRM') {
+          // Said again after a kill until the rollout has it (a repeat while RETURNING is refused, an answer).
+          await this.mutate('continueRollout', `id: "${id}", nodeId: "${n.nodeId}", reason: "campaign: restarted"`, '');
+          continue;
+        }
+        // Each node once, when the rollout waits for its restart; then its re-attach (neon:L3) is waited for.
+        if (n.phase !== 'WAITING_FOR_RESTART' || restarted.has(n.nodeId)) continue;
         restarted.add(n.nodeId);
-        await this.restartNode(n.nodeId);
+        if (this.restartNode) await this.restartNode(n.nodeId);
+        else await this.gql(`mutation { simulation { restartNode(nodeId: "${n.nodeId}") { __typename } } }`);
       }
       await pause(300);
     }

@@ -41,6 +41,15 @@ export class EventLog {
     });
   }
 
+  /** Whether the node re-attached at or after `at`: each re-attach logs a NODE_POLICY_CHANGED with that cause, even ACTIVE to ACTIVE. */
+  async reattachedSince(nodeId: string, at: number): Promise<boolean> {
+    const found = await this.prisma.event.findFirst({
+      where: { nodeId, type: 'NODE_POLICY_CHANGED', at: { gte: new Date(at) }, payload: { contains: '"cause":"reattached"' } },
+      select: { seq: true },
+    });
+    return found !== null;
+  }
+
   async latestSeq(): Promise<number> {
     const last = await this.prisma.event.findFirst({ orderBy: { seq: 'desc' }, select: { seq: true } });
     return last?.seq ?? 0;

@@ -251,6 +251,20 @@ describe('T and D: restart tracking and disable', () => {
     expect(await vm(t, 'default/relabelled')).toMatchObject({ nodeId: '1', runStrategy: 'Manual', status: 'Running', tracking: null });
   });
 
+  it('vm:T2: a restart whose clear a kill cut off (the VM started, its tracking gone, the database copy left) loses the copy at the next disable', async () => {
+    t = await maintenanceApp(cluster([on1('vm', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable' }), on1('other')]));
+    await enable(t, '1');
+    await untilPhase(t, '1', 'COMPLETED');
+    expect((await t.db.prisma.vmTracking.findMany()).map((r) => r.vmId)).toEqual(['default/vm']);
+    // What the killed gateway's disable did before it died: the start, then the VM's half of the clear.
+    await whileDriving(t, t.cluster.startVm('default/vm', { runStrategy: 'Always', nodeId: '1' }));
+    await whileDriving(t, t.cluster.setVmTracking('default/vm', null));
+    const result = await disable(t, '1');
+    expect(result).toMatchObject({ restartedVmIds: [], failures: [] });
+    expect(await vm(t, 'default/vm')).toMatchObject({ status: 'Running', tracking: null });
+    expect(await t.db.prisma.vmTracking.count()).toBe(0);
+  });
+
   it('vm:T4: when the recorded node cannot take it, the VM starts elsewhere and a warning says so', async () => {
     t = await maintenanceApp(cluster([on1('home', { maintenanceStrategyLabel: 'ShutdownAndRestartAfterDisable' })]));
     await enable(t, '1');

@@ -179,6 +179,34 @@ describe('running (rollout:O4–O8, rollout:O10, rollout:O11)', () => {
     expect(await driveRollout(t, r.id, ['SUCCEEDED', 'FAILED', 'PAUSED'])).toMatchObject({ state: 'SUCCEEDED' });
   });
 
+  it('rollout:O7 a re-attach no run heard (the gateway restarting) is read from the event log: the resumed rollout goes on, on a backend without boot ids', async () => {
+    // As the pageserver backend: no boot ids, only re-attaches.
+    const bootless = (c: ClusterBackend): ClusterBackend =>
+      new Proxy(c, {
+        get: (target, key) => {
+          if (key === 'getNode') return async (id: string) => ({ ...(await target.getNode(id))!, bootId: null });
+          if (key === 'listNodes') return async () => (await target.listNodes()).map((n) => ({ ...n, bootId: null }));
+          const value = Reflect.get(target, key) as unknown;
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    const a = await rolloutApp(storageCluster(), { backend: bootless });
+    t = a;
+    const r = await startRollout(a, 'nodes: ["1"], action: DRAIN_FILL');
+    await driveUntil(a, () => run(a, r.id).details.get('1')!.phase === 'WAITING_FOR_RESTART');
+    // The rollout's run stops hearing (its process is going away); the storage engine still answers the re-attach.
+    run(a, r.id).halt();
+    await a.cluster.simulation.restartNode('1');
+    await driveUntil(a, () => a.app.storage.policyOf('1') === 'ACTIVE');
+    await a.app.operations.shutdown();
+    const stored = await a.app.operations.getSteps(r.id);
+    expect(JSON.parse(stored[0]!.detail!)).toMatchObject({ phase: 'WAITING_FOR_RESTART', reattachedAt: null });
+    const b = await rolloutApp(storageCluster(), { clock: a.clock, databaseFile: a.db.file, backend: () => bootless(a.cluster) });
+    t = b;
+    expect(await driveRollout(b, r.id, ['SUCCEEDED', 'FAILED', 'PAUSED'], { restart: false, maxMs: 600_000 })).toMatchObject({ state: 'SUCCEEDED' });
+    await a.db.close();
+  });
+
   it('rollout:O8 without pauseOnFailure a failed node is recorded and the rollout goes on, ending FAILED; events for each node step (rollout:O11)', async () => {
     const topo = twoZoneCluster();
     topo.vms!.push({ namespace: 'prod', name: 'pinned', nodeId: '2', liveMigratable: false, liveMigratableReason: 'HostDeviceNotLiveMigratable' });

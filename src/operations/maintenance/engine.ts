@@ -546,6 +546,8 @@ export class MaintenanceEngine implements OperationKindEngine {
         ]);
       }
     }
+    for (const vmId of await this.tracking.forgetStaleCopies(node.name, vms))
+      log.info({ vm: vmId, node: node.id }, `tracking copy of VM ${vmId} cleared: the VM holds no tracking (a clear cut off by a restart)`);
     return { restarted, trackingCleared, failures, warnings };
   }
 

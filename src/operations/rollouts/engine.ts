@@ -116,6 +116,7 @@ export class RolloutEngine implements OperationKindEngine {
         return newest && newest.createdAt >= at ? newest.id : null;
       },
       remainingOn: (nodeId) => remaining.now(nodeId),
+      reattachedSince: (nodeId, at) => deps.store.events.reattachedSince(nodeId, at),
     };
     deps.operations.register(this);
   }

@@ -20,6 +20,8 @@ export interface NodeOperations {
   getOperation(id: string): Promise<OperationSnapshot | null>;
   /** The newest operation of `kind` on the node created at or after `at` (rollout:O9). */
   operationSince(nodeId: string, kind: RolloutNodeOperation['kind'], at: number): Promise<string | null>;
+  /** rollout:O7: whether the node re-attached at or after `at`, by the event log (a re-attach no run heard, e.g. while the gateway restarted). */
+  reattachedSince(nodeId: string, at: number): Promise<boolean>;
   /** What would lose service if the node restarted now: VMs, shards and pods (the rule: domain/remaining.ts). */
   remainingOn(nodeId: string): Promise<RemainingWorkload[]>;
 }

@@ -105,6 +105,18 @@ export class RolloutRun extends StepRun<RolloutRun> {
     );
   }
 
+  /**
+   * rollout:O7: a re-attach no run heard is in the event log. A pageserver whose restart the
+   * operator did while the gateway was down re-attaches to the next gateway as soon as its upcall
+   * listener answers, before that gateway resumes its rollouts (pageserver crash campaign, seed 1
+   * round 20: the rollout waited for ever on a node back in service). Pageservers have no boot id.
+   */
+  private async reattachLogged(step: StepRecord, since: number): Promise<boolean> {
+    if (!(await this.host.reattachedSince(step.workloadId, since))) return false;
+    await this.save(step, { reattachedAt: this.host.clock.now() });
+    return true;
+  }
+
   /** resumeRollout: failed node steps are tried again when failures pause the rollout (rollout:O8). */
   retryFailed(): void {
     if (!this.settings.pauseOnFailure) return;
@@ -253,7 +265,8 @@ export class RolloutRun extends StepRun<RolloutRun> {
         return this.afterEvacuation(step, node, line);
       case 'WAITING_FOR_RESTART':
         if (cancelling) return this.bringBack(step, null, line);
-        if (!hasRestarted(detail, node?.bootId)) return line('RESTART', `waiting for re-attach since ${clockTime(detail.since)}`);
+        if (!hasRestarted(detail, node?.bootId) && !(await this.reattachLogged(step, detail.since)))
+          return line('RESTART', `waiting for re-attach since ${clockTime(detail.since)}`);
         await this.enter(step, 'RETURNING', 'ROLLOUT_NODE_RESTARTED');
         return this.advance(step, node);
       case 'WAITING_FOR_CONFIRM':
