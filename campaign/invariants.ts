@@ -5,6 +5,7 @@
  * gateway's SQLite database (steps, events), never a process's memory.
  */
 import Database from 'better-sqlite3';
+import { stepsOfPlan } from '../src/store/operation-rows.ts';
 
 interface VmView {
   id: string;
@@ -92,12 +93,30 @@ export interface DatabaseView {
   tracking: Map<string, { nodeName: string; strategy: string; savedRunStrategy: string | null }>;
 }
 
+/**
+ * Every step as the store reads it: the stored plan overlaid with the step rows recorded since
+ * (src/store/operation-rows.ts). A step the plan already SKIPPED has a row only once its run
+ * wrote one; a kill before that leaves it in the plan alone, where it is not lost.
+ */
+function stepsOf(plans: { operationId: string; plan: string }[], rows: StepRow[]): StepRow[] {
+  const recorded = new Set(rows.map((r) => `${r.operationId}\u0000${r.workloadKind}\u0000${r.workloadId}`));
+  const planned = plans.flatMap(({ operationId, plan }) =>
+    stepsOfPlan(plan, 0)
+      .filter((s) => !recorded.has(`${operationId}\u0000${s.workloadKind}\u0000${s.workloadId}`))
+      .map((s) => ({ operationId, workloadKind: s.workloadKind, workloadId: s.workloadId, state: s.state, reason: s.reason, error: s.error })),
+  );
+  return [...rows, ...planned];
+}
+
 export function readDatabase(path: string): DatabaseView {
   const db = new Database(path, { readonly: true });
   try {
     return {
       operations: db.prepare('SELECT id, kind, nodeId, state, error FROM "Operation"').all() as DatabaseView['operations'],
-      steps: db.prepare('SELECT operationId, workloadKind, workloadId, state, reason, error FROM "OperationStep"').all() as StepRow[],
+      steps: stepsOf(
+        db.prepare('SELECT operationId, plan FROM "OperationPlan"').all() as { operationId: string; plan: string }[],
+        db.prepare('SELECT operationId, workloadKind, workloadId, state, reason, error FROM "OperationStep"').all() as StepRow[],
+      ),
       events: db.prepare('SELECT seq, type, operationId, payload FROM "Event" ORDER BY seq').all() as EventRow[],
       tracking: new Map(
         (

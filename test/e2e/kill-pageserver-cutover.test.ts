@@ -67,6 +67,8 @@ async function endsClean(opId: string, ledger: Ledger): Promise<void> {
   expect((await stepOf(opId)).state).toBe('MOVED');
   // The computes may be told by the resumed gateway's reconcile after the operation ended.
   await until(async () => (cluster!.hook.applied.get(ID.slice(0, 32))?.shards[0]?.node_id === 2 ? true : undefined), 'the computes told node 2 (neon:C7)');
+  // The origin's AttachedStale may be made Secondary by the resumed gateway's reconcile after the operation ended (neon:C8).
+  await until(async () => (cluster!.fleet.view()[ID]!['1'] === 'Secondary@-' ? true : undefined), 'the origin made a Secondary (neon:C8)');
   const held = cluster!.fleet.view()[ID]!;
   expect(held['2']).toMatch(/^AttachedSingle@\d+$/);
   expect(held['1']).toBe('Secondary@-');
