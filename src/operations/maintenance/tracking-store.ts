@@ -33,7 +33,7 @@ export class TrackingStore {
    */
   async forgetStaleCopies(nodeName: string, vms: readonly { id: string; tracking: VmMaintenanceTracking | null }[]): Promise<string[]> {
     const tracked = new Map(vms.map((vm) => [vm.id, vm.tracking]));
-    const stale = [...(await this.copies.all())].filter(([vmId, copy]) => copy.nodeName === nodeName && !tracked.get(vmId)).map(([vmId]) => vmId);
+    const stale = [...(await this.all())].filter(([vmId, copy]) => copy.nodeName === nodeName && !tracked.get(vmId)).map(([vmId]) => vmId);
     for (const vmId of stale) await this.copies.clear(vmId);
     return stale;
   }
