@@ -7,9 +7,11 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ShardSpec, VmSpec } from '../../plugins/fake/index.ts';
+import type { Clock } from '../../src/cluster/clock.ts';
 import { until } from '../support/child-server.ts';
 import { startReplicas, type Replica, type ReplicaSet } from '../support/replicas.ts';
 import { createPostgresDatabase, postgresSkipReason } from '../support/test-database.ts';
+import { VirtualClock } from '../support/virtual-clock.ts';
 
 const skip = postgresSkipReason();
 let set: ReplicaSet | undefined;
@@ -19,7 +21,7 @@ afterEach(async () => {
 });
 
 /** `n` shards attached to node 1 with a secondary on node 2 or 3; VMs on node 3. */
-function cluster(n: number, options: { cutOverMs?: number; vms?: number; twoNodes?: boolean } = {}) {
+function cluster(n: number, options: { cutOverMs?: number; vms?: number; twoNodes?: boolean; clock?: Clock } = {}) {
   const shards: ShardSpec[] = Array.from({ length: n }, (_, i) => ({
     tenantId: `t${Math.floor(i / 8)}`,
     shardNumber: i % 8,
@@ -33,6 +35,7 @@ function cluster(n: number, options: { cutOverMs?: number; vms?: number; twoNode
   return {
     topology: { nodes: ['1', '2', '3', '4'].map((id) => ({ id, name: `node-${id}`, roles })), shards, vms },
     latenciesMs: { cutOver: options.cutOverMs ?? 15, migrate: 20 },
+    ...(options.clock ? { clock: options.clock } : {}),
   };
 }
 
@@ -79,7 +82,8 @@ describe.skipIf(skip)(skip ?? 'admission by the database', () => {
   });
 
   it('ha:R3: 50 concurrent drains of one node over 3 replicas: exactly one accepted, 49 typed ConflictError', async () => {
-    const { set } = await threeReplicas({ shards: 16, cutOverMs: 200 });
+    // The cluster's time stands still: the drain admitted first is still running while the others race.
+    const { set } = await threeReplicas({ shards: 16, clock: new VirtualClock() });
     const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => mutate(set.replicas[i % 3]!, 'startNodeDrain', 'nodeId: "1"')));
     const accepted = answers.filter((a) => a.__typename === 'Operation');
     expect(accepted).toHaveLength(1);
@@ -89,12 +93,20 @@ describe.skipIf(skip)(skip ?? 'admission by the database', () => {
   });
 
   it('ha:R3: 50 concurrent enableMaintenanceMode of one node over 3 replicas: exactly one accepted, 49 typed ConflictError; the leader runs it', async () => {
-    const { set, leader } = await threeReplicas({ shards: 0, vms: 6 });
+    // The cluster's time stands still while the 50 race: the maintenance admitted first cannot
+    // end (and a late request meet a node already in maintenance) however slow the machine.
+    const clock = new VirtualClock();
+    const { set, leader } = await threeReplicas({ shards: 0, vms: 6, clock });
     const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => mutate(set.replicas[i % 3]!, 'enableMaintenanceMode', 'nodeId: "3"')));
     const accepted = answers.filter((a) => a.__typename === 'Operation');
     expect(accepted).toHaveLength(1);
     expect(answers.filter((a) => a.__typename !== 'Operation').map((a) => a.__typename)).toEqual(Array(49).fill('ConflictError'));
-    expect((await finished(leader, accepted[0]!.id!)).state).toBe('SUCCEEDED');
+    const ended = await until(async () => {
+      await clock.advance(20);
+      const op = await leader.db.prisma.operation.findUnique({ where: { id: accepted[0]!.id! } });
+      return op && ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(op.state) ? op : undefined;
+    }, 'the maintenance to end');
+    expect(ended.state).toBe('SUCCEEDED');
     const migrations = set.actions.filter((a) => a.method === 'migrateVm');
     expect(migrations).toHaveLength(6);
     expect(new Set(migrations.map((a) => a.replica))).toEqual(new Set([leader.name]));
