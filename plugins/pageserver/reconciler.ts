@@ -241,12 +241,28 @@ export class Reconciler {
     }
     if (!this.deps.nodes.available(dest))
       throw new BackendError('Unavailable', `pageserver ${dest} is OFFLINE: shard ${shard.id} cannot be attached there`, { kind: 'node', id: dest });
+    await this.staleOtherSingles(shard, run);
     run.progress('DIRECT_ATTACH', `attaching node ${dest} AttachedSingle`, dest);
     const generation = await intents.issueGeneration(shard, dest);
     run.issued = true;
     await putLocation(this.deps, run, shard, dest, 'AttachedSingle', generation, { lazy: true });
     this.deps.log.info({ shard: shard.id, node: dest, generation }, `shard ${shard.id} attached to node ${dest} (generation ${generation})`);
     await this.notifyOrFail(shard, run);
+  }
+
+  /**
+   * neon:C1's order kept on the direct path: a reachable node still `AttachedSingle` (a cut-over
+   * a killed gateway left with the destination `AttachedMulti`) goes `AttachedStale` before a
+   * newer generation is attached anywhere, so no two pageservers hold the shard
+   * `AttachedSingle` at once. An unreachable one keeps its stale attachment (neon:H5).
+   */
+  private async staleOtherSingles(shard: ShardIntent, run: ReconcileRun): Promise<void> {
+    const { observed, nodes } = this.deps;
+    for (const [nodeId, o] of [...observed.of(shard.id)]) {
+      if (nodeId === shard.attachedNodeId || o === 'unknown' || o.mode !== 'AttachedSingle' || !nodes.available(nodeId)) continue;
+      run.progress('ORIGIN_STALE', `setting node ${nodeId} AttachedStale before attaching node ${shard.attachedNodeId}`, nodeId);
+      await putLocation(this.deps, run, shard, nodeId, 'AttachedStale', o.generation, { flushMs: CALLS.flushMs });
+    }
   }
 
   private async notifyOrFail(shard: ShardIntent, run: ReconcileRun): Promise<void> {

@@ -36,8 +36,10 @@ afterEach(async () => {
 
 const gql = (query: string) => postGraphQL(cluster!.gateway!.url, query);
 
-async function stepOf(opId: string): Promise<{ state: string; phase: string | null; error: string | null }> {
-  const data = await gql(`{ operation(id: "${opId}") { ... on Operation { state steps(first: 10) { edges { node { workloadId state phase error } } } } } }`);
+async function stepOf(opId: string): Promise<{ state: string; phase: string | null; error: string | null; startedAt: string | null }> {
+  const data = await gql(
+    `{ operation(id: "${opId}") { ... on Operation { state steps(first: 10) { edges { node { workloadId state phase error startedAt } } } } } }`,
+  );
   return data.operation.steps.edges.find((e: any) => e.node.workloadId === ID).node;
 }
 
@@ -95,9 +97,20 @@ describe('kill -9 during a pageserver cut-over, between its steps', () => {
       const atKill = cluster.fleet.view()[ID]!;
       expect(atKill['1']).toBe('AttachedStale@1');
       expect(atKill['2']).toMatch(/^AttachedMulti@([2-9]|\d\d+)$/);
+      const startedBefore = (await stepOf(op)).startedAt;
+      // Node 2 hears no location_config until the resumed gateway has taken the step up.
+      cluster.fleet.sim(2).holdLocationConfigs(true);
       await killAndRestart();
-      // The resumed gateway is held in catch-up too (the destination is still replaying), then it ends.
-      await until(async () => ((await stepOf(op)).phase === 'WAL_CATCH_UP' ? true : undefined), 'the resumed step waiting in WAL_CATCH_UP');
+      // The intent already names node 2, but the step is not MOVED before node 2 holds the shard
+      // AttachedSingle: until then the drain must not end and call node 1 safe to restart.
+      const resumed = await until(async () => {
+        const step = await stepOf(op);
+        return step.state === 'MOVED' || step.startedAt !== startedBefore ? step : undefined;
+      }, 'the resumed gateway to take the step up');
+      expect(resumed).toMatchObject({ state: 'MOVING' });
+      expect(cluster.fleet.view()[ID]!['2']).toMatch(/^AttachedMulti@/);
+      // The resumed reconcile attaches node 2 directly (Neon's reconcile after a crash): no second catch-up wait.
+      cluster.fleet.sim(2).holdLocationConfigs(false);
       cluster.fleet.sim(2).endCatchUp(ID);
       await endsClean(op, ledger);
     },

@@ -214,7 +214,10 @@ export class StorageRun extends StepRun<StorageRun> {
     const shard = await this.readShard(step);
     if (!shard) return;
     const nodeId = this.nodeId;
-    if (shard.attachedNodeId !== nodeId) return this.alreadyDone(step, shard);
+    if (shard.attachedNodeId !== nodeId) {
+      if (step.toNodeId !== null && shard.attachedNodeId === step.toNodeId) return this.runCutOver(step, shard, nodeId, step.toNodeId);
+      return this.skip(step, 'NOT_ATTACHED_HERE', `attached to node ${shard.attachedNodeId} by someone else`);
+    }
     const decision = decideDrain(shard, this.host.planNodes());
     if (decision.action === 'skip') return this.skip(step, decision.reason);
     await this.cutOver(step, shard, nodeId, decision.toNodeId);
@@ -224,7 +227,7 @@ export class StorageRun extends StepRun<StorageRun> {
     const shard = await this.readShard(step);
     if (!shard) return;
     const nodeId = this.nodeId;
-    if (shard.attachedNodeId === nodeId) return this.finishStep(step, 'MOVED', null, null);
+    if (shard.attachedNodeId === nodeId) return this.runCutOver(step, shard, step.fromNodeId ?? nodeId, nodeId);
     if (shard.policy === 'PAUSE' || shard.policy === 'STOP') return this.skip(step, `SHARD_POLICY_${shard.policy}`);
     if (!shard.secondaryNodeIds.includes(nodeId)) return this.skip(step, 'NO_SECONDARY_ON_NODE');
     await this.cutOver(step, shard, shard.attachedNodeId, nodeId);
@@ -236,26 +239,28 @@ export class StorageRun extends StepRun<StorageRun> {
     return shard;
   }
 
-  /** The shard is no longer where the plan found it: done if it is where we sent it (a resumed step). */
-  private alreadyDone(step: StepRecord, shard: ClusterShard): void {
-    if (step.toNodeId !== null && shard.attachedNodeId === step.toNodeId) this.finishStep(step, 'MOVED', null, null);
-    else this.skip(step, 'NOT_ATTACHED_HERE', `attached to node ${shard.attachedNodeId} by someone else`);
-  }
-
   /** storage:D4 (warmth), then the role swap (storage:D5). A failure is recorded and not retried (storage:D6). */
   private async cutOver(step: StepRecord, shard: ClusterShard, fromNodeId: string, toNodeId: string): Promise<void> {
-    const { backend, settings, observer } = this.host;
+    const { backend, settings } = this.host;
     const status = await backend.getSecondaryStatus(shard.id, toNodeId).catch(() => null);
     const verdict = warmthVerdict(status, settings.maxSecondaryLagBytes);
-    // ha:L4, ha:B2: a cut-over to this node a previous leader began (its phase is recorded) and
-    // died in: that leader checked the warmth, and the target may already hold the attachment it
-    // was given, so its secondary status cannot be read. Skipping it (SECONDARY_STATUS_UNKNOWN)
-    // left the shard attached twice (found by ha:scenario-1); the cut-over is re-run instead.
-    const begunBefore = !verdict.ok && verdict.reason === 'SECONDARY_STATUS_UNKNOWN' && step.detail != null && step.toNodeId === toNodeId;
-    if (!verdict.ok && !begunBefore) {
+    if (!verdict.ok) {
       const detail = verdict.lagBytes === null ? 'secondary lag unknown' : `secondary lagging by ${verdict.lagBytes} bytes`;
       return this.skip(step, verdict.reason, `${detail} on node ${toNodeId}`);
     }
+    await this.runCutOver(step, shard, fromNodeId, toNodeId);
+  }
+
+  /**
+   * The cut-over itself; also for a shard already meant to be where the step sends it (a
+   * resumed step, or someone else moved it). A backend that changes its intent before the
+   * attachment (the pageserver plugin) may still be finishing a cut-over a killed gateway
+   * began: the step is MOVED only once the backend holds the shard there (a cut-over to where
+   * it is already attached joins it), so that the drain's end still means the node is safe to
+   * restart.
+   */
+  private async runCutOver(step: StepRecord, shard: ClusterShard, fromNodeId: string, toNodeId: string): Promise<void> {
+    const { backend, observer } = this.host;
     this.startStep(step, { fromNodeId, toNodeId });
     observer.movesInFlight(this.kind, 1);
     try {

@@ -333,4 +333,21 @@ describe('neon:C4 and neon:C10 — a controller that dies mid-cut-over', () => {
       expect(c.hook.bodiesFor(ID.slice(0, 32)).at(-1)).toMatchObject({ shards: [{ node_id: 2, shard_number: 0 }] });
     });
   }
+
+  it('found with node 2 AttachedMulti at a newer generation while node 1 is still AttachedSingle: the direct attach makes node 1 AttachedStale first (neon:C1), never two AttachedSingle at once', async () => {
+    // What a cut-over left that never staled its origin (the campaign met it after kills): adopted
+    // at start-up, node 2 holds the newest generation and wins.
+    const c: SimCluster = clusters.use(await startSimCluster({ nodes: [{ id: 1 }, { id: 2 }, { id: 3 }], shards: [SHARD] }));
+    c.sim(2).seed(ID, { mode: 'AttachedMulti', generation: 5 });
+    const mark = c.log.entries.length;
+    await c.startController();
+    await c.until(() => c.view()[ID]?.['2'] === 'AttachedSingle@6' && c.view()[ID]?.['1'] === undefined, { what: 'attached to node 2', maxMs: 120_000 });
+    const puts = calls(c, mark).filter((line) => / PUT .*location_config/.test(line));
+    expect(puts).toEqual([
+      'node 1 PUT /v1/tenant/:id/location_config flush_ms=10000 AttachedStale@4',
+      'node 2 PUT /v1/tenant/:id/location_config lazy=true AttachedSingle@6',
+      'node 1 PUT /v1/tenant/:id/location_config Detached@-',
+    ]);
+    expect(c.safety.violations).toEqual([]);
+  });
 });
