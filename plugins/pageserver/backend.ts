@@ -453,7 +453,7 @@ export class PageserverBackend implements ClusterBackend {
   /** The shard's intent is already on the node: done when it holds it; else the reconcile (or a roll-forward) is awaited. */
   private async joinAttached(shard: ShardIntent, nodeId: string): Promise<CutOverResult | void> {
     if (this.moves.holds(shard, nodeId)) return;
-    if (!this.reconciler.reconciling(shard.id)) this.reconciler.run(shard.id, { priority: 'high' }).catch(() => {});
+    if (!this.reconciler.reconciling(shard.id)) this.reconciler.spawn(shard.id, 'joining', { priority: 'high' });
     await this.moves.whenAttached(shard.id, nodeId);
   }
 

@@ -47,6 +47,7 @@ export class NodeAvailabilityKeeper {
   /** A heartbeat round ended: apply each node's verdict (neon:H2, neon:H3); `first`: the first round of this leadership. */
   async onRound(results: Map<string, { ok: boolean; sentAt: number }>, endedAt: number, first = false): Promise<void> {
     const offlineBefore = first ? this.deps.nodes.all().filter((n) => n.hb.availability === 'OFFLINE') : [];
+    const activated: NodeRuntime[] = [];
     await Promise.all(
       [...results].map(async ([nodeId, { ok, sentAt }]) => {
         const node = this.deps.nodes.get(nodeId);
@@ -57,7 +58,11 @@ export class NodeAvailabilityKeeper {
         if (verdict === 'available') {
           node.hb.lastOkAt = endedAt;
           // A failed activation keeps it out of ACTIVE; the next round tries again (neon:H4).
-          if (node.hb.availability !== 'ACTIVE' || node.hb.inherited) await this.activate(node).catch(() => {});
+          if (node.hb.availability !== 'ACTIVE' || node.hb.inherited)
+            await this.activate(node, { reconcile: false }).then(
+              () => activated.push(node),
+              () => {},
+            );
         } else if (verdict === 'offline') {
           const why =
             node.hb.availability === 'WARMING_UP'
@@ -69,6 +74,10 @@ export class NodeAvailabilityKeeper {
       }),
     );
     for (const node of offlineBefore) this.stillLost(node, results.get(node.nodeId)?.ok ?? false);
+    // Only now, with every node of the round known: a reconcile started by the first node to
+    // answer took a node still being activated for OFFLINE, so it attached directly and left
+    // that node's AttachedSingle alone (the crash campaign, seed 2 round 63).
+    for (const node of activated) this.reconcileActivated(node);
     await this.persist();
   }
 
@@ -160,9 +169,10 @@ export class NodeAvailabilityKeeper {
   /**
    * neon:H4 `Offline`/`WarmingUp` → `Active`: list the node's locations (5 retries, 5 s);
    * differing ones become unknown, shards we do not know are detached; a failure keeps
-   * the node out of ACTIVE. Then ACTIVE, and its unknown locations are reconciled.
+   * the node out of ACTIVE. Then ACTIVE, and its unknown locations are reconciled (by the
+   * caller when `reconcile` is false: a heartbeat round, once all its nodes are activated).
    */
-  async activate(node: NodeRuntime): Promise<void> {
+  async activate(node: NodeRuntime, { reconcile = true }: { reconcile?: boolean } = {}): Promise<void> {
     if (this.activating.has(node.nodeId)) return;
     this.activating.add(node.nodeId);
     try {
@@ -199,12 +209,7 @@ export class NodeAvailabilityKeeper {
       node.hb.inherited = false;
       this.set(node, 'ACTIVE');
       this.deps.log.info({ node: node.nodeId }, `pageserver ${node.nodeId} ACTIVE`);
-      for (const shard of intents.sortedShards()) {
-        if (shard.policy === 'STOP' || this.deps.reconciler.reconciling(shard.id)) continue;
-        if (observed.get(shard.id, node.nodeId) === 'unknown' || this.deps.reconciler.needsReconcile(shard)) {
-          this.deps.reconciler.run(shard.id).catch(() => {});
-        }
-      }
+      if (reconcile) this.reconcileActivated(node);
     } catch (e) {
       this.deps.log.warn(
         { node: node.nodeId, err: e },
@@ -216,6 +221,15 @@ export class NodeAvailabilityKeeper {
       });
     } finally {
       this.activating.delete(node.nodeId);
+    }
+  }
+
+  /** neon:H4: after a node's activation, its unknown locations and every shard that needs it are reconciled. */
+  private reconcileActivated(node: NodeRuntime): void {
+    const { intents, observed, reconciler } = this.deps;
+    for (const shard of intents.sortedShards()) {
+      if (shard.policy === 'STOP' || reconciler.reconciling(shard.id)) continue;
+      if (observed.get(shard.id, node.nodeId) === 'unknown' || reconciler.needsReconcile(shard)) reconciler.spawn(shard.id, `node ${node.nodeId} activation`);
     }
   }
 

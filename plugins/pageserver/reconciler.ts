@@ -118,6 +118,14 @@ export class Reconciler {
     return entry.promise;
   }
 
+  /** A reconcile nobody waits for (`why` names who started it): a failure is logged, a cancel is not (the background pass retries either). */
+  spawn(shardId: string, why: string, options: ReconcileOptions = {}): void {
+    this.run(shardId, options).catch((e: unknown) => {
+      if (e instanceof ReconcileFailure && e.cancelled) return;
+      this.deps.log.warn({ shard: shardId, err: e }, `${why} reconcile of shard ${shardId} failed: ${describe(e)}`);
+    });
+  }
+
   /** neon:W6: fires the reconcile's cancel and waits for it to stop; false when none ran. */
   async cancel(shardId: string, why = 'cancelled by cancel_reconcile'): Promise<boolean> {
     const entry = this.inFlight.get(shardId);
@@ -156,9 +164,7 @@ export class Reconciler {
     for (const shard of this.deps.intents.sortedShards()) {
       if (shard.policy === 'PAUSE' || shard.policy === 'STOP' || this.inFlight.has(shard.id)) continue;
       if (!this.needsReconcile(shard)) continue;
-      this.run(shard.id).catch((e: unknown) =>
-        this.deps.log.warn({ shard: shard.id, err: e }, `background reconcile of shard ${shard.id} failed: ${describe(e)}`),
-      );
+      this.spawn(shard.id, 'background');
     }
   }
 

@@ -4,7 +4,7 @@ import type { PlaceOptions, ShardPlacement } from '../../src/cluster/shard-contr
 import { compareNodeIds } from '../../src/domain/compare.ts';
 import type { ShardIntent } from './intent.ts';
 import { observedAs, OperationCancelled, ReconcileFailure, type ReconcileDeps } from './location-calls.ts';
-import { describe, type Reconciler } from './reconciler.ts';
+import type { Reconciler } from './reconciler.ts';
 
 interface Waiter {
   shardId: string;
@@ -90,14 +90,7 @@ export class ShardMoves {
         // (Not to a node that is gone meanwhile: a deleted one keeps nothing.)
         if (!options.keepIntent && shard.attachedNodeId === dest && before.attachedNodeId !== dest && this.deps.nodes.get(before.attachedNodeId)) {
           await this.setPlacement(shard, before);
-          this.reconciler
-            .run(shard.id)
-            .catch((err: unknown) =>
-              this.deps.log.warn(
-                { shard: shard.id, err },
-                `shard ${shard.id}: re-establishing node ${before.attachedNodeId} failed: ${describe(err)}; the background pass retries`,
-              ),
-            );
+          this.reconciler.spawn(shard.id, `re-establishing node ${before.attachedNodeId}:`);
         }
         throw e;
       }
@@ -109,7 +102,7 @@ export class ShardMoves {
       this.deps.log.warn({ shard: shard.id, node: dest, err: e }, `shard ${shard.id}: ${failure.message}; rolling forward to node ${dest}`);
       if (failure.cause instanceof OperationCancelled) {
         // The operation's cancel: complete what was issued now, by a direct attach.
-        this.reconciler.run(shard.id, { priority: 'high' }).catch(() => {});
+        this.reconciler.spawn(shard.id, 'cancelled operation', { priority: 'high' });
       }
       await this.whenAttached(shard.id, dest);
       return { note: `rolled forward: ${failure.message}` };

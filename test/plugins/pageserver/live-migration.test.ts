@@ -350,4 +350,17 @@ describe('neon:C4 and neon:C10 — a controller that dies mid-cut-over', () => {
     ]);
     expect(c.safety.violations).toEqual([]);
   });
+
+  it('neon:H4: the reconciles a heartbeat round starts wait until every node of the round is activated: node 1, activated late, is made AttachedStale, not overlooked as OFFLINE', async () => {
+    const c: SimCluster = clusters.use(await startSimCluster({ nodes: [{ id: 1 }, { id: 2 }, { id: 3 }], shards: [SHARD] }));
+    c.sim(2).seed(ID, { mode: 'AttachedMulti', generation: 5 });
+    // Start-up discovery reads node 1; its activation's listing fails once and is retried, so node 2 is ACTIVE first.
+    c.sim(1).inject({ method: 'GET', path: /^\/v1\/location_config$/, kind: { status: 503 }, skip: 1, times: 1 });
+    const mark = c.log.entries.length;
+    await c.startController();
+    await c.until(() => c.view()[ID]?.['2'] === 'AttachedSingle@6' && c.view()[ID]?.['1'] === undefined, { what: 'attached to node 2', maxMs: 120_000 });
+    const puts = calls(c, mark).filter((line) => / PUT .*location_config/.test(line));
+    expect(puts[0]).toBe('node 1 PUT /v1/tenant/:id/location_config flush_ms=10000 AttachedStale@4');
+    expect(c.safety.violations).toEqual([]);
+  });
 });
