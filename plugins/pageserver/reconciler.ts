@@ -319,4 +319,4 @@ export class Reconciler {
   }
 }
 
-export const describe = (e: unknown) => (e instanceof Error ? e.message : String(e));
+const describe = (e: unknown) => (e instanceof Error ? e.message : String(e));
