@@ -18,6 +18,10 @@ interface LaunchOptions {
   query: string;
   /** Give up after this long (default 120 s: a loaded two-core machine). */
   timeoutMs?: number;
+  /** Sent with every query (an image's gateway listens beyond loopback: its admin token). */
+  headers?: Record<string, string>;
+  /** false: `env` (and the port) is the whole environment, nothing of this process's (an image's gateway). */
+  inheritEnv?: boolean;
 }
 
 export interface Launched {
@@ -64,7 +68,10 @@ export async function launch(options: LaunchOptions): Promise<Launched> {
   const started = performance.now();
   const child = spawn(options.command, options.args, {
     cwd: options.cwd ?? PROJECT_DIR,
-    env: { ...process.env, LOCKKEEPER_LOG_LEVEL: 'info', ...options.env, LOCKKEEPER_PORT: String(port), LOCKKEEPER_HOST: '127.0.0.1' },
+    env:
+      options.inheritEnv === false
+        ? { LOCKKEEPER_HOST: '127.0.0.1', ...options.env, LOCKKEEPER_PORT: String(port) }
+        : { ...process.env, LOCKKEEPER_LOG_LEVEL: 'info', ...options.env, LOCKKEEPER_PORT: String(port), LOCKKEEPER_HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -84,7 +91,7 @@ export async function launch(options: LaunchOptions): Promise<Launched> {
       throw new Error(`${options.command} ${options.args.join(' ')} did not answer within ${options.timeoutMs ?? 120_000} ms:\n${output}`);
     }
     try {
-      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...options.headers }, body });
       const json = (await res.json()) as { data?: unknown; errors?: unknown };
       if (res.ok && json.data && !json.errors) {
         const msToFirstAnswer = performance.now() - started;
