@@ -60,7 +60,7 @@ fi
   if [[ -n $reuse ]]; then
     log "staging in $stage: the checkout's node_modules, npm run generate, npm run build, the production prune"
     (cd "$root" && npm ls --all --silent >/dev/null) || { log "the checkout's node_modules do not match package-lock.json: run npm ci"; exit 1; }
-    cp -al "$root/node_modules" node_modules
+    cp -al "$root/node_modules" node_modules 2>/dev/null || { rm -rf node_modules && cp -a "$root/node_modules" node_modules; }
     # npm rewrites its hidden lockfile in place: a copy, so the checkout's stays as it is.
     cp --remove-destination "$root/node_modules/.package-lock.json" node_modules/.package-lock.json
     npm run generate --silent

@@ -115,7 +115,11 @@ if (failures.length === 0) {
       query: '{ nodes { totalCount } }',
     });
     const status = readFileSync(`/proc/${server.child.pid}/status`, 'utf8');
-    const ids = (field: string) => /^(\S+):\s*(.*)$/m.exec(status.split('\n').find((l) => l.startsWith(`${field}:`)) ?? '')?.[2]?.trim().split(/\s+/);
+    const ids = (field: string) =>
+      /^(\S+):\s*(.*)$/m
+        .exec(status.split('\n').find((l) => l.startsWith(`${field}:`)) ?? '')?.[2]
+        ?.trim()
+        .split(/\s+/);
     if (ids('Uid')?.some((id) => id !== String(uid)) || ids('Gid')?.some((id) => id !== String(gid)))
       fail(`the gateway runs as uid ${ids('Uid')?.join(' ')} gid ${ids('Gid')?.join(' ')}, not the image's USER ${user}`);
     if ((ids('Groups') ?? []).filter(Boolean).some((g) => g !== String(gid))) fail(`the gateway keeps supplementary groups ${ids('Groups')!.join(' ')}`);
@@ -123,7 +127,11 @@ if (failures.length === 0) {
     const health = await fetch(server.url.replace(/\/graphql$/, '/healthz'));
     const healthBody = await health.text();
     if (health.status !== 200 || !/"status":"ok"/.test(healthBody)) fail(`/healthz answered ${health.status} ${healthBody}`);
-    const anonymous = await fetch(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ nodes { totalCount } }' }) });
+    const anonymous = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ nodes { totalCount } }' }),
+    });
     if (anonymous.status !== 401) fail(`GraphQL without the token answered ${anonymous.status}: the gateway does not listen beyond loopback as the image says`);
     const exit = await server.stop('SIGTERM');
     if (exit.code !== 0 || !/"msg":"shutting down"/.test(server.output())) fail(`SIGTERM: exit ${exit.code ?? exit.signal}\n${server.output()}`);

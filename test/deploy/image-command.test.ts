@@ -1,10 +1,10 @@
 /**
  * Issue 17, point 8, without a container engine: the image's own command and environment,
- * read from the Dockerfile's runtime stage, run on the compiled build the way the container
+ * read from the Containerfile, run on the checkout's compiled build the way the container
  * runs them (node as the process, no npm in between): it answers /healthz beyond loopback
  * with the bootstrap token set, and SIGTERM shuts it down. Only the paths the container
  * provides (the volume, the fixed port) are swapped for a temporary folder and a free port.
- * Building and running the image itself needs an engine: deploy/check-image.sh.
+ * The image itself is built and run by deploy/check-image.sh (test/deploy/image.test.ts).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -20,17 +20,16 @@ afterEach(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-/** The runtime stage's ENV (KEY=value pairs) and CMD (exec form). */
+/** The Containerfile's ENV (KEY=value pairs) and CMD (exec form). */
 function runtimeStage(): { env: Record<string, string>; cmd: string[] } {
-  const text = readFileSync(join(PROJECT_ROOT, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
-  const runtime = text.slice(text.search(/^FROM \S+ AS runtime$/m));
+  const runtime = readFileSync(join(PROJECT_ROOT, 'Containerfile'), 'utf8').replace(/\\\n/g, ' ');
   const env: Record<string, string> = {};
   for (const line of runtime.match(/^ENV .*$/gm) ?? []) for (const m of line.slice(4).matchAll(/(\w+)=(\S+)/g)) env[m[1]!] = m[2]!;
   const cmd = JSON.parse(/^CMD (.*)$/m.exec(runtime)![1]!) as string[];
   return { env, cmd };
 }
 
-it('the runtime stage’s CMD and ENV serve /healthz on the compiled build, beyond loopback, and end on SIGTERM', async () => {
+it('the Containerfile’s CMD and ENV serve /healthz on the compiled build, beyond loopback, and end on SIGTERM', async () => {
   const { env: imageEnv, cmd } = runtimeStage();
   expect(cmd[0]).toBe('node');
   expect(imageEnv).toMatchObject({ NODE_ENV: 'production', LOCKKEEPER_HOST: '0.0.0.0' });
