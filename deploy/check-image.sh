@@ -78,4 +78,4 @@ out=$(cd "$root" && npx --no-install tsx deploy/image-checks.ts "$rootfs" "$conf
   die "$image failed its checks"
 }
 echo "$out"
-say "ok: $image $((bytes / 1000000)) MB, ${out##*first answer after }"
+say "ok: $image $((bytes / 1000000)) MB, first answer after ${out##*first answer after }"

@@ -15,7 +15,9 @@ image="localhost/lockkeeper-base:$suite-$(printf '%s' "$recipe" | sha256sum | cu
 
 have() { podman image exists "$image"; }
 if ! have; then
-  exec 9>/run/lock/lockkeeper-debian-base.lock
+  lockdir=/run/lock
+  [[ -d $lockdir ]] || lockdir=/tmp
+  exec 9>"$lockdir/lockkeeper-debian-base.lock"
   flock 9
   if ! have; then
     work=$(mktemp -d /var/tmp/lockkeeper-base.XXXXXX)
