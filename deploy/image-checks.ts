@@ -18,17 +18,17 @@
  * Prints `image-checks: first answer after N ms` and exits 0, or lists every failure and exits 1.
  */
 import { spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { launch } from '../bench/launch.ts';
+import { ImageRunner, type ImageConfig } from './image-run.ts';
 
 const [root, configJson, allowListFile, lockfile] = process.argv.slice(2);
 if (!root || !configJson || !allowListFile || !lockfile) {
   console.error('usage: tsx deploy/image-checks.ts ROOT CONFIG_JSON ALLOW_LIST LOCKFILE');
   process.exit(64);
 }
-const config = JSON.parse(configJson) as { User?: string; Cmd?: string[]; WorkingDir?: string; Env?: string[] };
+const config = JSON.parse(configJson) as ImageConfig;
+const image = new ImageRunner(root, config);
 const failures: string[] = [];
 const fail = (what: string) => failures.push(what);
 const app = join(root, 'app');
@@ -78,42 +78,21 @@ for (const path of packages) {
 const user = config.User ?? '';
 if (!/^[1-9]\d*:\d+$/.test(user)) fail(`USER is ${JSON.stringify(user)}: expected numeric, non-root UID:GID`);
 if (config.Cmd?.[0] !== 'node') fail(`CMD ${JSON.stringify(config.Cmd)} does not run node`);
-const imageEnv = Object.fromEntries((config.Env ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-const dataDir = /^file:(\/.*)\/[^/]+$/.exec(imageEnv.LOCKKEEPER_DATABASE_URL ?? '')?.[1];
+const { dataDir, uid, gid } = image;
 if (!dataDir || !statSync(join(root, dataDir), { throwIfNoEntry: false })?.isDirectory())
-  fail(`the image's database directory (${imageEnv.LOCKKEEPER_DATABASE_URL}) is not in the image`);
+  fail(`the image's database directory (${image.env.LOCKKEEPER_DATABASE_URL}) is not in the image`);
 
 if (failures.length === 0) {
-  const volume = mkdtempSync(join(tmpdir(), 'lockkeeper-image-volume-'));
-  const [uid, gid] = user.split(':').map(Number) as [number, number];
-  chownSync(volume, uid, gid);
-  const workdir = config.WorkingDir || '/';
-  /** argv that runs `command` in the image: a private mount namespace for the volume and /proc, then chroot as USER. */
-  const inImage = (command: string[]) => [
-    '-m',
-    '--',
-    '/bin/sh',
-    '-c',
-    'mount --bind "$1" "$2$3" && mount -t proc proc "$2/proc" && root=$2 userspec=$4 workdir=$5 && shift 5 && exec chroot --userspec="$userspec" "$root" /usr/bin/env -C "$workdir" "$@"',
-    'sh',
-    volume,
-    root,
-    dataDir!,
-    user,
-    workdir,
-    ...command,
-  ];
+  const volume = image.newVolume();
   const token = 'check-image-admin-token-0123456789';
   try {
-    const server = await launch({
-      command: '/usr/bin/unshare',
-      args: inImage(config.Cmd!),
-      inheritEnv: false,
-      // The image's ENV as it is (LOCKKEEPER_HOST 0.0.0.0: authentication on) but a free port.
-      env: { ...imageEnv, LOCKKEEPER_HOST: imageEnv.LOCKKEEPER_HOST ?? '', LOCKKEEPER_LOG_LEVEL: 'info', LOCKKEEPER_ADMIN_TOKEN: token },
-      headers: { authorization: `Bearer ${token}` },
-      query: '{ nodes { totalCount } }',
-    });
+    // The image's ENV as it is (LOCKKEEPER_HOST 0.0.0.0: authentication on) but a free port.
+    const server = await image.launch(
+      volume,
+      '{ nodes { totalCount } }',
+      { LOCKKEEPER_LOG_LEVEL: 'info', LOCKKEEPER_ADMIN_TOKEN: token },
+      { authorization: `Bearer ${token}` },
+    );
     const status = readFileSync(`/proc/${server.child.pid}/status`, 'utf8');
     const ids = (field: string) =>
       /^(\S+):\s*(.*)$/m
@@ -138,7 +117,7 @@ if (failures.length === 0) {
     if (!existsSync(join(volume, 'lockkeeper.db'))) fail(`no database written to the volume at ${dataDir}`);
     if (failures.length === 0) console.log(`image-checks: first answer after ${server.msToFirstAnswer.toFixed(0)} ms`);
 
-    const help = spawnSync('/usr/bin/unshare', inImage(['lockkeeper', '--help']), { env: imageEnv, encoding: 'utf8' });
+    const help = spawnSync('/usr/bin/unshare', image.args(volume, ['lockkeeper', '--help']), { env: image.env, encoding: 'utf8' });
     if (help.status !== 0 || !help.stdout.startsWith('usage: lockkeeper')) fail(`lockkeeper --help exited ${help.status}: ${help.stdout}${help.stderr}`);
   } catch (e) {
     fail(`the entrypoint did not answer: ${(e as Error).message}`);
