@@ -7,6 +7,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { ImageRunner, type ImageConfig } from '../deploy/image-run.ts';
 import type { Benchmark, BenchReport } from './benchmark.ts';
@@ -60,6 +61,7 @@ export const image: Benchmark = {
           headers,
           query: QUERY,
         });
+      const load = loadavg()[0]!.toFixed(1);
       const first = await timeOnce(inImage);
       progress(`  first start (creates and migrates the database): ${first.toFixed(0)} ms`);
       await timeOnce(onHost);
@@ -74,7 +76,7 @@ export const image: Benchmark = {
         summary: `image: ${mb(size)} MB (base ${mb(baseSize)} MB), first answer ${median(ours).toFixed(0)} ms (first start ${first.toFixed(0)} ms; the checkout's build ${median(host).toFixed(0)} ms)`,
         markdown: [
           `Built by \`deploy/build-image.sh --base ${base} --checkout-modules\` (the Containerfile on the Debian base of \`deploy/debian-base.sh\`) in ${buildS.toFixed(0)} s (staging and podman build; the base existed).`,
-          `Each launch runs the image's CMD \`${config.Cmd!.join(' ')}\` in its WORKDIR as USER ${config.User} with its ENV (listening on 0.0.0.0, so with the admin token) by \`chroot --userspec\` on its read-only root filesystem (\`podman image mount\`), the database directory a bound folder (deploy/image-run.ts); polled with a POST of \`${QUERY}\` every 10 ms from the launch (\`bench/launch.ts\`). The demo cluster, SQLite, log level warn. For comparison, the same command on the checkout's build and the host's node (${process.version}), alternating.`,
+          `Each launch runs the image's CMD \`${config.Cmd!.join(' ')}\` in its WORKDIR as USER ${config.User} with its ENV (listening on 0.0.0.0, so with the admin token) by \`chroot --userspec\` on its read-only root filesystem (\`podman image mount\`), the database directory a bound folder (deploy/image-run.ts); polled with a POST of \`${QUERY}\` every 10 ms from the launch (\`bench/launch.ts\`). The demo cluster, SQLite, log level warn. Load average when the launches began: ${load}. For comparison, the same command on the checkout's build and the host's node (${process.version}), alternating.`,
           '',
           `| image size MB | base MB | application MB |`,
           '|---:|---:|---:|',
