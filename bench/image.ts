@@ -11,25 +11,16 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { ImageRunner, type ImageConfig } from '../deploy/image-run.ts';
 import type { Benchmark, BenchReport } from './benchmark.ts';
-import { launch, PROJECT_DIR } from './launch.ts';
+import { launch, median, PROJECT_DIR, timeOnce } from './launch.ts';
 
 const RUNS = 5;
 const QUERY = '{ nodes { totalCount } }';
 const TOKEN = 'bench-image-admin-token-0123456789';
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const run = (command: string, args: string[]) =>
   execFileSync(command, args, { cwd: PROJECT_DIR, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
 const podman = (...args: string[]) => run('podman', args);
 const mb = (bytes: number) => (bytes / 1e6).toFixed(0);
-
-async function timeOnce(start: () => ReturnType<typeof launch>): Promise<number> {
-  const server = await start();
-  if ((server.data as { nodes?: { totalCount?: number } }).nodes?.totalCount !== 4) throw new Error(`unexpected answer ${JSON.stringify(server.data)}`);
-  const exit = await server.stop('SIGTERM');
-  if (exit.code !== 0) throw new Error(`exited with ${exit.code ?? exit.signal} after SIGTERM:\n${server.output()}`);
-  return server.msToFirstAnswer;
-}
 
 export const image: Benchmark = {
   name: 'image',

@@ -119,3 +119,14 @@ export async function launch(options: LaunchOptions): Promise<Launched> {
 /** `npm start` in `cwd` (the project by default): the README's way to run the gateway. */
 export const npmStart = (query: string, env: Record<string, string>, cwd?: string) =>
   launch({ command: 'npm', args: ['start', '--silent'], query, env, ...(cwd && { cwd }) });
+
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** Launches a demo-cluster gateway, checks its first answer, stops it with SIGTERM: the time to that answer. */
+export async function timeOnce(start: () => Promise<Launched>): Promise<number> {
+  const server = await start();
+  if ((server.data as { nodes?: { totalCount?: number } }).nodes?.totalCount !== 4) throw new Error(`unexpected answer ${JSON.stringify(server.data)}`);
+  const exit = await server.stop('SIGTERM');
+  if (exit.code !== 0) throw new Error(`exited with ${exit.code ?? exit.signal} after SIGTERM:\n${server.output()}`);
+  return server.msToFirstAnswer;
+}

@@ -10,22 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import type { Benchmark, BenchReport } from './benchmark.ts';
-import { launch, npmStart, PROJECT_DIR } from './launch.ts';
+import { launch, median, npmStart, PROJECT_DIR, timeOnce } from './launch.ts';
 
 const RUNS = 5;
 const QUERY = '{ nodes { totalCount } }';
 const GOAL_MS = 1500;
 const GOAL_RATIO = 3;
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-async function timeOnce(start: () => ReturnType<typeof launch>): Promise<number> {
-  const server = await start();
-  if ((server.data as { nodes?: { totalCount?: number } }).nodes?.totalCount !== 4) throw new Error(`unexpected answer ${JSON.stringify(server.data)}`);
-  const exit = await server.stop('SIGTERM');
-  if (exit.code !== 0) throw new Error(`exited with ${exit.code ?? exit.signal} after SIGTERM:\n${server.output()}`);
-  return server.msToFirstAnswer;
-}
 
 export const startup: Benchmark = {
   name: 'startup',
