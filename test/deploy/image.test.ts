@@ -39,15 +39,20 @@ afterAll(() => {
 });
 
 describe.skipIf(!havePodman)('deploy/check-image.sh', () => {
-  it('refuses a Containerfile with a RUN step (it cannot run here) before building anything', async () => {
-    const containerfile = readFileSync(join(PROJECT_ROOT, 'Containerfile'), 'utf8');
-    const bad = join(dir, 'Containerfile.run');
-    writeFileSync(bad, containerfile.replace(/^USER /m, 'RUN mkdir -p /var/lib/lockkeeper\nUSER '));
-    const run = await checkImage(['--containerfile', bad]);
-    expect(run.code, run.out).not.toBe(0);
-    expect(run.out).toContain('cannot run without a container daemon here: RUN');
-    expect(run.out).not.toContain('built localhost/lockkeeper-check:');
-  });
+  it(
+    'refuses a Containerfile with a RUN step (it cannot run here) before building anything',
+    async () => {
+      const containerfile = readFileSync(join(PROJECT_ROOT, 'Containerfile'), 'utf8');
+      const bad = join(dir, 'Containerfile.run');
+      writeFileSync(bad, containerfile.replace(/^USER /m, 'RUN mkdir -p /var/lib/lockkeeper\nUSER '));
+      const run = await checkImage(['--containerfile', bad]);
+      expect(run.code, run.out).not.toBe(0);
+      expect(run.out).toContain('cannot run without a container daemon here: RUN');
+      expect(run.out).not.toContain('built localhost/lockkeeper-check:');
+      // (Without the check, the staging and then podman's RUN would fail minutes later.)
+    },
+    BUILD_TIMEOUT,
+  );
 
   it(
     'builds the image under a tag of its own, and its entrypoint answers /healthz, GraphQL and lockkeeper --help as its USER',
