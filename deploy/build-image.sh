@@ -46,7 +46,7 @@ else
   stage=$(mktemp -d /var/tmp/lockkeeper-stage.XXXXXX)
   trap 'rm -rf "$stage"' EXIT
 fi
-log() { echo "build-image: $*" >&2; }
+log() { echo "build-image: [$SECONDS s] $*" >&2; }
 
 # 1. The checkout, as git sees it (no node_modules, dist, demo data or .git).
 mkdir "$stage/build"
@@ -70,6 +70,7 @@ fi
     npm ci --prefer-offline --no-audit --no-fund --loglevel=error
   fi
   npm run build --silent
+  log "npm run build done"
   # --omit=optional as well: npm keeps a devDependency that is also an optional peer of a
   # production package (prisma, and typescript below it, for @prisma/client) unless both are
   # omitted. The only optional production packages are pg-cloudflare (Cloudflare Workers only)
@@ -90,4 +91,5 @@ rm -rf "$stage/build"
 
 log "$engine build -t $tag (FROM $base)"
 "$engine" build --quiet -f "$containerfile" --build-arg "BASE=$base" -t "$tag" "$ctx" >&2
+log "built $tag"
 echo "$tag"
