@@ -11,7 +11,8 @@
  *   `chroot --userspec=<USER>` on the read-only root filesystem (its database directory a
  *   fresh writable folder, as the Deployment's volume is), runs as that user, answers
  *   /healthz and a GraphQL query beyond loopback with the admin token, and stops on SIGTERM;
- * - the compiled CLI on the image's PATH answers `lockkeeper --help`.
+ * - the compiled CLI on the image's PATH answers `lockkeeper --help`, and every compiled plugin
+ *   loads with the image's packages.
  *
  *   tsx deploy/image-checks.ts ROOT CONFIG_JSON ALLOW_LIST LOCKFILE
  *
@@ -118,6 +119,17 @@ if (failures.length === 0) {
     if (failures.length === 0) console.log(`image-checks: first answer after ${server.msToFirstAnswer.toFixed(0)} ms`);
 
     const help = spawnSync('/usr/bin/unshare', image.args(volume, ['lockkeeper', '--help']), { env: image.env, encoding: 'utf8' });
+    // Every plugin loads with the image's packages (the demo above needs none of them).
+    const plugins = readdirSync(join(app, 'dist/plugins')).map((name) => `/app/dist/plugins/${name}/index.js`);
+    const load = spawnSync(
+      '/usr/bin/unshare',
+      image.args(volume, ['node', '--input-type=module', '-e', `for (const p of ${JSON.stringify(plugins)}) await import(p);`]),
+      {
+        env: image.env,
+        encoding: 'utf8',
+      },
+    );
+    if (load.status !== 0 || plugins.length === 0) fail(`the plugins (${plugins.join(', ')}) do not load in the image: ${load.stderr}`);
     if (help.status !== 0 || !help.stdout.startsWith('usage: lockkeeper')) fail(`lockkeeper --help exited ${help.status}: ${help.stdout}${help.stderr}`);
   } catch (e) {
     fail(`the entrypoint did not answer: ${(e as Error).message}`);
