@@ -39,6 +39,7 @@ export const image: Benchmark = {
       const config = JSON.parse(podman('image', 'inspect', '--format', '{{json .Config}}', tag)) as ImageConfig;
       const runner = new ImageRunner(podman('image', 'mount', tag), config);
       volume = runner.newVolume();
+      const imageNode = execFileSync('/usr/bin/unshare', runner.args(volume, ['node', '--version']), { env: runner.env, encoding: 'utf8' }).trim();
       const env = { LOCKKEEPER_LOG_LEVEL: 'warn', LOCKKEEPER_ADMIN_TOKEN: TOKEN };
       const headers = { authorization: `Bearer ${TOKEN}` };
       const inImage = () => runner.launch(volume!, QUERY, env, headers);
@@ -68,6 +69,8 @@ export const image: Benchmark = {
         markdown: [
           `Built by \`deploy/build-image.sh --base ${base} --checkout-modules\` (the Containerfile on the Debian base of \`deploy/debian-base.sh\`) in ${buildS.toFixed(0)} s (staging and podman build; the base existed).`,
           `Each launch runs the image's CMD \`${config.Cmd!.join(' ')}\` in its WORKDIR as USER ${config.User} with its ENV (listening on 0.0.0.0, so with the admin token) by \`chroot --userspec\` on its read-only root filesystem (\`podman image mount\`), the database directory a bound folder (deploy/image-run.ts); polled with a POST of \`${QUERY}\` every 10 ms from the launch (\`bench/launch.ts\`). The demo cluster, SQLite, log level warn. Load average when the launches began: ${load}. For comparison, the same command on the checkout's build and the host's node (${process.version}), alternating.`,
+          '',
+          `Sizes as \`podman image inspect --format '{{.Size}}'\` gives them (MB = 10⁶ bytes); the image's Node.js is ${imageNode} (Debian's package).`,
           '',
           `| image size MB | base MB | application MB |`,
           '|---:|---:|---:|',
