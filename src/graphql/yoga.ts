@@ -106,7 +106,11 @@ export function createGraphQLHandler(services: AppServices, log: Logger, { limit
       debug: (...args) => log.debug({ args }, 'graphql'),
       info: (...args) => log.info({ args }, 'graphql'),
       warn: (...args) => log.warn({ args }, 'graphql'),
-      error: (...args) => log.error({ args }, 'graphql'),
+      // A field that met the database's outage is answered UNAVAILABLE: a warning, not a crash.
+      error: (...args) =>
+        services.database && args.some((a) => services.database!.isOutage(a))
+          ? log.warn({ args }, 'graphql: database unavailable')
+          : log.error({ args }, 'graphql'),
     },
   });
 }

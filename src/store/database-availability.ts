@@ -54,7 +54,8 @@ export function unreachableDetail(error: unknown, depth = 0): string | null {
   if (e.name === 'PrismaClientInitializationError') return lastLine(message);
   if (UNREACHABLE_SOCKET_CODES.has(code) || UNREACHABLE_SQLSTATE.test(code) || UNREACHABLE_SQLITE.test(code)) return message || code;
   if (UNREACHABLE_MESSAGES.some((m) => m.test(message))) return message;
-  return unreachableDetail(e.cause, depth + 1);
+  // graphql-js wraps a resolver's error as `originalError`.
+  return unreachableDetail(e.cause, depth + 1) ?? unreachableDetail((e as { originalError?: unknown }).originalError, depth + 1);
 }
 
 function kindDetail(e: Loose & { host?: unknown; port?: unknown }): string {

@@ -219,8 +219,10 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<D
 /**
  * Database.faults for SQLite: while on, every statement prepared on the connection (Prisma's
  * adapter prepares each one) and every hot-path commit fails with SQLITE_IOERR, as a disk
- * that stopped answering does. ROLLBACK still runs, so a transaction begun before the fault
- * does not stay open on the connection.
+ * that stopped answering does. BEGIN, COMMIT and ROLLBACK still run (they touch no page
+ * once the statements between failed): a transaction begun before the fault does not stay
+ * open on the connection, and Prisma's adapter, which takes its transaction lock before
+ * BEGIN and keeps it when BEGIN throws, is not left locked for good.
  */
 function sqliteFaults(connection: BetterSqlite3.Database, hotPath: HotPath): { unavailable(on: boolean): void; hotPath: HotPath } {
   let failing = false;
@@ -228,7 +230,7 @@ function sqliteFaults(connection: BetterSqlite3.Database, hotPath: HotPath): { u
   const prepare = connection.prepare.bind(connection);
   const exec = connection.exec.bind(connection);
   connection.prepare = ((sql: string) => {
-    if (failing && !/^\s*ROLLBACK/i.test(sql)) throw ioError();
+    if (failing && !/^\s*(BEGIN|COMMIT|END|ROLLBACK)\b/i.test(sql)) throw ioError();
     return prepare(sql);
   }) as typeof connection.prepare;
   connection.exec = ((sql: string) => {

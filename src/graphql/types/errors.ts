@@ -8,7 +8,7 @@ import {
   ReconcileFailedError,
   TimeoutError,
   UnavailableError,
-  DatabaseUnavailableError,
+  type DatabaseUnavailableError,
 } from '../../domain/errors.ts';
 import { builder } from '../builder.ts';
 
@@ -48,7 +48,8 @@ builder.objectType(UnavailableError, {
     database: t.string({
       nullable: true,
       description: 'The database that is unavailable (the SQLite file, or the PostgreSQL URL without password); null when a node is.',
-      resolve: (e) => (e instanceof DatabaseUnavailableError ? e.database : null),
+      // The errors plugin hands a proxy of the error (its prototype is the union member's): read the field.
+      resolve: (e) => (e as Partial<DatabaseUnavailableError>).database ?? null,
     }),
   }),
 });
