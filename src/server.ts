@@ -116,10 +116,21 @@ export function buildApp(deps: AppDeps): App {
     name: deps.databaseName ?? 'the database',
     probe: () => deps.prisma.$queryRawUnsafe('SELECT 1'),
     ...(deps.databaseProbeMs !== undefined && { intervalMs: deps.databaseProbeMs }),
-    onChange: (state, detail) =>
-      state === 'down'
-        ? log.warn({ database: deps.databaseName, detail }, 'database unavailable: what needs it answers UNAVAILABLE until it is back')
-        : log.info({ database: deps.databaseName }, 'database available again'),
+    onChange: (state, detail) => {
+      if (state === 'down') {
+        log.warn({ database: deps.databaseName, detail }, 'database unavailable: what needs it answers UNAVAILABLE until it is back');
+        return;
+      }
+      log.info({ database: deps.databaseName }, 'database available again');
+      // Runs the outage stopped resume from their last commit (on PostgreSQL the lease's
+      // return does it too; on SQLite nothing else would).
+      if (leadership.canAct()) {
+        operations
+          .writeQueued()
+          .then(() => operations.adopt())
+          .catch((e: unknown) => log.warn({ err: e }, 'resuming operations after the database came back failed; the next probe tries again'));
+      }
+    },
   });
   // Down when this replica's requests or probes fail, or its lease exchanges do (ha:L6).
   const databaseState = () => (database.state === 'down' || leadership.status().database === 'down' ? 'down' : 'up');
