@@ -1,5 +1,5 @@
 /**
- * Readiness (issue 27), apart from liveness (/healthz): whether this replica should get
+ * Readiness (ha:DB6, issue 27), apart from liveness (/healthz): whether this replica should get
  * traffic. 503 while it starts (operations resuming) or shuts down; 200 once serving, also
  * while the database is unavailable — the body then says `database: down` — because every
  * replica shares the database, and failing all their readiness at once would empty the
