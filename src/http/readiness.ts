@@ -9,7 +9,7 @@ import { Gauge, type Registry } from 'prom-client';
 import type { DatabaseState } from '../store/database-availability.ts';
 import type { Guard } from './router.ts';
 
-export type Phase = 'starting' | 'serving' | 'stopping';
+type Phase = 'starting' | 'serving' | 'stopping';
 
 export const READY_PATH = '/readyz';
 /** Seconds a client refused while the replica starts or stops should wait. */

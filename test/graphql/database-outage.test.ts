@@ -5,7 +5,6 @@
  * and that an event-log subscription rides it out. Waits are for states, never durations.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Client } from 'graphql-ws';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
 import { readinessAnswer } from '../../src/http/readiness.ts';
 import { soleLeadership } from '../../src/leadership/leadership.ts';
@@ -16,6 +15,7 @@ import { settle } from '../operations/drive.ts';
 import { until } from '../support/child-server.ts';
 import { startSecuredServer, type SecuredServer } from '../support/secured-server.ts';
 import { openTestDatabase } from '../support/test-database.ts';
+import { expectEachDeliveredOnce, followEventLog } from '../support/subscribers.ts';
 import { VirtualClock } from '../support/virtual-clock.ts';
 
 const topology = {
@@ -31,26 +31,8 @@ afterEach(async () => {
   s = app = undefined;
 });
 
-/** An eventLog subscription over graphql-ws: every seq it delivered, and how it ended (null: still open). */
-function follow(client: Client, after: number) {
-  const seqs: number[] = [];
-  const state: { ended: unknown } = { ended: null };
-  client.subscribe<{ eventLog: { seq: number } }>(
-    { query: `subscription { eventLog(after: ${after}) { seq } }` },
-    {
-      next: (r) => {
-        if (r.errors) state.ended = r.errors;
-        else seqs.push(r.data!.eventLog.seq);
-      },
-      error: (e) => (state.ended = e ?? 'error'),
-      complete: () => (state.ended = 'complete'),
-    },
-  );
-  return { seqs, state };
-}
-
 describe('SQLite unavailable (fault injection in the store)', () => {
-  it('fields that need the database answer UNAVAILABLE naming it with a stable 200, mutations their typed result, an unknown token 503 with Retry-After, REST 503 in Neon’s shape, /readyz 200 with database: down; subscriptions stay open and resume without loss or repeat; the drain the outage stopped resumes', async () => {
+  it('ha:DB5: fields that need the database answer UNAVAILABLE naming it with a stable 200, mutations their typed result, an unknown token 503 with Retry-After, REST 503 in Neon’s shape, /readyz 200 with database: down; subscriptions stay open and resume without loss or repeat; the drain the outage stopped resumes', async () => {
     s = await startSecuredServer({ topology, dialect: 'sqlite' });
     const { t, tokens } = s;
     const file = t.db.file;
@@ -61,7 +43,7 @@ describe('SQLite unavailable (fault injection in the store)', () => {
     const last: number = log.body.data.eventLog.events.at(-1).seq;
     const marker = last - 1;
     // Open before the outage, and seen delivering (the last event) so it is surely running.
-    const before = follow(s.ws(admin), marker);
+    const before = followEventLog(s.ws(admin), marker);
     await until(() => (before.seqs.length === 1 ? true : undefined), 'the first subscription to deliver');
 
     t.db.faults!.unavailable(true);
@@ -120,7 +102,7 @@ describe('SQLite unavailable (fault injection in the store)', () => {
     expect(metrics).toMatch(/^lockkeeper_database_up 0$/m);
     expect(metrics).toMatch(/^lockkeeper_ready 1$/m);
     // A subscription opened during the outage does not fail.
-    const during = follow(s.ws(admin), marker);
+    const during = followEventLog(s.ws(admin), marker);
     // The drain runs on into the outage: its moves go on at the backend, its writes fail.
     for (let i = 0; i < 40; i++) {
       await t.clock.advance(250);
@@ -136,15 +118,10 @@ describe('SQLite unavailable (fault injection in the store)', () => {
     const after = await s.gql(`{ eventLog(after: ${marker}, first: 1000) { events { seq } } }`, { token: admin });
     const expected: number[] = after.body.data.eventLog.events.map((e: { seq: number }) => e.seq);
     expect(expected.length).toBeGreaterThan(3);
-    const newest = expected.at(-1)!;
-    await until(() => (before.seqs.at(-1) === newest && during.seqs.at(-1) === newest ? true : undefined), 'both subscriptions to reach the newest event');
-    expect(before.seqs).toEqual(expected);
-    expect(during.seqs).toEqual(expected);
-    expect(before.state.ended).toBeNull();
-    expect(during.state.ended).toBeNull();
+    await expectEachDeliveredOnce(expected, [before, during]);
   });
 
-  it('/readyz answers 503 while the replica starts (other requests 503 with Retry-After) ; /healthz stays 200', async () => {
+  it('ha:DB6: /readyz answers 503 while the replica starts (other requests 503 with Retry-After); /healthz stays 200', async () => {
     const db = await openTestDatabase({ dialect: 'sqlite' });
     const sole = soleLeadership();
     let release!: () => void;
