@@ -34,6 +34,8 @@ import { leaderFence } from './leadership/fence.ts';
 import { leaderOnlyBackend } from './leadership/leader-only-backend.ts';
 import { soleLeadership, type Leadership } from './leadership/leadership.ts';
 import { leadershipHealth } from './leadership/health.ts';
+import { DatabaseAvailability } from './store/database-availability.ts';
+import { registerReadinessMetrics, type Readiness } from './http/readiness.ts';
 import { StandbyReads } from './leadership/standby-reads.ts';
 import { AdmittedWork } from './leadership/admitted-work.ts';
 import { StandbyRelay } from './leadership/standby-relay.ts';
@@ -66,6 +68,10 @@ export interface AppDeps {
   postgresUrl?: string;
   /** Which replica leads (PostgreSQL, several replicas: ha:L1); default: this process alone, always the leader. */
   leadership?: Leadership;
+  /** The database as operators name it, in UNAVAILABLE answers (Database.file); default "the database". */
+  databaseName?: string;
+  /** How often the database's availability is probed (issue 27); default 2 s. */
+  databaseProbeMs?: number;
 }
 
 export interface App {
@@ -82,6 +88,8 @@ export interface App {
   auth: AuthService;
   /** Wakes event-log subscribers on new events, this replica's and (PostgreSQL) the others' (ha:E1). */
   eventWakeup: EventWakeup;
+  /** Whether the database answers, as this replica sees it (issue 27). */
+  database: DatabaseAvailability;
   server: Server;
   /** Resumes interrupted operations, then listens; port 0 picks a free port. Resolves with the bound address. */
   start(port: number, host: string): Promise<{ port: number; host: string; url: string }>;
@@ -104,6 +112,30 @@ export function buildApp(deps: AppDeps): App {
   const metrics = createOperationMetrics({ onError: (e) => log.warn({ err: e }, 'metrics update failed') });
   const leadership = deps.leadership ?? soleLeadership();
   registerLeadershipMetrics(metrics.registry, leadership);
+  const database = new DatabaseAvailability({
+    name: deps.databaseName ?? 'the database',
+    probe: () => deps.prisma.$queryRawUnsafe('SELECT 1'),
+    ...(deps.databaseProbeMs !== undefined && { intervalMs: deps.databaseProbeMs }),
+    onChange: (state, detail) => {
+      if (state === 'down') {
+        log.warn({ database: deps.databaseName, detail }, 'database unavailable: what needs it answers UNAVAILABLE until it is back');
+        return;
+      }
+      log.info({ database: deps.databaseName }, 'database available again');
+      // Runs the outage stopped resume from their last commit (on PostgreSQL the lease's
+      // return does it too; on SQLite nothing else would).
+      if (leadership.canAct()) {
+        operations
+          .writeQueued()
+          .then(() => operations.adopt())
+          .catch((e: unknown) => log.warn({ err: e }, 'resuming operations after the database came back failed; the next probe tries again'));
+      }
+    },
+  });
+  // Down when this replica's requests or probes fail, or its lease exchanges do (ha:L6).
+  const databaseState = () => (database.state === 'down' || leadership.status().database === 'down' ? 'down' : 'up');
+  const readiness: Readiness = { phase: 'starting', database: databaseState };
+  registerReadinessMetrics(metrics.registry, readiness);
   const eventWakeup = new EventWakeup();
   const store = createRepositories(deps.prisma, deps.hotPath, leaderFence(leadership), () => eventWakeup.notify());
   const shared = { store, bus, clock, log, observer: metrics.observer, mayAct: () => leadership.canAct() };
@@ -137,6 +169,8 @@ export function buildApp(deps: AppDeps): App {
     bootstrapToken: deps.bootstrapToken,
     recheckIntervalMs: config.auth.recheckIntervalMs,
     mutationsPerMinute: config.limits.mutationsPerMinute,
+    outageGraceMs: config.auth.outageGraceMs,
+    typedError: (e) => database.typed(e),
     ...(deps.now && { now: deps.now }),
   });
   const { allowedOrigins, insecure } = config.server;
@@ -161,6 +195,7 @@ export function buildApp(deps: AppDeps): App {
     log,
     maxBodyBytes,
     authorize: restAuthorizer(auth),
+    typedError: (e) => database.typed(e),
   });
   const yoga = createGraphQLHandler(
     {
@@ -180,6 +215,7 @@ export function buildApp(deps: AppDeps): App {
       leadership,
       eventWakeup,
       remaining,
+      database,
     },
     log,
     {
@@ -196,9 +232,11 @@ export function buildApp(deps: AppDeps): App {
       status: 'ok',
       backend: deps.backend.name,
       ...leadershipHealth(leadership.status()),
+      ...databaseHealth(databaseState(), database),
       ...maintenanceModeOf(deps.backend),
       ...deps.health?.(),
     }),
+    readiness,
     metrics: metrics.registry,
     metricsScope: config.auth.metrics,
     neonFacade,
@@ -220,7 +258,11 @@ export function buildApp(deps: AppDeps): App {
     log,
     maxPayload: maxBodyBytes,
     refusal: (request) =>
-      refusesHost(request.headers.host) ? `Host refused: ${LOOPBACK_ONLY}` : csrfRefusal('GET', (name) => headerOf(request, name), allowedOrigins),
+      readiness.phase !== 'serving'
+        ? `lockkeeper is ${readiness.phase}; try again shortly`
+        : refusesHost(request.headers.host)
+          ? `Host refused: ${LOOPBACK_ONLY}`
+          : csrfRefusal('GET', (name) => headerOf(request, name), allowedOrigins),
   });
 
   // The operations run on the leader only: started when this replica becomes leader
@@ -246,10 +288,16 @@ export function buildApp(deps: AppDeps): App {
           await relay?.start();
         }
       })
-      .catch((e: unknown) => log.error({ err: e, role }, 'changing role failed'));
+      .catch((e: unknown) => {
+        // The database went away during the change (a leader steps down because it did):
+        // an outage, not a crash; the change is made again when the lease is (issue 27).
+        if (database.isOutage(e)) log.warn({ role, detail: database.detail }, `database unavailable while changing role to ${role}; resuming once it is back`);
+        else log.error({ err: e, role }, 'changing role failed');
+      });
   });
   let engineStarted: Promise<void> | undefined;
   const startEngines = async () => {
+    database.start();
     await auth.start();
     await leadership.start();
     await roleChanges;
@@ -272,20 +320,28 @@ export function buildApp(deps: AppDeps): App {
     shardControls,
     auth,
     eventWakeup,
+    database,
     server,
-    ready() {
-      return (engineStarted ??= startEngines());
+    async ready() {
+      await (engineStarted ??= startEngines());
+      if (!stopping) readiness.phase = 'serving';
     },
     async start(port, host) {
       await auth.start();
       const mode = checkBindAddress(host, auth, insecure);
+      // Listening first: probes see /readyz 503 `starting` while the operations resume, and
+      // every other request a 503 with Retry-After.
+      const bound = await listen(server, port, host);
       await (engineStarted ??= startEngines());
+      if (!stopping) readiness.phase = 'serving';
       announceAccessMode(log, mode, host);
-      return listen(server, port, host);
+      return bound;
     },
     stop() {
+      readiness.phase = 'stopping';
       stopping ??= (async () => {
         stopBridge();
+        database.stop();
         auth.stop();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         await webSockets.close();
@@ -312,6 +368,11 @@ export function buildApp(deps: AppDeps): App {
       return stopping;
     },
   };
+}
+
+/** The database's part of /healthz: `database: down` and the driver's words while it is unavailable. */
+function databaseHealth(state: 'up' | 'down', database: DatabaseAvailability): Record<string, unknown> {
+  return { database: state, databaseStatus: state, ...(state === 'down' && database.detail && { databaseError: database.detail }) };
 }
 
 function announceAccessMode(log: Logger, mode: ReturnType<typeof checkBindAddress>, host: string): void {

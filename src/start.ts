@@ -85,6 +85,7 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       ...(leadership && { leadership }),
       ...(db.postgres && { postgresUrl: db.postgres.url }),
       health: () => ({ databaseFile: db.file }),
+      databaseName: db.file,
     });
     const bound = await app.start(options.port ?? config.server.port, config.server.host);
     advertised ||= new URL(bound.url).origin;

@@ -11,7 +11,9 @@
  *   never re-opens it); the mode is re-checked on start, on token creation, and every
  *   `recheckIntervalMs` (tokens created by `lockkeeper token create` in another process).
  */
+import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { DatabaseUnavailableError } from '../domain/errors.ts';
 import type { Logger } from '../logger.ts';
 import { isUsable, type ApiTokenStore, type TokenRecord } from './token-store.ts';
 import { scopeAllows, type Scope } from './scopes.ts';
@@ -52,6 +54,10 @@ export interface AuthOptions {
   mutationsPerMinute: number;
   /** Wall-clock time for expiry and last use (tests); default Date.now. */
   now?: () => number;
+  /** A token verified at most this long ago is accepted while the database is unavailable (config auth.outageGraceMs); default 0. */
+  outageGraceMs?: number;
+  /** The database's errors as callers should see them (DatabaseAvailability.typed): an outage becomes a DatabaseUnavailableError. */
+  typedError?: (error: unknown) => unknown;
 }
 
 const MIN_BOOTSTRAP_TOKEN_LENGTH = 24;
@@ -63,6 +69,8 @@ export class AuthService {
   private readonly watched = new Map<string, number>();
   private readonly touched = new Map<string, number>();
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  /** Tokens the database vouched for, by the SHA-256 of the secret: what an outage may still accept. */
+  private readonly verified = new Map<string, { identity: Identity; at: number; expiresAt: number | null }>();
   private timer: NodeJS.Timeout | undefined;
   readonly now: () => number;
   readonly mutationsPerMinute: number;
@@ -105,7 +113,13 @@ export class AuthService {
   private async refreshMode(): Promise<void> {
     if (this.enforcedNow) return;
     this.refreshedAt = this.now();
-    if ((await this.store.countUsable(new Date(this.now()))) > 0) {
+    let usable: number;
+    try {
+      usable = await this.store.countUsable(new Date(this.now()));
+    } catch (e) {
+      throw this.options.typedError?.(e) ?? e;
+    }
+    if (usable > 0) {
       this.enforcedNow = true;
       this.log.info('authentication on: a token exists, every request now needs one');
     }
@@ -137,14 +151,25 @@ export class AuthService {
   async identify(credential: string | null): Promise<Identity> {
     if (credential === null) {
       // A token created by the CLI while we run turns authentication on; look at most once a second.
-      if (!this.enforcedNow && this.now() - this.refreshedAt >= 1000) await this.refreshMode();
+      // While the database is unavailable the mode stays as it was (open mode listens on loopback only).
+      if (!this.enforcedNow && this.now() - this.refreshedAt >= 1000) await this.refreshMode().catch(() => {});
       return this.enforcedNow ? UNAUTHENTICATED : ANONYMOUS_ADMIN;
     }
     if (credential.length > 512) throw new AuthRefusal(401, 'invalid token');
     if (this.options.bootstrapToken && sameSecret(credential, this.options.bootstrapToken)) {
       return { name: BOOTSTRAP_ACTOR, scope: 'admin', kind: 'bootstrap', tokenId: null };
     }
-    const token = await this.store.findByToken(credential);
+    const key = createHash('sha256').update(credential).digest('base64url');
+    let token: TokenRecord | null;
+    try {
+      token = await this.store.findByToken(credential);
+    } catch (e) {
+      const typed = this.options.typedError?.(e) ?? e;
+      const kept = typed instanceof DatabaseUnavailableError ? this.verifiedBefore(key) : null;
+      if (kept) return kept;
+      throw typed;
+    }
+    if (!token || token.revoked || !isUsable(token, this.now())) this.verified.delete(key);
     if (!token) throw new AuthRefusal(401, 'invalid token');
     if (token.revoked) throw new AuthRefusal(401, `token "${token.name}" has been revoked`);
     const now = this.now();
@@ -154,7 +179,17 @@ export class AuthService {
       this.log.info('authentication on: a token exists, every request now needs one');
     }
     this.touch(token, now);
-    return { name: token.name, scope: token.scope, kind: 'token', tokenId: token.id };
+    const identity: Identity = { name: token.name, scope: token.scope, kind: 'token', tokenId: token.id };
+    if ((this.options.outageGraceMs ?? 0) > 0) this.verified.set(key, { identity, at: now, expiresAt: token.expiresAt?.getTime() ?? null });
+    return identity;
+  }
+
+  /** The identity of a token the database vouched for within the outage grace (and not expired since), else null. */
+  private verifiedBefore(key: string): Identity | null {
+    const entry = this.verified.get(key);
+    const now = this.now();
+    if (!entry || now - entry.at > (this.options.outageGraceMs ?? 0) || (entry.expiresAt !== null && entry.expiresAt <= now)) return null;
+    return entry.identity;
   }
 
   /** identify + a scope check, for entrances outside GraphQL (REST, /metrics). */
@@ -219,6 +254,7 @@ export class AuthService {
   }
 
   private ended(tokenId: string, reason: string): void {
+    for (const [key, entry] of this.verified) if (entry.identity.tokenId === tokenId) this.verified.delete(key);
     this.events.emit('ended', tokenId, reason);
   }
 

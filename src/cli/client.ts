@@ -62,6 +62,10 @@ export class GatewayClient {
         `${this.url} refused the call (${res.status}): ${authError?.message ?? body.errors?.[0]?.message ?? res.statusText}`,
       );
     }
+    // Issue 27: the gateway answers, its database does not (a 503 before GraphQL ran, or fields
+    // UNAVAILABLE naming it): the messages say "database unavailable"; try again later (exit 3).
+    const unavailable = body.errors?.some((e) => e.extensions?.code === 'UNAVAILABLE');
+    if (body.errors?.length && (res.status === 503 || unavailable)) throw new CliError(EXIT.UNREACHABLE, body.errors.map((e) => e.message).join('; '));
     if (body.errors?.length) throw new CliError(EXIT.REFUSED, body.errors.map((e) => e.message).join('; '));
     return body.data as T;
   }

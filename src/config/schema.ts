@@ -97,6 +97,11 @@ const authSettingsSchema = z
     metrics: z.enum(['public', 'viewer', 'operator', 'admin']).default('viewer'),
     /** How often open WebSockets and event streams re-check their token (revoked by the CLI, expired). */
     recheckIntervalMs: z.number().int().min(100).max(3_600_000).default(5000),
+    /**
+     * While the database is unavailable, a token verified against it at most this long ago is
+     * still accepted (issue 27): no revocation can be written meanwhile. 0: none is.
+     */
+    outageGraceMs: z.number().int().min(0).max(3_600_000).default(300_000),
   })
   .strict();
 

@@ -39,6 +39,24 @@ export class UnavailableError extends LockkeeperError {
   }
 }
 
+/**
+ * The database cannot be reached (stopped, restarting, unreachable, failing I/O): what needs it
+ * is refused with this typed answer, never masked. `database` names it as an operator knows
+ * it (the SQLite file, or the PostgreSQL URL without its password).
+ */
+export class DatabaseUnavailableError extends UnavailableError {
+  /** Seconds a client refused for want of the database should wait before trying again (HTTP Retry-After). */
+  static readonly RETRY_AFTER_S = 5;
+  readonly subject = 'database';
+  constructor(
+    readonly database: string,
+    /** What the driver said, e.g. "Can't reach database server at 10.0.0.5:5432". */
+    readonly detail: string,
+  ) {
+    super(`database unavailable: ${database} (${detail}); try again once it is back`);
+  }
+}
+
 export class PreconditionFailedError extends LockkeeperError {
   readonly code = 'PRECONDITION_FAILED';
   constructor(

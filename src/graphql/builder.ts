@@ -4,6 +4,8 @@ import ErrorsPlugin from '@pothos/plugin-errors';
 import RelayPlugin from '@pothos/plugin-relay';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import LockkeeperAuthPlugin from '../auth/pothos-plugin.ts';
+import DatabaseOutagePlugin from './database-outage-plugin.ts';
+import { UnavailableError } from '../domain/errors.ts';
 import { scopeAllows } from '../auth/scopes.ts';
 import { unauthorizedError } from '../auth/graphql-errors.ts';
 import type { GraphQLContext } from './context.ts';
@@ -20,8 +22,9 @@ export const builder = new SchemaBuilder<{
   };
 }>({
   // Order matters: our plugin gives every root field its scope before scope-auth reads it;
-  // scope-auth runs outside the errors plugin, so a refusal is a GraphQL error, not a typed result.
-  plugins: [LockkeeperAuthPlugin, ScopeAuthPlugin, ErrorsPlugin, RelayPlugin],
+  // scope-auth runs outside the errors plugin, so a refusal is a GraphQL error, not a typed result;
+  // the database-outage plugin runs inside it, so that an outage is a typed result.
+  plugins: [LockkeeperAuthPlugin, ScopeAuthPlugin, ErrorsPlugin, DatabaseOutagePlugin, RelayPlugin],
   defaultFieldNullability: false,
   scopeAuth: {
     // Subscriptions are checked once, when they start (a revoked token ends them: see src/auth).
@@ -40,7 +43,8 @@ export const builder = new SchemaBuilder<{
     nodeQueryOptions: false,
     nodesQueryOptions: false,
   },
-  errors: { directResult: true },
+  // Every typed result can say the database (or a node) is unavailable (issue 27).
+  errors: { directResult: true, defaultTypes: [UnavailableError] },
 });
 
 builder.queryType({});

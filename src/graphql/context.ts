@@ -14,6 +14,7 @@ import type { AuditLog } from '../store/audit-log.ts';
 import type { EventLog } from '../store/event-log.ts';
 import type { Leadership } from '../leadership/leadership.ts';
 import type { EventWakeup } from '../events/event-wakeup.ts';
+import type { DatabaseAvailability } from '../store/database-availability.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
 
 /** What the server shares with every request. */
@@ -41,6 +42,8 @@ export interface AppServices {
   leadership: Leadership;
   /** Wakes event-log subscribers when events were committed, here or on another replica (ha:E1). */
   eventWakeup: EventWakeup;
+  /** Whether the database answers; turns an outage into a typed UNAVAILABLE naming it (issue 27). */
+  database?: DatabaseAvailability;
 }
 
 export interface GraphQLContext extends AppServices {

@@ -3,7 +3,8 @@ import { createYoga, maskError, type YogaServerInstance } from 'graphql-yoga';
 import { AuthRefusal, AuthService, type Identity } from '../auth/service.ts';
 import { refusalError } from '../auth/graphql-errors.ts';
 import type { LimitSettings } from '../config/schema.ts';
-import { LockkeeperError } from '../domain/errors.ts';
+import { DatabaseUnavailableError, LockkeeperError } from '../domain/errors.ts';
+import type { DatabaseAvailability } from '../store/database-availability.ts';
 import type { Logger } from '../logger.ts';
 import { createContext, type AppServices, type GraphQLContext } from './context.ts';
 import { toTypedError } from './map-backend-error.ts';
@@ -37,8 +38,17 @@ async function identityOf(auth: AuthService, initial: Record<string, unknown>): 
     return await auth.identify(AuthService.credentialFromHeader(request?.headers.get('authorization')));
   } catch (e) {
     if (e instanceof AuthRefusal) throw refusalError(e);
+    // A token the database cannot vouch for now: refused before GraphQL runs, so no `data`
+    // and 503 with Retry-After (issue 27); a token verified before the outage got this far.
+    if (e instanceof DatabaseUnavailableError) throw databaseRefusal(e);
     throw e;
   }
+}
+
+function databaseRefusal(e: DatabaseUnavailableError): GraphQLError {
+  return new GraphQLError(e.message, {
+    extensions: { code: e.code, database: e.database, http: { status: 503, headers: { 'retry-after': String(DatabaseUnavailableError.RETRY_AFTER_S) } } },
+  });
 }
 
 /**
@@ -47,16 +57,17 @@ async function identityOf(auth: AuthService, initial: Record<string, unknown>): 
  * come through with their message and a stable `extensions.code` (UNAVAILABLE: try
  * again later), never with internals.
  */
-function maskUnlessActionable(error: unknown, message: string, isDev?: boolean): Error {
+function maskUnlessActionable(database: DatabaseAvailability | undefined, error: unknown, message: string, isDev?: boolean): Error {
   const original = error instanceof GraphQLError ? error.originalError : error;
-  const typed = toTypedError(original);
+  // A field that needs the database while it is unreachable: UNAVAILABLE naming it, never masked (issue 27).
+  const typed = toTypedError(database ? database.typed(original) : original);
   if (error instanceof GraphQLError && typed instanceof LockkeeperError) {
     return new GraphQLError(typed.message, {
       nodes: error.nodes,
       source: error.source,
       positions: error.positions,
       path: error.path,
-      extensions: { code: typed.code },
+      extensions: { code: typed.code, ...(typed instanceof DatabaseUnavailableError && { database: typed.database }) },
     });
   }
   return maskError(error, message, isDev);
@@ -77,7 +88,7 @@ export function createGraphQLHandler(services: AppServices, log: Logger, { limit
     renderGraphiQL: async (options) => (await import('./graphiql.ts')).renderLockkeeperGraphiQL(options),
     graphiql: { title: 'Lockkeeper', subscriptionsProtocol: 'WS' },
     landingPage: false,
-    maskedErrors: { maskError: maskUnlessActionable },
+    maskedErrors: { maskError: (error, message, isDev) => maskUnlessActionable(services.database, error, message, isDev) },
     // yoga's default answers every origin; only the configured ones get CORS headers.
     cors: allowedOrigins.length ? { origin: [...allowedOrigins], credentials: false } : false,
     plugins: [
@@ -95,7 +106,11 @@ export function createGraphQLHandler(services: AppServices, log: Logger, { limit
       debug: (...args) => log.debug({ args }, 'graphql'),
       info: (...args) => log.info({ args }, 'graphql'),
       warn: (...args) => log.warn({ args }, 'graphql'),
-      error: (...args) => log.error({ args }, 'graphql'),
+      // A field that met the database's outage is answered UNAVAILABLE: a warning, not a crash.
+      error: (...args) =>
+        services.database && args.some((a) => services.database!.isOutage(a))
+          ? log.warn({ args }, 'graphql: database unavailable')
+          : log.error({ args }, 'graphql'),
     },
   });
 }

@@ -7,16 +7,20 @@ import { dashboardFile, DASHBOARD_PATHS } from './dashboard.ts';
 import { graphqlOverHttp } from './graphql-over-http.ts';
 import { hostGuard, type HostCheck } from './host-check.ts';
 import { metricsAuth } from './metrics-auth.ts';
+import { phaseGuard, READY_PATH, readinessAnswer, type Readiness } from './readiness.ts';
 import type { Mount, RouteTable } from './router.ts';
 
 const HEALTH_PATH = '/healthz';
+const METRICS_PATH = '/metrics';
 
 interface RoutesDeps {
   auth: AuthService;
   refusesHost: HostCheck;
   allowedOrigins: readonly string[];
-  /** The body of /healthz. */
+  /** The body of /healthz (liveness: 200 while the process runs). */
   health: () => Record<string, unknown>;
+  /** What /readyz answers from. */
+  readiness: Readiness;
   metrics: Pick<Registry, 'metrics' | 'contentType'>;
   metricsScope: 'public' | Scope;
   /** The Neon-compatible REST facade under /control/v1. */
@@ -35,7 +39,11 @@ interface RoutesDeps {
  */
 export function lockkeeperRoutes(deps: RoutesDeps): RouteTable {
   return {
-    guards: [hostGuard(deps.refusesHost), csrfGuard(deps.allowedOrigins, [HEALTH_PATH, GRAPHQL_PATH])],
+    guards: [
+      hostGuard(deps.refusesHost),
+      csrfGuard(deps.allowedOrigins, [HEALTH_PATH, READY_PATH, GRAPHQL_PATH]),
+      phaseGuard(deps.readiness, [HEALTH_PATH, READY_PATH, METRICS_PATH]),
+    ],
     routes: [
       {
         path: HEALTH_PATH,
@@ -45,7 +53,15 @@ export function lockkeeperRoutes(deps: RoutesDeps): RouteTable {
         },
       },
       {
-        path: '/metrics',
+        path: READY_PATH,
+        handle: async (_req, res) => {
+          const { status, body } = readinessAnswer(deps.readiness);
+          res.writeHead(status, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(body));
+        },
+      },
+      {
+        path: METRICS_PATH,
         guard: metricsAuth(deps.auth, deps.metricsScope),
         handle: async (_req, res) => {
           const text = await deps.metrics.metrics();

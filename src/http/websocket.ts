@@ -8,6 +8,7 @@ import type { ExecutionArgs, execute, subscribe } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { AuthRefusal, AuthService, type Identity } from '../auth/service.ts';
+import { DatabaseUnavailableError } from '../domain/errors.ts';
 import { GRAPHQL_PATH, type LockkeeperYoga } from '../graphql/yoga.ts';
 import type { Logger } from '../logger.ts';
 
@@ -36,6 +37,8 @@ interface EnvelopedArgs {
 }
 
 const FORBIDDEN = 4403;
+/** RFC 6455 "Try Again Later": the database cannot vouch for the token now (issue 27). */
+const TRY_AGAIN_LATER = 1013;
 // A close frame's reason has room for 123 bytes.
 const closeReason = (reason: string) => reason.slice(0, 120);
 
@@ -63,6 +66,11 @@ export function serveGraphQLOverWebSocket(deps: GraphQLWebSocketDeps): { close()
           identity = await auth.identify(AuthService.credentialFromConnectionParams(ctx.connectionParams));
         } catch (e) {
           if (e instanceof AuthRefusal) return refuse(e.message);
+          // A token the database cannot vouch for now (issue 27): 1013, try again later.
+          if (e instanceof DatabaseUnavailableError) {
+            socket.close(TRY_AGAIN_LATER, closeReason(e.message));
+            return false;
+          }
           throw e;
         }
         if (identity.scope === null) return refuse('authentication required: send { authorization: "Bearer <token>" } in connection_init');

@@ -36,7 +36,8 @@ export interface StandbyRelayDeps {
 export class StandbyRelay {
   private running = false;
   private loop: Promise<void> | null = null;
-  private cursor = 0;
+  /** null: the newest event is not known yet (the database was unavailable at start). */
+  private cursor: number | null = 0;
   /** Per operation followed: each step's last published signature. */
   private readonly seen = new Map<string, Map<string, string>>();
 
@@ -46,7 +47,8 @@ export class StandbyRelay {
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
-    this.cursor = await this.deps.store.events.latestSeq();
+    // A stand-by made so by a database outage cannot read it now: the loop reads it once it can (issue 27).
+    this.cursor = await this.deps.store.events.latestSeq().catch(() => null);
     this.loop = this.follow();
   }
 
@@ -73,6 +75,7 @@ export class StandbyRelay {
   /** One batch of new events relayed; true when there may be more at once. */
   private async pass(): Promise<boolean> {
     const { store, bus, backend } = this.deps;
+    this.cursor ??= await store.events.latestSeq();
     const events = await store.events.read({ after: this.cursor }, BATCH);
     if (!events.length) return false;
     const operations = new Set<string>();

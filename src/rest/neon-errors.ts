@@ -6,6 +6,7 @@
 import { BackendError } from '../cluster/errors.ts';
 import {
   ConflictError,
+  DatabaseUnavailableError,
   InvalidInputError,
   LockkeeperError,
   NotFoundError,
@@ -88,6 +89,7 @@ export function startRefusal(
     const ongoing = running.find((r) => r.nodeId === nodeId) ?? running[0];
     return new NeonRefusal(412, ongoing ? `Background operation already ongoing for node: ${describeOperation(ongoing)}` : error.message, error);
   }
+  if (error instanceof DatabaseUnavailableError) return error;
   if (error instanceof UnavailableError) return new NeonRefusal(503, `Node ${nodeId} is currently unavailable`, error);
   if (error instanceof ConflictError) return new NeonRefusal(409, `Node ${nodeId} has ${action} in progress`, error);
   if (error instanceof PreconditionFailedError) {

@@ -20,7 +20,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BackendError } from '../cluster/errors.ts';
-import { LockkeeperError } from '../domain/errors.ts';
+import { DatabaseUnavailableError, LockkeeperError } from '../domain/errors.ts';
 import { audited } from '../operations/core/audited.ts';
 import type { RequestMeta } from '../domain/operations.ts';
 import { headerOf, HttpError, PayloadTooLargeError, readBody, sendJson } from './http-io.ts';
@@ -124,11 +124,15 @@ export function createNeonFacade(deps: NeonFacadeDeps): NeonFacadeHandler {
     });
   }
 
-  function fail(res: ServerResponse, error: unknown): void {
+  function fail(res: ServerResponse, raw: unknown): void {
     if (res.headersSent) {
       res.destroy();
       return;
     }
+    const error = deps.typedError?.(raw) ?? raw;
+    // Issue 27: the database's outage, in Neon's shape, with when to try again.
+    if (error instanceof DatabaseUnavailableError)
+      return sendJson(res, 503, { msg: error.message }, { 'retry-after': String(DatabaseUnavailableError.RETRY_AFTER_S) });
     if (error instanceof HttpError) return sendJson(res, error.status, { msg: error.message }, error.headers);
     if (error instanceof NeonRefusal) return sendJson(res, error.status, { msg: neonMessage(error.status, error.message) });
     if (error instanceof LockkeeperError) {

@@ -42,6 +42,8 @@ export interface NeonFacadeDeps {
    * an HttpError (401, 403, 429). Absent: every caller is `actor`.
    */
   authorize?: (req: IncomingMessage, needed: Scope, changesState: boolean) => Promise<{ actor: string }>;
+  /** The database's errors as callers should see them (DatabaseAvailability.typed): an outage answers 503 naming it. */
+  typedError?: (error: unknown) => unknown;
 }
 
 /** One call to a route: its path parameters (`node_id` canonical), query, raw body, who and why. */

@@ -20,6 +20,12 @@ export interface Database {
   postgres?: { pool: pg.Pool; url: string };
   /** What the migrator did while opening. */
   migrations: MigrateResult;
+  /**
+   * SQLite only: fault injection (tests, issue 27). Run as root, a test cannot take the file
+   * away by permissions; this makes every statement fail as failing I/O does (SQLITE_IOERR),
+   * on Prisma's connection and the hot path alike, until turned off.
+   */
+  faults?: { unavailable(on: boolean): void };
   /** Disconnects Prisma. Idempotent: later calls return the same promise. */
   close(): Promise<void>;
 }

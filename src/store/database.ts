@@ -204,12 +204,49 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<D
   }
 
   let closing: Promise<void> | undefined;
+  const faults = sqliteFaults(adapter.connection!, hotPath);
   return {
     prisma,
     dialect: 'sqlite',
     file,
-    hotPath,
+    hotPath: faults.hotPath,
+    faults,
     migrations,
     close: () => (closing ??= prisma.$disconnect()),
+  };
+}
+
+/**
+ * Database.faults for SQLite: while on, every statement prepared on the connection (Prisma's
+ * adapter prepares each one) and every hot-path commit fails with SQLITE_IOERR, as a disk
+ * that stopped answering does. BEGIN, COMMIT and ROLLBACK still run (they touch no page
+ * once the statements between failed): a transaction begun before the fault does not stay
+ * open on the connection, and Prisma's adapter, which takes its transaction lock before
+ * BEGIN and keeps it when BEGIN throws, is not left locked for good.
+ */
+function sqliteFaults(connection: BetterSqlite3.Database, hotPath: HotPath): { unavailable(on: boolean): void; hotPath: HotPath } {
+  let failing = false;
+  const ioError = () => new BetterSqlite3.SqliteError('disk I/O error (injected fault)', 'SQLITE_IOERR');
+  const prepare = connection.prepare.bind(connection);
+  const exec = connection.exec.bind(connection);
+  connection.prepare = ((sql: string) => {
+    if (failing && !/^\s*(BEGIN|COMMIT|END|ROLLBACK)\b/i.test(sql)) throw ioError();
+    return prepare(sql);
+  }) as typeof connection.prepare;
+  connection.exec = ((sql: string) => {
+    if (failing) throw ioError();
+    return exec(sql);
+  }) as typeof connection.exec;
+  const direct = hotPath.commitDirect;
+  return {
+    unavailable: (on) => {
+      failing = on;
+    },
+    hotPath: {
+      ...hotPath,
+      ...(direct && {
+        commitDirect: (batch) => (failing ? Promise.reject(ioError()) : direct(batch)),
+      }),
+    },
   };
 }

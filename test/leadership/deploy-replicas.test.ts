@@ -1,6 +1,6 @@
 /**
  * deploy/replicas.yaml (issue 13 §6): a 3-replica Deployment whose database URL comes from a
- * Secret, readiness from /healthz, a PodDisruptionBudget for Lockkeeper itself, and a config
+ * Secret, readiness from /readyz (liveness /healthz), a PodDisruptionBudget for Lockkeeper itself, and a config
  * Lockkeeper accepts. (Validation against Kubernetes' own schema waits for kubernetes-models,
  * which s12's Kubernetes work brings in.)
  */
@@ -17,14 +17,15 @@ describe('deploy/replicas.yaml', () => {
     expect(docs.map((d) => `${(d as any).apiVersion} ${d.kind}`)).toEqual(['v1 ConfigMap', 'apps/v1 Deployment', 'policy/v1 PodDisruptionBudget']);
   });
 
-  it('runs three replicas on the database URL from a Secret, ready by /healthz, at most one disrupted at a time', () => {
+  it('runs three replicas on the database URL from a Secret, ready by /readyz, at most one disrupted at a time', () => {
     const deployment = byKind('Deployment');
     expect(deployment.spec.replicas).toBe(3);
     const container = deployment.spec.template.spec.containers[0];
     const env = Object.fromEntries(container.env.map((e: any) => [e.name, e]));
     expect(env.LOCKKEEPER_DATABASE_URL.valueFrom.secretKeyRef).toEqual({ name: 'lockkeeper-database', key: 'url' });
     expect(env.LOCKKEEPER_ADVERTISE_URL.value).toBe('http://$(POD_IP):4000');
-    expect(container.readinessProbe.httpGet.path).toBe('/healthz');
+    expect(container.readinessProbe.httpGet.path).toBe('/readyz');
+    expect(container.livenessProbe.httpGet.path).toBe('/healthz');
     const pdb = byKind('PodDisruptionBudget');
     expect(pdb.spec.minAvailable).toBe(2);
     expect(pdb.spec.selector.matchLabels).toEqual(deployment.spec.selector.matchLabels);

@@ -5,7 +5,7 @@ import { yogaClient } from './yoga-client.ts';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
 import type { AuthSettings, LimitSettings, OperationSettings } from '../../src/config/schema.ts';
 import { buildApp, type App } from '../../src/server.ts';
-import { isPostgresUrl } from '../../src/store/database.ts';
+import { isPostgresUrl, type DatabaseDialect } from '../../src/store/database.ts';
 import type { Database } from '../../src/store/index.ts';
 import { ioIdle, openTestDatabase } from './test-database.ts';
 import { createSimulatedCluster, type CreateSimulatedClusterOptions, type SimulatedCluster } from '../../plugins/fake/index.ts';
@@ -28,6 +28,8 @@ export interface TestAppOptions extends CreateSimulatedClusterOptions {
   databaseFile?: string;
   /** Access control and limits; default: none configured (auth off while the database has no token). */
   security?: TestSecurity;
+  /** The database's dialect when no `databaseFile` is given; default the run's (test-database.ts). */
+  dialect?: DatabaseDialect;
 }
 
 interface TestSecurity {
@@ -40,13 +42,13 @@ interface TestSecurity {
 /** An app over a simulated cluster on a virtual clock and a fresh database (SQLite, or PostgreSQL: test-database.ts), not listening. */
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const clock = options.clock instanceof VirtualClock ? options.clock : new VirtualClock();
-  const { backend: wrap, settings, databaseFile, security, ...clusterOptions } = options;
+  const { backend: wrap, settings, databaseFile, security, dialect, ...clusterOptions } = options;
   const cluster = createSimulatedCluster({ ...clusterOptions, clock });
-  const db = await openTestDatabase(databaseFile ? { url: isPostgresUrl(databaseFile) ? databaseFile : `file:${databaseFile}` } : {});
+  const db = await openTestDatabase(databaseFile ? { url: isPostgresUrl(databaseFile) ? databaseFile : `file:${databaseFile}` } : dialect ? { dialect } : {});
   clock.waitForIo(ioIdle(db));
   const app = buildApp({
     backend: wrap ? wrap(cluster) : cluster,
-    log: createLogger('silent'),
+    log: createLogger(process.env.LK_TEST_LOG === '1' ? 'debug' : 'silent'),
     prisma: db.prisma,
     hotPath: db.hotPath,
     clock,
@@ -57,6 +59,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       limits: { ...DEFAULT_CONFIG.limits, ...security?.limits },
     },
     ...(security?.now && { now: security.now }),
+    databaseName: db.file,
     onClose: () => db.close(),
   });
   await app.ready();

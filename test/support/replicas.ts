@@ -11,7 +11,7 @@ import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
 import type { OperationSettings } from '../../src/config/schema.ts';
 import { LeaseStore } from '../../src/leadership/lease-store.ts';
 import { idleInTransactionTimeoutMs, PostgresLeadership } from '../../src/leadership/leadership.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger, type Logger } from '../../src/logger.ts';
 import { buildApp, type App } from '../../src/server.ts';
 import { openDatabase, type Database } from '../../src/store/database.ts';
 import { yogaClient } from './yoga-client.ts';
@@ -54,6 +54,14 @@ function recording(cluster: SimulatedCluster, name: string, epochOf: () => numbe
   });
 }
 
+interface ReplicaOptions {
+  settings?: Partial<OperationSettings>;
+  leaseTtlMs?: number;
+  leaseRenewMs?: number;
+  /** Each replica's logger (default: silent). */
+  log?: (name: string) => Logger;
+}
+
 export interface ReplicaSet {
   cluster: SimulatedCluster;
   replicas: Replica[];
@@ -68,7 +76,7 @@ export interface ReplicaSet {
 export async function startReplicas(
   url: string,
   count: number,
-  options: { cluster?: CreateSimulatedClusterOptions; settings?: Partial<OperationSettings>; leaseTtlMs?: number; leaseRenewMs?: number } = {},
+  options: ReplicaOptions & { cluster?: CreateSimulatedClusterOptions } = {},
 ): Promise<ReplicaSet> {
   const cluster = createSimulatedCluster({ clock: systemClock, ...options.cluster });
   const actions: RecordedAction[] = [];
@@ -97,16 +105,10 @@ export async function startReplicas(
   return set;
 }
 
-async function startReplica(
-  url: string,
-  name: string,
-  cluster: SimulatedCluster,
-  actions: RecordedAction[],
-  options: { settings?: Partial<OperationSettings>; leaseTtlMs?: number; leaseRenewMs?: number },
-): Promise<Replica> {
+async function startReplica(url: string, name: string, cluster: SimulatedCluster, actions: RecordedAction[], options: ReplicaOptions): Promise<Replica> {
   const leaseTtlMs = options.leaseTtlMs ?? 6000;
   const db = await openDatabase({ url, idleInTransactionTimeoutMs: idleInTransactionTimeoutMs({ leaseTtlMs }) });
-  const log = createLogger('silent');
+  const log = options.log?.(name) ?? createLogger('silent');
   const lease = new LeaseStore(db.prisma);
   const leadership = new PostgresLeadership({
     lease,
@@ -124,6 +126,7 @@ async function startReplica(
     leadership,
     postgresUrl: url,
     config: { ...DEFAULT_CONFIG, operations: { ...DEFAULT_CONFIG.operations, ...options.settings } },
+    databaseName: db.file,
     onClose: () => db.close(),
   });
   await app.ready();

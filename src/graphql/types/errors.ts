@@ -8,6 +8,7 @@ import {
   ReconcileFailedError,
   TimeoutError,
   UnavailableError,
+  type DatabaseUnavailableError,
 } from '../../domain/errors.ts';
 import { builder } from '../builder.ts';
 
@@ -40,8 +41,17 @@ builder.objectType(ConflictError, {
 
 builder.objectType(UnavailableError, {
   name: 'UnavailableError',
+  description: 'Something this needs does not answer now: a node, or the database (`database` names it); try again later.',
   interfaces: [ErrorInterface],
-  fields: (t) => ({ nodeId: t.exposeID('nodeId', { nullable: true }) }),
+  fields: (t) => ({
+    nodeId: t.exposeID('nodeId', { nullable: true }),
+    database: t.string({
+      nullable: true,
+      description: 'The database that is unavailable (the SQLite file, or the PostgreSQL URL without password); null when a node is.',
+      // The errors plugin hands a proxy of the error (its prototype is the union member's): read the field.
+      resolve: (e) => (e as Partial<DatabaseUnavailableError>).database ?? null,
+    }),
+  }),
 });
 
 export const BlockerType = builder.objectRef<{ id: string; reasons: string[] }>('Blocker').implement({

@@ -81,13 +81,29 @@ builder.subscriptionField('eventLog', (t) =>
 
 async function* tail(ctx: GraphQLContext, args: FilterArgs): AsyncGenerator<Event> {
   const filter = filterOf(args);
-  let after = filter.after ?? (await ctx.events.latestSeq());
+  let after = filter.after ?? (await answered(ctx, () => ctx.events.latestSeq()));
   for (;;) {
-    const rows = await ctx.events.read({ ...filter, after }, 500);
+    const rows = await answered(ctx, () => ctx.events.read({ ...filter, after }, 500));
     for (const row of rows) {
       after = row.seq;
       yield row;
     }
     if (rows.length < 500) await ctx.eventWakeup.wait(POLL_MS);
+  }
+}
+
+/**
+ * A read of the log that waits out a database outage (issue 27): the subscription stays open
+ * and reads again from the same cursor once the database answers, so nothing is lost or
+ * repeated. Other errors end it.
+ */
+async function answered<T>(ctx: GraphQLContext, read: () => Promise<T>): Promise<T> {
+  for (;;) {
+    try {
+      return await read();
+    } catch (e) {
+      if (!ctx.database?.isOutage(e)) throw e;
+      await ctx.database.whenUp(POLL_MS);
+    }
   }
 }

@@ -1,6 +1,7 @@
 import type { Clock } from '../../cluster/clock.ts';
 import type { RemainingWorkload } from '../../domain/remaining.ts';
 import { UnavailableError } from '../../domain/errors.ts';
+import { unreachableDetail } from '../../store/database-availability.ts';
 import type { OperationKind, OperationOutcome, OperationSnapshot, OperationState, RequestMeta, StepRecord } from '../../domain/operations.ts';
 import type { EventBus } from '../../events/bus.ts';
 import type { Logger } from '../../logger.ts';
@@ -163,7 +164,20 @@ export class OperationCoordinator {
   /** Registers the run and starts it. */
   launch(run: LiveRun): void {
     this.live.add(run);
-    run.start().catch((e: unknown) => this.deps.log.error({ err: e, operation: run.snapshot.id, kind: run.snapshot.kind }, 'operation run crashed'));
+    run.start().catch((e: unknown) => {
+      const fields = { err: e, operation: run.snapshot.id, kind: run.snapshot.kind };
+      // The database went away under the run (issue 27): its committed record stays, and the
+      // leader that has the database again resumes it (ha:L4). An outage, not a crash.
+      const outage = unreachableDetail(e);
+      if (outage === null) {
+        this.deps.log.error(fields, 'operation run crashed');
+        return;
+      }
+      // No longer live, so that adopt() resumes it once the database is back (server.ts).
+      run.halt();
+      this.live.remove(run);
+      this.deps.log.warn({ ...fields, detail: outage }, 'operation run stopped: database unavailable; it resumes from its last commit');
+    });
   }
 
   /**
