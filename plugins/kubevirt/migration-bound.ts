@@ -4,7 +4,9 @@
  * or, before it starts, from the KubeVirt CR's `spec.configuration.migrations` with
  * KubeVirt's defaults where absent.
  */
-import type { KObject } from './mapping.ts';
+/** A VM's or VMI's `spec`, read field by field. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- Kubernetes objects are free-form JSON here
+type Spec = Record<string, any> | undefined;
 
 /** `virt-config.go`: `MigrationCompletionTimeoutPerGiB` and `MigrationProgressTimeout`, seconds. */
 const DEFAULTS = { completionTimeoutPerGiB: 150, progressTimeout: 150 };
@@ -39,7 +41,7 @@ function quantityBytes(q: unknown): number | null {
 }
 
 /** The memory a migration copies, in whole GiB rounded up as KubeVirt does (`memory.guest`, else the memory request; 1 when unknown). */
-export function memoryGiB(spec: KObject['spec']): number {
+export function memoryGiB(spec: Spec): number {
   const domain = spec?.domain;
   const bytes = quantityBytes(domain?.memory?.guest ?? domain?.resources?.requests?.memory ?? '1Gi');
   return Math.max(1, Math.ceil((bytes ?? GIB) / GIB));
@@ -49,7 +51,7 @@ export function memoryGiB(spec: KObject['spec']): number {
 export const completionBoundMs = (settings: MigrationSettings, gib: number): number => settings.completionTimeoutPerGiB * gib * 1000;
 
 /** The longest KubeVirt lets one migration of this VM run: its target pod's pending bound, then its completion bound. */
-export function migrationBoundMs(vmSpec: KObject['spec'], cluster: Record<string, unknown>): number {
+export function migrationBoundMs(vmSpec: Spec, cluster: Record<string, unknown>): number {
   return PENDING_BOUND_MS + completionBoundMs(migrationSettings(undefined, cluster), memoryGiB(vmSpec));
 }
 

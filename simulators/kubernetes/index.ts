@@ -67,6 +67,8 @@ export interface K8sSimOptions {
    * as fast); absent: every migration takes `delays.migrateMs`.
    */
   migrationBandwidth?: number;
+  /** Serve HTTPS with this key and certificate (PEM; the certificate is also the kubeconfig's CA): kubectl sends its token only over TLS. */
+  tls?: { key: string; cert: string };
 }
 
 export interface VmInput {
@@ -125,6 +127,7 @@ export class K8sSim {
   url = '';
   readonly token = 'sim-token';
   private dir: string | null = null;
+  private readonly tlsCert: string | null;
 
   private constructor(options: K8sSimOptions) {
     this.clock = options.clock ?? wallClock;
@@ -145,7 +148,14 @@ export class K8sSim {
       crd('migrations.kubevirt.io', 'v1alpha1', 'migrationpolicies', 'MigrationPolicy', false),
     ];
     this.store = new ObjectStore(resources, options.historyLimit);
-    this.api = new ApiServer(this.store, { token: this.token, user: SIM_USER, bookmarkIntervalMs: options.bookmarkIntervalMs ?? 500, clock: this.clock });
+    this.tlsCert = options.tls?.cert ?? null;
+    this.api = new ApiServer(this.store, {
+      token: this.token,
+      user: SIM_USER,
+      bookmarkIntervalMs: options.bookmarkIntervalMs ?? 500,
+      clock: this.clock,
+      ...(options.tls && { tls: options.tls }),
+    });
     for (const r of resources) if (!r.strategicMerge) this.publishCrd(r);
     if (options.longhorn !== false) this.installCrd(LONGHORN_REPLICAS);
     this.pods = new PodController(this.store, this.api, this.clock, { msPerGraceSecond: options.msPerGraceSecond ?? 1000 });
@@ -321,8 +331,15 @@ export class K8sSim {
     return JSON.stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      // Plain HTTP on loopback: the client only allows it with TLS verification off.
-      clusters: [{ name: 'sim', cluster: { server: this.url, 'insecure-skip-tls-verify': true } }],
+      clusters: [
+        {
+          name: 'sim',
+          // Over HTTPS the certificate is its own CA; plain HTTP on loopback: the client only allows it with TLS verification off.
+          cluster: this.tlsCert
+            ? { server: this.url, 'certificate-authority-data': Buffer.from(this.tlsCert).toString('base64') }
+            : { server: this.url, 'insecure-skip-tls-verify': true },
+        },
+      ],
       users: [{ name: 'sim-user', user: { token: this.token } }],
       contexts: [{ name: context, context: { cluster: 'sim', user: 'sim-user' } }],
       'current-context': context,

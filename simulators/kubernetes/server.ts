@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { SimClock } from './clock.ts';
 import { matchesFields, parseFieldSelector } from './fields.ts';
@@ -48,6 +49,8 @@ export interface ApiServerOptions {
   /** How often open watches that asked for bookmarks get one. */
   bookmarkIntervalMs: number;
   clock: SimClock;
+  /** Serve HTTPS with this key and certificate (PEM): clients that send a bearer token only over TLS, e.g. kubectl. */
+  tls?: { key: string; cert: string };
 }
 
 interface Route {
@@ -123,13 +126,14 @@ export class ApiServer {
     private readonly store: ObjectStore,
     private readonly options: ApiServerOptions,
   ) {
-    this.server = createServer((req, res) => {
+    const handler = (req: IncomingMessage, res: ServerResponse) => {
       this.handle(req, res).catch((e: unknown) => {
         if (!res.headersSent) this.send(res, 500, status(500, 'InternalError', String(e)));
         else res.destroy();
       });
-    });
-    this.server.on('connection', (socket) => {
+    };
+    this.server = options.tls ? createTlsServer({ key: options.tls.key, cert: options.tls.cert }, handler) : createServer(handler);
+    this.server.on(options.tls ? 'secureConnection' : 'connection', (socket: Socket) => {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
     });
@@ -139,7 +143,7 @@ export class ApiServer {
     await new Promise<void>((resolve) => this.server.listen(this.port, '127.0.0.1', resolve));
     this.listening = true;
     this.port = (this.server.address() as AddressInfo).port;
-    return `http://127.0.0.1:${this.port}`;
+    return `${this.options.tls ? 'https' : 'http'}://127.0.0.1:${this.port}`;
   }
 
   /**
@@ -213,6 +217,47 @@ export class ApiServer {
         ),
       ]);
     return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: 'v1', resources };
+  }
+
+  /**
+   * `GET /api`, `/apis` and `/apis/<group>/<version>`: the legacy discovery documents kubectl
+   * reads before anything else (it falls back to them when the answer is not aggregated).
+   */
+  private groupDiscovery(path: string): unknown {
+    if (path === '/api')
+      return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: `127.0.0.1:${this.port}` }] };
+    const groups = new Map<string, ResourceDef[]>();
+    for (const r of this.store.resources) if (r.group) groups.set(`${r.group}/${r.version}`, [...(groups.get(`${r.group}/${r.version}`) ?? []), r]);
+    if (path === '/apis') {
+      return {
+        kind: 'APIGroupList',
+        apiVersion: 'v1',
+        groups: [...groups.keys()].map((gv) => {
+          const [name, version] = gv.split('/') as [string, string];
+          return { name, versions: [{ groupVersion: gv, version }], preferredVersion: { groupVersion: gv, version } };
+        }),
+      };
+    }
+    const gv = path.replace(/^\/apis\//, '');
+    const resources = groups.get(gv);
+    if (!resources) return null;
+    return {
+      kind: 'APIResourceList',
+      apiVersion: 'v1',
+      groupVersion: gv,
+      resources: resources.flatMap((r) => [
+        {
+          name: r.plural,
+          singularName: r.kind.toLowerCase(),
+          namespaced: r.namespaced,
+          kind: r.kind,
+          verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
+        },
+        ...(r.statusSubresource
+          ? [{ name: `${r.plural}/status`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: ['get', 'patch', 'update'] }]
+          : []),
+      ]),
+    };
   }
 
   /** Runs the admission plugins, as the API server does before it stores a write. */
@@ -316,7 +361,12 @@ export class ApiServer {
       return this.send(res, 401, status(401, 'Unauthorized', 'Unauthorized'));
     }
     const url = new URL(req.url ?? '/', 'http://sim');
-    if (url.pathname.replace(/\/$/, '') === '/api/v1' && req.method === 'GET') return this.send(res, 200, this.discovery());
+    const bare = url.pathname.replace(/\/$/, '');
+    if (bare === '/api/v1' && req.method === 'GET') return this.send(res, 200, this.discovery());
+    if (req.method === 'GET' && (bare === '/api' || bare === '/apis' || /^\/apis\/[^/]+\/[^/]+$/.test(bare))) {
+      const document = this.groupDiscovery(bare);
+      if (document) return this.send(res, 200, document);
+    }
     // Not Kubernetes: the simulator's record of the calls, in arrival order, for tests in another process.
     if (url.pathname === CALLS_PATH && req.method === 'GET') return this.send(res, 200, { items: this.calls });
     const route = this.route(url.pathname);

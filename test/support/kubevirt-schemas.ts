@@ -25,7 +25,7 @@ const ROOTS: Record<string, string> = {
 };
 
 /** The swagger file: `LOCKKEEPER_KUBEVIRT_SWAGGER`, else `shared/kubevirt/swagger.json` beside the checkout or a parent of it. */
-export function kubevirtSwaggerPath(): string | null {
+function kubevirtSwaggerPath(): string | null {
   const explicit = process.env.LOCKKEEPER_KUBEVIRT_SWAGGER;
   if (explicit) return existsSync(explicit) ? explicit : null;
   let dir = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

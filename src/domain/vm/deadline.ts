@@ -1,7 +1,7 @@
 import type { MaintenancePlan } from './types.ts';
 
 /** A VM of the plan and the longest its backend lets one live migration of it run (absent: unbounded by the backend). */
-export interface BoundedVm {
+interface BoundedVm {
   id: string;
   migrationBoundMs?: number;
 }
