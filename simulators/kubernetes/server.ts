@@ -87,7 +87,11 @@ export interface AdmissionRequest {
 }
 
 /** A subresource served by a handler (e.g. `pods/eviction`): answers a status code and a body. */
-export type SubresourceHandler = (r: { verb: Verb; namespace: string | undefined; name: string; body: unknown }) => { code: number; body: unknown };
+/** `dryRun`: the request asked `dryRun=All`: every check runs, nothing is changed (kube-apiserver's server-side dry run). */
+export type SubresourceHandler = (r: { verb: Verb; namespace: string | undefined; name: string; body: unknown; dryRun: boolean }) => {
+  code: number;
+  body: unknown;
+};
 
 /** A DELETE the owning controller handles (e.g. pods: graceful termination). */
 export type DeleteHandler = (namespace: string | undefined, name: string, gracePeriodSeconds: number | undefined) => K8sObject;
@@ -399,11 +403,15 @@ export class ApiServer {
   private answer(verb: Verb, route: Route, body: unknown, params: URLSearchParams, contentType: string): { code: number; out: unknown } {
     const { resource, namespace, name, sub } = route;
     const fail = (code: number, reason: string, message: string, details?: Record<string, unknown>) => ({ code, out: status(code, reason, message, details) });
+    // Server-side dry run (kubectl --dry-run=server): admission and checks run, nothing is stored.
+    const dryRunValues = params.getAll('dryRun');
+    if (dryRunValues.some((v) => v !== 'All')) return fail(400, 'BadRequest', `Invalid dry run value: ${dryRunValues.join(',')} (supported: All)`);
+    const dryRun = dryRunValues.length > 0;
     try {
       if (sub && sub !== 'status') {
         const handler = this.subresources.get(`${resourceKey(resource)}/${sub}`);
         if (!handler) return fail(404, 'NotFound', 'the server could not find the requested resource');
-        const answer = handler({ verb, namespace, name: name!, body });
+        const answer = handler({ verb, namespace, name: name!, body, dryRun });
         return { code: answer.code, out: answer.body };
       }
       switch (verb) {
@@ -428,6 +436,7 @@ export class ApiServer {
             input.metadata.namespace = namespace;
           }
           this.admit({ verb: 'create', resource, namespace, name: input.metadata.name, object: input, oldObject: null });
+          if (dryRun) return { code: 201, out: input };
           return { code: 201, out: this.store.create(resource, input) };
         }
         case 'update': {
@@ -446,15 +455,17 @@ export class ApiServer {
           const next =
             sub === 'status' ? { ...current, status: input.status, metadata: { ...current.metadata, resourceVersion: input.metadata.resourceVersion } } : input;
           this.admit({ verb: 'update', resource, namespace, name, object: next, oldObject: current });
+          if (dryRun) return { code: 200, out: next };
           return { code: 200, out: this.write(resource, next, current, sub, input.metadata.resourceVersion) };
         }
         case 'patch':
-          return this.patch(resource, namespace, name!, sub, body, contentType);
+          return this.patch(resource, namespace, name!, sub, body, contentType, dryRun);
         case 'delete': {
           const grace = deleteGrace(body, params);
           const handler = this.deleteHandlers.get(resourceKey(resource));
           const current = this.store.require(resource, namespace, name!);
           this.admit({ verb: 'delete', resource, namespace, name, object: null, oldObject: current });
+          if (dryRun) return { code: 200, out: current };
           const gone = handler ? handler(namespace, name!, grace) : this.store.requestDelete(resource, namespace, name!, this.options.clock.now());
           // An object kept by its finalizers (or a pod's grace) is answered as the object; one gone at once as a Status.
           if (gone.metadata.deletionTimestamp && this.store.get(resource, namespace, name!)) return { code: 200, out: gone };
@@ -500,6 +511,7 @@ export class ApiServer {
     sub: string | undefined,
     patch: unknown,
     rawType: string,
+    dryRun = false,
   ): { code: number; out: unknown } {
     const contentType = rawType.split(';')[0]!.trim();
     this.beforeWrite?.('patch', resource, namespace, name);
@@ -522,6 +534,7 @@ export class ApiServer {
     const expectRv = next.metadata?.resourceVersion;
     next.metadata = { ...next.metadata, name, ...(namespace && { namespace }) };
     this.admit({ verb: 'patch', resource, namespace, name, object: next, oldObject: current });
+    if (dryRun) return { code: 200, out: next };
     return { code: 200, out: this.write(resource, next, current, sub, expectRv) };
   }
 
