@@ -66,7 +66,7 @@ export class KubevirtBackend implements ClusterBackend {
     this.volumes = new Volumes(this.api, this.cache, this.capabilities, options.longhornNamespace, log);
     this.reads = new VmReads(this.api, this.cache, this.volumes);
     this.actions = new VmActions(this.api, this.cache, this.reads, options, clock, log);
-    this.migrations = new Migrations(this.api, this.cache, this.reads, options, log);
+    this.migrations = new Migrations(this.api, this.cache, this.reads, options, clock, log);
     this.nodeState = new NodeState(this.api, this.cache, options, clock, log);
     this.podDrain = new PodDrain(this.api, log);
     const delegate = () => this.delegate;

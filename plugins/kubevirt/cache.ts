@@ -38,6 +38,8 @@ export class ClusterCache {
   readonly volumeCache = new Map<string, VmVolume[]>();
   /** The KubeVirt CR's eviction strategy as last read (k8s:E1); the CR is not watched. */
   clusterEvictionStrategy: unknown = null;
+  /** The KubeVirt CR's `spec.configuration.migrations` as last read with it (issue 26: KubeVirt's migration bounds). */
+  clusterMigrations: Record<string, unknown> = {};
   private readonly waiters = new Set<Waiter>();
   private primed = false;
   closed = false;
@@ -124,7 +126,7 @@ export class ClusterCache {
     const vm = this.fromCache(this.vmInformers, key);
     if (!vm) return null;
     const volumes = this.volumeCache.get(key) ?? claimVolumes(vm).map((v) => ({ name: v.name, replicas: [] }));
-    return toClusterVm(vm, this.vmi(key), volumes, this.clusterEvictionStrategy, this.migrations());
+    return toClusterVm(vm, this.vmi(key), volumes, this.clusterEvictionStrategy, this.migrations(), this.clusterMigrations);
   }
 
   /**

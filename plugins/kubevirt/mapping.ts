@@ -12,6 +12,7 @@ import {
   type VmVolume,
 } from '../../src/cluster/types.ts';
 import { compareNodeIds } from '../../src/domain/compare.ts';
+import { migrationBoundMs } from './migration-bound.ts';
 import type { DrainPod } from '../../src/domain/pods/drain.ts';
 import { effectiveEvictionStrategy } from '../../src/domain/vm/eviction.ts';
 import { MAINTENANCE_STRATEGY_LABEL, ZONE_LABEL } from '../../src/domain/labels.ts';
@@ -256,6 +257,7 @@ export function toClusterVm(
   volumes: VmVolume[],
   clusterEvictionStrategy: unknown = null,
   migrations: readonly KObject[] = [],
+  clusterMigrations: Record<string, unknown> = {},
 ): ClusterVm {
   const vmi = vmiIsActive(vmiOrNull) ? vmiOrNull : null;
   const namespace = vm.metadata?.namespace ?? '';
@@ -284,6 +286,7 @@ export function toClusterVm(
     // k8s:E1: the VMI's value (KubeVirt copied the cluster's into it at creation), else the cluster's now.
     evictionStrategy: effectiveEvictionStrategy(vmi?.spec?.evictionStrategy, clusterEvictionStrategy),
     ...(foreign && { foreignMigration: foreign }),
+    migrationBoundMs: migrationBoundMs(vmi?.spec ?? podSpec, clusterMigrations),
   };
 }
 

@@ -1,11 +1,13 @@
 import { BackendError } from '../../src/cluster/errors.ts';
 import type { CancelledMigration } from '../../src/cluster/node-maintenance.ts';
+import type { Clock } from '../../src/cluster/clock.ts';
 import type { PluginContext } from '../../src/cluster/plugin.ts';
 import { HOSTNAME_LABEL } from '../../src/domain/labels.ts';
 import { matchesPlacement } from '../../src/domain/placement.ts';
 import { vmSubject, type KubeApi } from './api.ts';
 import type { ClusterCache } from './cache.ts';
 import { call, RESOURCES } from './kube.ts';
+import { boundOf, completionBoundMs, memoryGiB, migrationSettings, PENDING_BOUND_MS } from './migration-bound.ts';
 import { MANAGED_BY, MANAGED_BY_LABEL, toClusterNode, type KObject } from './mapping.ts';
 import type { KubevirtOptions } from './options.ts';
 import type { VmReads } from './vms.ts';
@@ -15,6 +17,10 @@ const FINAL = ['Succeeded', 'Failed'];
 const VMI_NAME_LABEL = 'kubevirt.io/vmi-name';
 
 class MigrationTimeout extends BackendError {}
+/** The wait's span ends and the limit is looked at again (KubeVirt started the migration). */
+const RESPAN = { failed: 'respan' } as const;
+/** One span of the wait ended; the limit is looked at again. */
+class SpanOver extends BackendError {}
 
 const isOurs = (m: KObject) => m.metadata?.labels?.[MANAGED_BY_LABEL] === MANAGED_BY;
 const isFinal = (m: KObject | undefined) => !!m && FINAL.includes(m.status?.phase);
@@ -31,12 +37,28 @@ export class Migrations {
     private readonly cache: ClusterCache,
     private readonly reads: VmReads,
     private readonly options: KubevirtOptions,
+    private readonly clock: Clock,
     private readonly log: PluginContext['log'],
   ) {}
 
+  /**
+   * When Lockkeeper gives up on migration `key` (issue 26 point 5): KubeVirt's bound plus the
+   * backstop, counted from KubeVirt's start (first seen by this process) once it started,
+   * from when this process created or joined it before (KubeVirt's pending bound then).
+   */
+  private limitAt(key: string, vmId: string, gib: number, since: { joinedAt: number; startedAt: number | null }): number {
+    const m = this.cache.migration(key);
+    const state = m?.status?.migrationState;
+    if (since.startedAt === null && (state?.startTimestamp || m?.status?.phase === 'Running')) since.startedAt = this.clock.now();
+    if (since.startedAt === null) return since.joinedAt + PENDING_BOUND_MS + this.options.migrationBackstopMs;
+    const vmiState = this.cache.vmi(vmId)?.status?.migrationState;
+    const own = vmiState?.migrationUid === m?.metadata?.uid ? vmiState?.migrationConfiguration : state?.migrationConfiguration;
+    return since.startedAt + completionBoundMs(migrationSettings(own, this.cache.clusterMigrations), gib) + this.options.migrationBackstopMs;
+  }
+
   async migrateVm(id: string, options: { fromNodeId: string; toNodeId?: string }): Promise<void> {
     const { fromNodeId, toNodeId } = options;
-    const { vm } = await this.reads.requireVm(id);
+    const { vm, vmi } = await this.reads.requireVm(id);
     if (vm.nodeId !== fromNodeId || vm.status === 'Stopped') return;
     await this.reads.requireOnline(fromNodeId, `migrate VM ${id}`, vmSubject(id));
     if (!vm.liveMigratable) throw new BackendError('Rejected', `VM ${id} cannot be live-migrated: ${vm.liveMigratableReason}`, vmSubject(id));
@@ -78,30 +100,47 @@ export class Migrations {
     }
     const key = `${namespace}/${migrationName}`;
     const what = `migrate VM ${id}`;
-    const timeoutMs = this.options.migrationTimeoutMs;
+    const gib = memoryGiB(vmi?.spec);
+    const since = { joinedAt: this.clock.now(), startedAt: null as number | null };
     let seen = false;
-    let outcome: { failed: string | null };
+    const check = (): { failed: string | null } | undefined => {
+      if (!this.cache.vm(id)) throw new BackendError('Transient', `${what}: VM ${id} was deleted during the migration`, vmSubject(id));
+      const m = this.cache.migration(key);
+      if (m) seen = true;
+      // Deleted before it ended: cancelled (by Lockkeeper's disable, k8s:C9, or by someone else).
+      else if (seen) throw new BackendError('Transient', `${what}: migration ${key} was deleted before it ended`, vmSubject(id));
+      if (m?.status?.phase === 'Failed')
+        return { failed: String(m.status?.migrationState?.failureReason ?? this.cache.vmi(id)?.status?.migrationState?.failureReason ?? 'unknown reason') };
+      if (m?.status?.phase === 'Succeeded') return { failed: null };
+      // Noted as soon as the watch shows it: the limit is counted from KubeVirt's start, and this span ends for the new limit.
+      const before = since.startedAt;
+      this.limitAt(key, id, gib, since);
+      return before === null && since.startedAt !== null ? RESPAN : undefined;
+    };
+    let outcome: { failed: string | null } | typeof RESPAN | undefined;
     try {
-      outcome = await this.cache.waitFor(
-        what,
-        timeoutMs,
-        () => {
-          if (!this.cache.vm(id)) throw new BackendError('Transient', `${what}: VM ${id} was deleted during the migration`, vmSubject(id));
-          const m = this.cache.migration(key);
-          if (m) seen = true;
-          // Deleted before it ended: cancelled (by Lockkeeper's disable, k8s:C9, or by someone else).
-          else if (seen) throw new BackendError('Transient', `${what}: migration ${key} was deleted before it ended`, vmSubject(id));
-          if (m?.status?.phase === 'Failed')
-            return { failed: String(m.status?.migrationState?.failureReason ?? this.cache.vmi(id)?.status?.migrationState?.failureReason ?? 'unknown reason') };
-          if (m?.status?.phase === 'Succeeded') return { failed: null };
-          return undefined;
-        },
-        vmSubject(id),
-        // The migration goes on in the cluster without us: its wait outlives an outage (up to
-        // migrationTimeoutMs) and resumes from the watch, so a migration is not failed by one.
-        true,
-        () => new MigrationTimeout('Transient', `${what}: not done after ${timeoutMs} ms`, vmSubject(id)),
-      );
+      // Waited in spans up to the limit as it stands; the limit moves when KubeVirt starts the migration.
+      while (outcome === undefined || outcome === RESPAN) {
+        const limit = this.limitAt(key, id, gib, since);
+        const span = limit - this.clock.now();
+        if (span <= 0)
+          throw new MigrationTimeout('Transient', `${what}: not done ${this.options.migrationBackstopMs} ms past KubeVirt's own bound`, vmSubject(id));
+        outcome = await this.cache
+          .waitFor(
+            what,
+            span,
+            check,
+            vmSubject(id),
+            // The migration goes on in the cluster without us: its wait outlives an outage and
+            // resumes from the watch, so a migration is not failed by one.
+            true,
+            () => new SpanOver('Transient', what, vmSubject(id)),
+          )
+          .catch((e: unknown) => {
+            if (e instanceof SpanOver) return undefined;
+            throw e;
+          });
+      }
     } catch (e) {
       if (!(e instanceof MigrationTimeout)) throw e;
       // k8s:C9 (b): ours is cancelled (deleted) and where the VM ended up is read (k8s:C3); another's is left alone (k8s:C9 c).
@@ -116,9 +155,10 @@ export class Migrations {
     }
     if (outcome.failed !== null) {
       const code = /NotLiveMigratable/.test(outcome.failed) ? 'Rejected' : 'Transient';
-      throw new BackendError(code, `${what}: migration ${key} failed: ${outcome.failed}`, vmSubject(id));
+      const bound = boundOf(outcome.failed);
+      throw new BackendError(code, `${what}: migration ${key} failed: ${outcome.failed}${bound ? ` (ended by ${bound})` : ''}`, vmSubject(id));
     }
-    await this.cache.waitVm(id, what, this.options.migrationTimeoutMs, (v) => v.status === 'Running' && v.nodeId !== fromNodeId, 'transient', true);
+    await this.cache.waitVm(id, what, this.options.vmActionTimeoutMs, (v) => v.status === 'Running' && v.nodeId !== fromNodeId, 'transient', true);
   }
 
   /** k8s:C9 (a): Lockkeeper's own migrations of VMs on the node that have not ended are cancelled. */

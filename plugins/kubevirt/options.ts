@@ -34,8 +34,13 @@ export const kubevirtOptionsSchema = z
     longhornNamespace: z.string().min(1).default('longhorn-system'),
     /** How long a stop or start may take before the action fails (Transient). */
     vmActionTimeoutMs: ms.default(5 * 60_000),
-    /** How long a live migration may take before the action fails (Transient). */
-    migrationTimeoutMs: ms.default(15 * 60_000),
+    /**
+     * A backstop only: how far past KubeVirt's own bound (its pending bound until KubeVirt
+     * starts the migration, then `completionTimeoutPerGiB` × memory from KubeVirt's start)
+     * Lockkeeper lets one of its migrations run before it cancels it (Transient). KubeVirt's
+     * timeouts end a migration first; this catches one KubeVirt failed to end.
+     */
+    migrationBackstopMs: ms.default(10 * 60_000),
     /** First delay before a dropped watch is resumed; doubles up to `watchBackoffMaxMs`. */
     watchBackoffMs: ms.default(500),
     watchBackoffMaxMs: ms.default(30_000),

@@ -25,6 +25,7 @@ export class VmReads {
     try {
       const [cr] = (await this.api.listRaw(RESOURCES.kubevirts, undefined)).items;
       value = cr?.spec?.configuration?.evictionStrategy ?? null;
+      this.cache.clusterMigrations = cr?.spec?.configuration?.migrations ?? {};
     } catch (e) {
       if (!(e instanceof BackendError && e.code === 'NotFound')) throw e;
     }
@@ -70,7 +71,11 @@ export class VmReads {
   async requireVm(id: string): Promise<{ raw: KObject; vmi: KObject | null; vm: ClusterVm }> {
     const found = await this.readVm(id);
     if (!found) throw notFound('vm', id);
-    return { raw: found.vm, vmi: found.vmi, vm: toClusterVm(found.vm, found.vmi, [], this.cache.clusterEvictionStrategy, this.cache.migrations()) };
+    return {
+      raw: found.vm,
+      vmi: found.vmi,
+      vm: toClusterVm(found.vm, found.vmi, [], this.cache.clusterEvictionStrategy, this.cache.migrations(), this.cache.clusterMigrations),
+    };
   }
 
   async getNode(id: string): Promise<ClusterNode | null> {

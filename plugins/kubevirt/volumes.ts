@@ -63,7 +63,7 @@ export class Volumes {
         const key = `${vm.metadata?.namespace}/${vm.metadata?.name}`;
         const volumes = volumesOf(vm, source.pvc, source.replicas);
         this.cache.volumeCache.set(key, volumes);
-        return toClusterVm(vm, vmiByKey.get(key), volumes, clusterEvictionStrategy, migrations);
+        return toClusterVm(vm, vmiByKey.get(key), volumes, clusterEvictionStrategy, migrations, this.cache.clusterMigrations);
       })
       .sort((a, b) => compareNatural(a.id, b.id));
   }

@@ -61,6 +61,14 @@ export interface K8sSimOptions {
   harvester?: boolean;
   /** How often Harvester's controller tries a drain again (default 1000 ms). */
   harvesterRetryMs?: number;
+  /**
+   * Bytes per second one migration's link moves: turns on the dirty-rate model (a pre-copy
+   * takes memory / (bandwidth − the VM's `dirtyRate`), and stalls when the guest dirties
+   * as fast); absent: every migration takes `delays.migrateMs`.
+   */
+  migrationBandwidth?: number;
+  /** Serve HTTPS with this key and certificate (PEM; the certificate is also the kubeconfig's CA): kubectl sends its token only over TLS. */
+  tls?: { key: string; cert: string };
 }
 
 export interface VmInput {
@@ -83,6 +91,8 @@ export interface VmInput {
   liveMigratableCondition?: boolean;
   /** `spec.domain.memory.guest` (a quantity, e.g. `2Gi`); sizes the completion timeout (k8s:C10). */
   memory?: string;
+  /** Bytes per second its guest dirties memory (the dirty-rate model, with `migrationBandwidth`). */
+  dirtyRate?: number;
 }
 
 export interface PodInput {
@@ -117,6 +127,7 @@ export class K8sSim {
   url = '';
   readonly token = 'sim-token';
   private dir: string | null = null;
+  private readonly tlsCert: string | null;
 
   private constructor(options: K8sSimOptions) {
     this.clock = options.clock ?? wallClock;
@@ -134,13 +145,22 @@ export class K8sSim {
       crd('kubevirt.io', 'v1', 'virtualmachines', 'VirtualMachine'),
       crd('kubevirt.io', 'v1', 'virtualmachineinstances', 'VirtualMachineInstance'),
       crd('kubevirt.io', 'v1', 'virtualmachineinstancemigrations', 'VirtualMachineInstanceMigration'),
+      crd('migrations.kubevirt.io', 'v1alpha1', 'migrationpolicies', 'MigrationPolicy', false),
     ];
     this.store = new ObjectStore(resources, options.historyLimit);
-    this.api = new ApiServer(this.store, { token: this.token, user: SIM_USER, bookmarkIntervalMs: options.bookmarkIntervalMs ?? 500, clock: this.clock });
+    this.tlsCert = options.tls?.cert ?? null;
+    this.api = new ApiServer(this.store, {
+      token: this.token,
+      user: SIM_USER,
+      bookmarkIntervalMs: options.bookmarkIntervalMs ?? 500,
+      clock: this.clock,
+      ...(options.tls && { tls: options.tls }),
+    });
     for (const r of resources) if (!r.strategicMerge) this.publishCrd(r);
     if (options.longhorn !== false) this.installCrd(LONGHORN_REPLICAS);
     this.pods = new PodController(this.store, this.api, this.clock, { msPerGraceSecond: options.msPerGraceSecond ?? 1000 });
     this.controller = new KubevirtController(this.store, { startMs: 30, stopMs: 20, migrateMs: 40, ...options.delays }, this.clock);
+    this.controller.bandwidth = options.migrationBandwidth ?? null;
     this.api.admitters.push((a) => this.controller.admit(a));
     this.eviction = new KubevirtEviction(this.store, this.controller, this.clock);
     this.pods.evictionWebhooks.push(this.eviction.webhook);
@@ -203,6 +223,11 @@ export class K8sSim {
     const current = this.store.get(def, 'kubevirt', 'kubevirt');
     if (current) return this.store.mutate(def, 'kubevirt', 'kubevirt', (k) => (k.spec = { ...(k.spec ?? {}), configuration }))!;
     return this.store.create(def, { metadata: { name: 'kubevirt', namespace: 'kubevirt' }, spec: { configuration }, status: { phase: 'Deployed' } });
+  }
+
+  /** A MigrationPolicy (cluster-scoped): its settings override the KubeVirt CR's for the VMIs its selectors match. */
+  addMigrationPolicy(name: string, spec: Record<string, unknown>): K8sObject {
+    return this.store.create(this.def('migrationpolicies', 'migrations.kubevirt.io'), { metadata: { name }, spec: { selectors: {}, ...spec } });
   }
 
   /** Where migrations wait (k8s:C2/C3 tests); `release` lets held ones go on. */
@@ -306,8 +331,15 @@ export class K8sSim {
     return JSON.stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      // Plain HTTP on loopback: the client only allows it with TLS verification off.
-      clusters: [{ name: 'sim', cluster: { server: this.url, 'insecure-skip-tls-verify': true } }],
+      clusters: [
+        {
+          name: 'sim',
+          // Over HTTPS the certificate is its own CA; plain HTTP on loopback: the client only allows it with TLS verification off.
+          cluster: this.tlsCert
+            ? { server: this.url, 'certificate-authority-data': Buffer.from(this.tlsCert).toString('base64') }
+            : { server: this.url, 'insecure-skip-tls-verify': true },
+        },
+      ],
       users: [{ name: 'sim-user', user: { token: this.token } }],
       contexts: [{ name: context, context: { cluster: 'sim', user: 'sim-user' } }],
       'current-context': context,
@@ -431,6 +463,7 @@ export class K8sSim {
       ...(input.affinity !== undefined && { affinity: input.affinity }),
     };
     // Created with the status a settled controller would have given it, so no start is simulated.
+    if (input.dirtyRate !== undefined) this.controller.dirtyRates.set(`${namespace}/${input.name}`, input.dirtyRate);
     const vm = this.store.create(this.def('virtualmachines', 'kubevirt.io'), {
       metadata: { name: input.name, namespace, labels: input.labels ?? {}, annotations: input.annotations ?? {} },
       spec: { runStrategy, template: { metadata: { labels: { 'kubevirt.io/domain': input.name } }, spec: templateSpec } },

@@ -21,10 +21,39 @@ export const EVACUATION_ANNOTATION = 'kubevirt.io/evacuationMigration';
 const UNSCHEDULABLE_PENDING_TIMEOUT_MS = 300_000;
 /** `defaultCatchAllPendingTimeoutSeconds`: a target pod pending for any other reason (k8s:C10). */
 const CATCH_ALL_PENDING_TIMEOUT_MS = 900_000;
-/** `MigrationProgressTimeout`, seconds without data-transfer progress (k8s:C10; `migrations.progressTimeout` overrides). */
-const MIGRATION_PROGRESS_TIMEOUT_S = 150;
-/** `MigrationCompletionTimeoutPerGiB`, seconds per GiB of memory (k8s:C10; `migrations.completionTimeoutPerGiB` overrides). */
-const MIGRATION_COMPLETION_TIMEOUT_PER_GIB_S = 150;
+/**
+ * KubeVirt's defaults for a migration's configuration (`virt-config.go`, k8s:C10):
+ * `MigrationProgressTimeout` (seconds without data-transfer progress) and
+ * `MigrationCompletionTimeoutPerGiB`; the KubeVirt CR's `spec.configuration.migrations`
+ * overrides them, and a matching MigrationPolicy overrides that.
+ */
+const MIGRATION_DEFAULTS = {
+  completionTimeoutPerGiB: 150,
+  progressTimeout: 150,
+  allowPostCopy: false,
+  allowWorkloadDisruption: false,
+  allowAutoConverge: false,
+};
+/** The cluster-wide settings a VMI's `migrationState.migrationConfiguration` carries (VMIMConfigurationOptions). */
+const CONFIGURATION_KEYS = [
+  'allowAutoConverge',
+  'allowPostCopy',
+  'allowWorkloadDisruption',
+  'bandwidthPerMigration',
+  'completionTimeoutPerGiB',
+  'disableTLS',
+  'matchSELinuxLevelOnMigration',
+  'maxDowntimeMs',
+  'network',
+  'nodeDrainTaintKey',
+  'parallelMigrationsPerCluster',
+  'parallelOutboundMigrationsPerNode',
+  'progressTimeout',
+  'unsafeMigrationOverride',
+  'utilityVolumesTimeout',
+];
+/** What a MigrationPolicy may set (MigrationPolicySpec). */
+const POLICY_KEYS = ['allowAutoConverge', 'allowPostCopy', 'allowWorkloadDisruption', 'bandwidthPerMigration', 'completionTimeoutPerGiB', 'maxDowntimeMs'];
 const GIB = 1024 ** 3;
 const QUANTITY_SUFFIX: Record<string, number> = { '': 1, Ki: 1024, Mi: 1024 ** 2, Gi: GIB, Ti: 1024 ** 4, k: 1e3, M: 1e6, G: 1e9, T: 1e12 };
 /** `virtv1.DomainAnnotation`: on a launcher pod, the name of its VMI (what KubeVirt's eviction webhook reads). */
@@ -45,6 +74,8 @@ export interface MigrationHolds {
   transfer: 'progressing' | 'stalled';
   /** How an abort of a Running migration ends (k8s:C3): Succeeded = back on the source, Failed = the migration won the race. */
   abortOutcome: 'Succeeded' | 'Failed';
+  /** false: KubeVirt's own timeouts (pending, progress, completion) never fire, a KubeVirt that fails to bound a migration (the backstop's case). */
+  monitor: boolean;
 }
 
 type Requirement = { key: string; operator: string; values?: string[] };
@@ -93,10 +124,18 @@ function preferenceScore(node: K8sObject, podSpec: any): number {
 function memoryBytes(vmiSpec: any): number | null {
   const quantity: string | undefined = vmiSpec?.domain?.memory?.guest ?? vmiSpec?.domain?.resources?.requests?.memory;
   if (quantity === undefined) return GIB;
-  const match = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(quantity);
+  return quantityBytes(quantity);
+}
+
+function quantityBytes(quantity: unknown): number | null {
+  if (typeof quantity === 'number') return quantity;
+  const match = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(String(quantity));
   if (!match) return null;
   return Number(match[1]) * QUANTITY_SUFFIX[match[2] ?? '']!;
 }
+
+const matchesLabels = (selector: Record<string, string> | undefined, labels: Record<string, string>) =>
+  Object.entries(selector ?? {}).every(([k, v]) => labels[k] === v);
 
 const runStrategyOf = (vm: K8sObject): string => vm.spec?.runStrategy ?? (vm.spec?.running === true ? 'Always' : 'Halted');
 const wantsRunning = (vm: K8sObject) => ['Always', 'RerunOnFailure', 'Once'].includes(runStrategyOf(vm));
@@ -121,13 +160,24 @@ export class KubevirtController {
   private readonly pvcs: ResourceDef;
   private readonly pods: ResourceDef;
   private readonly kubevirts: ResourceDef;
+  private readonly policies: ResourceDef;
   private readonly running = new Set<string>();
+  /**
+   * The dirty-rate model (issue 26): how fast each VM's guest dirties memory (bytes/s, by
+   * `namespace/name`) against the link a migration has (`bandwidth`, bytes/s, capped by
+   * `bandwidthPerMigration`). With a bandwidth set, a pre-copy takes memory / (bandwidth −
+   * dirty rate) and one whose guest dirties as fast as the link moves stalls; without,
+   * every migration takes `delays.migrateMs`.
+   */
+  readonly dirtyRates = new Map<string, number>();
+  bandwidth: number | null = null;
   readonly holds: MigrationHolds = {
     pending: () => false,
     pendingCause: 'Unschedulable',
     running: () => false,
     transfer: 'progressing',
     abortOutcome: 'Succeeded',
+    monitor: true,
   };
 
   constructor(
@@ -142,6 +192,7 @@ export class KubevirtController {
     this.vmis = store.def('virtualmachineinstances', 'kubevirt.io');
     this.migrations = store.def('virtualmachineinstancemigrations', 'kubevirt.io');
     this.kubevirts = store.def('kubevirts', 'kubevirt.io');
+    this.policies = store.def('migrationpolicies', 'migrations.kubevirt.io');
     this.unsubscribe = store.subscribe((e) => this.onEvent(e));
   }
 
@@ -524,40 +575,92 @@ export class KubevirtController {
       this.later(unschedulable ? UNSCHEDULABLE_PENDING_TIMEOUT_MS : CATCH_ALL_PENDING_TIMEOUT_MS, () => {
         const now = this.store.get(this.migrations, namespace, mig.metadata.name);
         const target = this.store.get(this.pods, namespace, pod.metadata.name);
-        if (now?.status?.phase !== 'Pending' || now.metadata.deletionTimestamp || !target || target.spec?.nodeName) return;
+        if (now?.status?.phase !== 'Pending' || now.metadata.deletionTimestamp || !target || target.spec?.nodeName || !this.holds.monitor) return;
         this.fail(now, `${unschedulable ? 'unschedulable' : 'pending'} pod ${namespace}/${pod.metadata.name} timeout period exceeded`);
       });
     }
   }
 
   /**
-   * virt-launcher's migration monitor (k8s:C10): a copy with no progress for `progressTimeout`
-   * is aborted; one still running after `completionTimeoutPerGiB` × the VM's memory in GiB is
-   * aborted. Both fail the migration; the VM stays on the source.
+   * The configuration KubeVirt merges for a migration (`migrationState.migrationConfiguration`):
+   * its defaults, then the KubeVirt CR's `spec.configuration.migrations`, then the first
+   * MigrationPolicy (by name) whose selectors match the VMI's labels and its namespace.
    */
-  private watchTransfer(mig: K8sObject, vmi: K8sObject): void {
+  private migrationConfiguration(vmi: K8sObject): { configuration: Record<string, unknown>; policy: string | null } {
+    const cluster = this.clusterConfig().migrations ?? {};
+    const configuration: Record<string, unknown> = { ...MIGRATION_DEFAULTS };
+    for (const k of CONFIGURATION_KEYS) if (cluster[k] !== undefined) configuration[k] = cluster[k];
+    const namespaceLabels = { 'kubernetes.io/metadata.name': vmi.metadata.namespace! };
+    const policy = this.store
+      .list(this.policies)
+      .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
+      .find(
+        (p) =>
+          matchesLabels(p.spec?.selectors?.virtualMachineInstanceSelector, vmi.metadata.labels ?? {}) &&
+          matchesLabels(p.spec?.selectors?.namespaceSelector, namespaceLabels),
+      );
+    for (const k of POLICY_KEYS) if (policy?.spec?.[k] !== undefined) configuration[k] = policy.spec[k];
+    return { configuration, policy: policy?.metadata.name ?? null };
+  }
+
+  /** How long the pre-copy of this VMI takes (the dirty-rate model), or null when it never converges. */
+  private transferMs(vmi: K8sObject, configuration: Record<string, unknown>): number | null {
+    if (this.bandwidth === null) return this.delays.migrateMs;
+    const cap = configuration.bandwidthPerMigration === undefined ? null : quantityBytes(configuration.bandwidthPerMigration);
+    const link = cap ? Math.min(cap, this.bandwidth) : this.bandwidth;
+    const dirty = this.dirtyRates.get(`${vmi.metadata.namespace}/${vmi.metadata.name}`) ?? 0;
+    if (dirty >= link) return null;
+    return Math.ceil(((memoryBytes(vmi.spec) ?? GIB) / (link - dirty)) * 1000);
+  }
+
+  /**
+   * virt-launcher's migration monitor (k8s:C10), with the configuration merged for this
+   * migration: a copy with no progress for `progressTimeout` is aborted; one still running
+   * after `completionTimeoutPerGiB` × the VM's memory in GiB (rounded up) is aborted, unless
+   * post-copy is allowed (it switches to post-copy and completes) or workload disruption is
+   * (the guest is paused and the copy completes).
+   */
+  private watchTransfer(mig: K8sObject, vmi: K8sObject, configuration: Record<string, any>, converges: boolean): void {
     const { namespace, name } = mig.metadata;
     const uid = mig.metadata.uid!;
-    const config = this.clusterConfig().migrations ?? {};
-    const progressS: number = config.progressTimeout ?? MIGRATION_PROGRESS_TIMEOUT_S;
+    const progressS: number = configuration.progressTimeout;
     const bytes = memoryBytes(vmi.spec);
-    const abortIf = (stuck: () => boolean, reason: string) => () => {
+    const current = () => {
       const now = this.store.get(this.migrations, namespace, name);
-      if (!now || now.metadata.uid !== uid || now.status?.phase !== 'Running' || now.metadata.deletionTimestamp || !stuck()) return;
+      return now && now.metadata.uid === uid && now.status?.phase === 'Running' && !now.metadata.deletionTimestamp ? now : null;
+    };
+    const abortIf = (stuck: () => boolean, reason: string) => () => {
+      const now = current();
+      if (!now || !stuck() || !this.holds.monitor) return;
       this.running.delete(uid);
       this.fail(now, reason);
     };
-    // Only a copy that a test holds can stall; an unheld one ends after `migrateMs`.
+    // A copy stalls when a test holds it so, or when the guest dirties memory as fast as the link moves it.
     this.later(
       progressS * 1000,
-      abortIf(() => this.holds.transfer === 'stalled' && this.holds.running(mig), `Live migration stuck for ${progressS} sec and has been aborted`),
+      abortIf(
+        () => (this.holds.transfer === 'stalled' && this.holds.running(mig)) || (!converges && current()?.status?.migrationState?.mode === 'PreCopy'),
+        `Live migration stuck for ${progressS} sec and has been aborted`,
+      ),
     );
     if (bytes === null) return;
-    const completionS = Math.round((config.completionTimeoutPerGiB ?? MIGRATION_COMPLETION_TIMEOUT_PER_GIB_S) * (bytes / GIB));
-    this.later(
-      completionS * 1000,
-      abortIf(() => true, `Live migration is not completed after ${completionS} sec and has been aborted`),
-    );
+    const completionS = configuration.completionTimeoutPerGiB * Math.ceil(bytes / GIB);
+    const switchTo = configuration.allowPostCopy ? 'PostCopy' : configuration.allowWorkloadDisruption ? 'Paused' : null;
+    this.later(completionS * 1000, () => {
+      const now = current();
+      if (!now || !this.holds.monitor) return;
+      if (!switchTo) return abortIf(() => true, `Live migration is not completed after ${completionS} sec and has been aborted`)();
+      // Post-copy (or a paused guest) always converges: the rest is moved and the migration completes.
+      const setMode = (m: any) => (m.status.migrationState = { ...m.status.migrationState, mode: switchTo });
+      this.setMigration(namespace!, name, setMode);
+      this.store.mutate(this.vmis, namespace, mig.spec.vmiName, (v) => {
+        if (v.status.migrationState?.migrationUid === uid) setMode(v);
+      });
+      this.later(this.delays.migrateMs, () => {
+        const again = current();
+        if (again) this.succeed(again);
+      });
+    });
   }
 
   /** Pending → Scheduling (the target pod) → Running; then Succeeded after `migrateMs`, unless held or aborted. */
@@ -580,11 +683,16 @@ export class KubevirtController {
           p.status = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] };
         })!
       : this.createLauncherPod(vmi, targetNode, { [MIGRATION_JOB_LABEL]: mig.metadata.uid! });
+    const { configuration, policy } = this.migrationConfiguration(vmi);
     const migrationState = {
       migrationUid: mig.metadata.uid,
       sourceNode: source,
       targetNode,
       targetPod: targetPod.metadata.name,
+      startTimestamp: new Date(this.clock.now()).toISOString(),
+      mode: 'PreCopy',
+      migrationConfiguration: configuration,
+      ...(policy && { migrationPolicyName: policy }),
       completed: false,
       failed: false,
     };
@@ -594,8 +702,9 @@ export class KubevirtController {
     });
     this.setVmStatus(namespace!, vmiName!, { printableStatus: 'Migrating' });
     this.running.add(mig.metadata.uid!);
-    this.watchTransfer(mig, vmi);
-    this.later(this.delays.migrateMs, () => this.complete(namespace!, name, mig.metadata.uid!));
+    const transferMs = this.transferMs(vmi, configuration);
+    this.watchTransfer(mig, vmi, configuration, transferMs !== null);
+    if (transferMs !== null) this.later(transferMs, () => this.complete(namespace!, name, mig.metadata.uid!));
   }
 
   /** The copy is done: hand-over to the target, unless a test holds it or it was aborted meanwhile. */

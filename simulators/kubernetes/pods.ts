@@ -61,7 +61,7 @@ export class PodController {
     this.pdbs = store.def('poddisruptionbudgets', 'policy');
     this.nodes = store.def('nodes');
     api.deleteHandlers.set('pods', (ns, name, grace) => this.deletePod(ns!, name, grace));
-    api.subresources.set('pods/eviction', ({ namespace, name, body }) => this.evict(namespace!, name, body));
+    api.subresources.set('pods/eviction', ({ namespace, name, body, dryRun }) => this.evict(namespace!, name, body, dryRun));
     this.unsubscribe = store.subscribe((e) => this.onEvent(e));
   }
 
@@ -117,7 +117,8 @@ export class PodController {
     }
   }
 
-  private evict(namespace: string, name: string, body: unknown): { code: number; body: unknown } {
+  /** `dryRun`: every check (webhooks, budgets) answers as it would, and nothing is deleted or counted. */
+  private evict(namespace: string, name: string, body: unknown, dryRun = false): { code: number; body: unknown } {
     const eviction = body as K8sObject | undefined;
     if (!eviction || typeof eviction !== 'object' || eviction.kind !== 'Eviction' || !['policy/v1', 'policy/v1beta1'].includes(String(eviction.apiVersion))) {
       throw new ApiError(400, 'BadRequest', 'the body of an eviction must be a policy/v1 Eviction');
@@ -134,6 +135,11 @@ export class PodController {
         causes: [{ reason: 'NamespaceTerminating', message, field: 'metadata.namespace' }],
       });
     }
+    // An eviction asks for a dry run in its body (`deleteOptions.dryRun`, as kubectl --dry-run=server sends it) or on the URL.
+    const asked: unknown = (eviction as any).deleteOptions?.dryRun;
+    if (Array.isArray(asked) && asked.some((v) => v !== 'All'))
+      throw new ApiError(400, 'BadRequest', `Invalid dry run value: ${asked.join(',')} (supported: All)`);
+    dryRun ||= Array.isArray(asked) && asked.length > 0;
     const pod = this.store.require(this.pods, namespace, name);
     // Admission (validating webhooks on pods/eviction) comes before the budget check.
     for (const webhook of this.evictionWebhooks) webhook(pod);
@@ -141,7 +147,7 @@ export class PodController {
     const success = { code: 201, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 } };
     // canIgnorePDB: terminal, Pending and already-deleting pods.
     if (isTerminal(pod) || pod.status?.phase === 'Pending' || pod.metadata.deletionTimestamp) {
-      this.deletePod(namespace, name, grace);
+      if (!dryRun) this.deletePod(namespace, name, grace);
       return success;
     }
     const budgets = this.store.list(this.pdbs, namespace).filter((b) => selects(b, pod));
@@ -176,12 +182,13 @@ export class PodController {
           `The disruption budget ${budget.metadata.name} needs ${st.desiredHealthy ?? 0} healthy pods and has ${st.currentHealthy ?? 0} currently`,
         );
       }
+      if (dryRun) return success;
       this.store.mutate(this.pdbs, namespace, budget.metadata.name, (b) => {
         b.status.disruptionsAllowed = (b.status.disruptionsAllowed ?? 0) - 1;
         b.status.disruptedPods = { ...(b.status.disruptedPods ?? {}), [name]: new Date(this.clock.now()).toISOString() };
       });
     }
-    this.deletePod(namespace, name, grace);
+    if (!dryRun) this.deletePod(namespace, name, grace);
     return success;
   }
 

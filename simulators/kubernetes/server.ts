@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { SimClock } from './clock.ts';
 import { matchesFields, parseFieldSelector } from './fields.ts';
@@ -48,6 +49,8 @@ export interface ApiServerOptions {
   /** How often open watches that asked for bookmarks get one. */
   bookmarkIntervalMs: number;
   clock: SimClock;
+  /** Serve HTTPS with this key and certificate (PEM): clients that send a bearer token only over TLS, e.g. kubectl. */
+  tls?: { key: string; cert: string };
 }
 
 interface Route {
@@ -84,7 +87,11 @@ export interface AdmissionRequest {
 }
 
 /** A subresource served by a handler (e.g. `pods/eviction`): answers a status code and a body. */
-export type SubresourceHandler = (r: { verb: Verb; namespace: string | undefined; name: string; body: unknown }) => { code: number; body: unknown };
+/** `dryRun`: the request asked `dryRun=All`: every check runs, nothing is changed (kube-apiserver's server-side dry run). */
+export type SubresourceHandler = (r: { verb: Verb; namespace: string | undefined; name: string; body: unknown; dryRun: boolean }) => {
+  code: number;
+  body: unknown;
+};
 
 /** A DELETE the owning controller handles (e.g. pods: graceful termination). */
 export type DeleteHandler = (namespace: string | undefined, name: string, gracePeriodSeconds: number | undefined) => K8sObject;
@@ -123,13 +130,14 @@ export class ApiServer {
     private readonly store: ObjectStore,
     private readonly options: ApiServerOptions,
   ) {
-    this.server = createServer((req, res) => {
+    const handler = (req: IncomingMessage, res: ServerResponse) => {
       this.handle(req, res).catch((e: unknown) => {
         if (!res.headersSent) this.send(res, 500, status(500, 'InternalError', String(e)));
         else res.destroy();
       });
-    });
-    this.server.on('connection', (socket) => {
+    };
+    this.server = options.tls ? createTlsServer({ key: options.tls.key, cert: options.tls.cert }, handler) : createServer(handler);
+    this.server.on(options.tls ? 'secureConnection' : 'connection', (socket: Socket) => {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
     });
@@ -139,7 +147,7 @@ export class ApiServer {
     await new Promise<void>((resolve) => this.server.listen(this.port, '127.0.0.1', resolve));
     this.listening = true;
     this.port = (this.server.address() as AddressInfo).port;
-    return `http://127.0.0.1:${this.port}`;
+    return `${this.options.tls ? 'https' : 'http'}://127.0.0.1:${this.port}`;
   }
 
   /**
@@ -213,6 +221,47 @@ export class ApiServer {
         ),
       ]);
     return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: 'v1', resources };
+  }
+
+  /**
+   * `GET /api`, `/apis` and `/apis/<group>/<version>`: the legacy discovery documents kubectl
+   * reads before anything else (it falls back to them when the answer is not aggregated).
+   */
+  private groupDiscovery(path: string): unknown {
+    if (path === '/api')
+      return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: `127.0.0.1:${this.port}` }] };
+    const groups = new Map<string, ResourceDef[]>();
+    for (const r of this.store.resources) if (r.group) groups.set(`${r.group}/${r.version}`, [...(groups.get(`${r.group}/${r.version}`) ?? []), r]);
+    if (path === '/apis') {
+      return {
+        kind: 'APIGroupList',
+        apiVersion: 'v1',
+        groups: [...groups.keys()].map((gv) => {
+          const [name, version] = gv.split('/') as [string, string];
+          return { name, versions: [{ groupVersion: gv, version }], preferredVersion: { groupVersion: gv, version } };
+        }),
+      };
+    }
+    const gv = path.replace(/^\/apis\//, '');
+    const resources = groups.get(gv);
+    if (!resources) return null;
+    return {
+      kind: 'APIResourceList',
+      apiVersion: 'v1',
+      groupVersion: gv,
+      resources: resources.flatMap((r) => [
+        {
+          name: r.plural,
+          singularName: r.kind.toLowerCase(),
+          namespaced: r.namespaced,
+          kind: r.kind,
+          verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
+        },
+        ...(r.statusSubresource
+          ? [{ name: `${r.plural}/status`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: ['get', 'patch', 'update'] }]
+          : []),
+      ]),
+    };
   }
 
   /** Runs the admission plugins, as the API server does before it stores a write. */
@@ -316,7 +365,12 @@ export class ApiServer {
       return this.send(res, 401, status(401, 'Unauthorized', 'Unauthorized'));
     }
     const url = new URL(req.url ?? '/', 'http://sim');
-    if (url.pathname.replace(/\/$/, '') === '/api/v1' && req.method === 'GET') return this.send(res, 200, this.discovery());
+    const bare = url.pathname.replace(/\/$/, '');
+    if (bare === '/api/v1' && req.method === 'GET') return this.send(res, 200, this.discovery());
+    if (req.method === 'GET' && (bare === '/api' || bare === '/apis' || /^\/apis\/[^/]+\/[^/]+$/.test(bare))) {
+      const document = this.groupDiscovery(bare);
+      if (document) return this.send(res, 200, document);
+    }
     // Not Kubernetes: the simulator's record of the calls, in arrival order, for tests in another process.
     if (url.pathname === CALLS_PATH && req.method === 'GET') return this.send(res, 200, { items: this.calls });
     const route = this.route(url.pathname);
@@ -349,11 +403,15 @@ export class ApiServer {
   private answer(verb: Verb, route: Route, body: unknown, params: URLSearchParams, contentType: string): { code: number; out: unknown } {
     const { resource, namespace, name, sub } = route;
     const fail = (code: number, reason: string, message: string, details?: Record<string, unknown>) => ({ code, out: status(code, reason, message, details) });
+    // Server-side dry run (kubectl --dry-run=server): admission and checks run, nothing is stored.
+    const dryRunValues = params.getAll('dryRun');
+    if (dryRunValues.some((v) => v !== 'All')) return fail(400, 'BadRequest', `Invalid dry run value: ${dryRunValues.join(',')} (supported: All)`);
+    const dryRun = dryRunValues.length > 0;
     try {
       if (sub && sub !== 'status') {
         const handler = this.subresources.get(`${resourceKey(resource)}/${sub}`);
         if (!handler) return fail(404, 'NotFound', 'the server could not find the requested resource');
-        const answer = handler({ verb, namespace, name: name!, body });
+        const answer = handler({ verb, namespace, name: name!, body, dryRun });
         return { code: answer.code, out: answer.body };
       }
       switch (verb) {
@@ -378,6 +436,7 @@ export class ApiServer {
             input.metadata.namespace = namespace;
           }
           this.admit({ verb: 'create', resource, namespace, name: input.metadata.name, object: input, oldObject: null });
+          if (dryRun) return { code: 201, out: input };
           return { code: 201, out: this.store.create(resource, input) };
         }
         case 'update': {
@@ -396,15 +455,17 @@ export class ApiServer {
           const next =
             sub === 'status' ? { ...current, status: input.status, metadata: { ...current.metadata, resourceVersion: input.metadata.resourceVersion } } : input;
           this.admit({ verb: 'update', resource, namespace, name, object: next, oldObject: current });
+          if (dryRun) return { code: 200, out: next };
           return { code: 200, out: this.write(resource, next, current, sub, input.metadata.resourceVersion) };
         }
         case 'patch':
-          return this.patch(resource, namespace, name!, sub, body, contentType);
+          return this.patch(resource, namespace, name!, sub, body, contentType, dryRun);
         case 'delete': {
           const grace = deleteGrace(body, params);
           const handler = this.deleteHandlers.get(resourceKey(resource));
           const current = this.store.require(resource, namespace, name!);
           this.admit({ verb: 'delete', resource, namespace, name, object: null, oldObject: current });
+          if (dryRun) return { code: 200, out: current };
           const gone = handler ? handler(namespace, name!, grace) : this.store.requestDelete(resource, namespace, name!, this.options.clock.now());
           // An object kept by its finalizers (or a pod's grace) is answered as the object; one gone at once as a Status.
           if (gone.metadata.deletionTimestamp && this.store.get(resource, namespace, name!)) return { code: 200, out: gone };
@@ -450,6 +511,7 @@ export class ApiServer {
     sub: string | undefined,
     patch: unknown,
     rawType: string,
+    dryRun = false,
   ): { code: number; out: unknown } {
     const contentType = rawType.split(';')[0]!.trim();
     this.beforeWrite?.('patch', resource, namespace, name);
@@ -472,6 +534,7 @@ export class ApiServer {
     const expectRv = next.metadata?.resourceVersion;
     next.metadata = { ...next.metadata, name, ...(namespace && { namespace }) };
     this.admit({ verb: 'patch', resource, namespace, name, object: next, oldObject: current });
+    if (dryRun) return { code: 200, out: next };
     return { code: 200, out: this.write(resource, next, current, sub, expectRv) };
   }
 

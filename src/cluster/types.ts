@@ -84,6 +84,12 @@ export interface ClusterVm {
   evictionStrategy?: EvictionStrategy | null;
   /** k8s:C9 (c): the migration in flight for this VM (`namespace/name`) when Lockkeeper did not create it; absent otherwise. */
   foreignMigration?: string;
+  /**
+   * The longest the backend's own controller lets one live migration of this VM run before
+   * it ends it (KubeVirt: the target pod's pending bound plus the completion timeout, k8s:C10);
+   * absent when the backend bounds none. Sizes the default maintenance deadline (vm:M7).
+   */
+  migrationBoundMs?: number;
 }
 
 export interface ClusterShard {

@@ -31,7 +31,7 @@ function seed(sim: K8sSim): void {
 describe('k8s:scenario-4: eviction strategies', () => {
   it('LiveMigrate → our VMIM; None → launcher pod evicted, run strategy untouched; IfPossible not migratable → refused, halted under force; External → waitingOn, ERROR; Shutdown wins over LiveMigrate', async () => {
     const clock = new VirtualClock();
-    t = await kubevirtApp(seed, {}, {}, { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationTimeoutMs: 3_600_000 } });
+    t = await kubevirtApp(seed, {}, {}, { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationBackstopMs: 3_600_000 } });
     const plan = (
       await gql(`{ maintenancePlan(nodeId: "n1") { accepted refusals { code blockers { id } } warnings vms { vmId action evictionStrategy blocksEnable } } }`)
     ).maintenancePlan;

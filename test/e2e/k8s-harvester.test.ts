@@ -107,7 +107,7 @@ describe('k8s:scenario-9: delegation to Harvester', () => {
       },
       {},
       { harvester: true, harvesterRetryMs: 1000 },
-      { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationTimeoutMs: 3_600_000 } },
+      { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationBackstopMs: 3_600_000 } },
     );
     const op = (await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1", deadlineSeconds: 20) { ... on Operation { id } } }`)).r;
     const state = async () => (await gql(`{ operation(id: "${op.id}") { ... on Operation { state error waitingOn { workloadIds description } } } }`)).operation;

@@ -31,7 +31,7 @@ function nodes(sim: K8sSim): void {
 async function heldApp(
   clock: VirtualClock,
   holds: Parameters<K8sSim['holdMigrations']>[0],
-  { memory, settings = {}, migrationTimeoutMs = 3_600_000 }: { memory?: string; settings?: Partial<OperationSettings>; migrationTimeoutMs?: number } = {},
+  { memory, settings = {}, migrationBackstopMs = 3_600_000 }: { memory?: string; settings?: Partial<OperationSettings>; migrationBackstopMs?: number } = {},
 ): Promise<void> {
   t = await kubevirtApp(
     (sim) => {
@@ -41,7 +41,7 @@ async function heldApp(
     },
     settings,
     {},
-    { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationTimeoutMs } },
+    { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationBackstopMs } },
   );
 }
 
@@ -125,25 +125,45 @@ describe('k8s:scenario-5: migration cancel', () => {
     expect(t.sim.vmi('default', 'a')!.status.migrationState).toMatchObject({ abortRequested: true, abortStatus: 'Failed', completed: true });
   });
 
-  it('a migration past migrationTimeoutMs is deleted and reported Transient', async () => {
+  it("a migration KubeVirt fails to end is cancelled only migrationBackstopMs past KubeVirt's bound, counted from KubeVirt's start, not from its time in the queue", async () => {
     const clock = new VirtualClock();
-    await heldApp(clock, { pending: () => true }, { settings: { migrationRetryDelayMs: 60_000 }, migrationTimeoutMs: 30_000 });
+    let queued = true;
+    // 1 GiB: KubeVirt's completion bound is 150 s; its monitor is off, so nothing of KubeVirt's ends the migration.
+    await heldApp(
+      clock,
+      { pending: () => queued, running: () => true, monitor: false },
+      { settings: { migrationRetryDelayMs: 600_000 }, migrationBackstopMs: 30_000 },
+    );
+    let startedAt = 0;
+    t.sim.store.subscribe((e) => {
+      if (e.resource.kind === 'VirtualMachineInstanceMigration' && e.object.status?.phase === 'Running' && !startedAt) startedAt = clock.now();
+    });
     const op = (await gql(`mutation { r: enableMaintenanceMode(nodeId: "n1") { ... on Operation { id } } }`)).r;
     await drive(clock, () => migrationsOf('a').length === 1);
     const first = migrationsOf('a')[0]!;
-    await drive(clock, () => deletes().length === 1, { stepMs: 1000 });
+    const created = clock.now();
+    // 200 s in KubeVirt's queue (Pending), then KubeVirt starts it.
+    await drive(clock, () => clock.now() >= created + 200_000, { stepMs: 1000 });
+    queued = false;
+    t.sim.releaseMigrations();
+    await drive(clock, () => startedAt > 0, { stepMs: 1000 });
+    await drive(clock, () => deletes().length === 1, { stepMs: 1000, maxMs: 900_000 });
     expect(deletes()[0]!.name).toBe(first.metadata.name);
-    const created = t.sim.calls.find((c) => c.resource === 'virtualmachineinstancemigrations' && c.verb === 'create')!.at;
-    expect(deletes()[0]!.at - created).toBeGreaterThanOrEqual(30_000);
-    await eventually(() => !migrationsOf('a').some((m) => m.metadata.uid === first.metadata.uid));
+    // 150 s (KubeVirt's bound) + 30 s (the backstop) after KubeVirt's start: the 200 s in the queue do not count.
+    expect(deletes()[0]!.at - startedAt).toBeGreaterThanOrEqual(180_000);
+    expect(deletes()[0]!.at - startedAt).toBeLessThan(185_000);
+    // The abort of a Running migration takes simulated time.
+    await drive(clock, () => !migrationsOf('a').some((m) => m.metadata.uid === first.metadata.uid), { stepMs: 100 });
     const step = async () =>
       (await gql(`{ operation(id: "${op.id}") { ... on Operation { steps(first: 5) { edges { node { workloadId state error } } } } } }`)).operation.steps
         .edges[0].node;
-    await eventually(async () => ((await step()).error ?? '').includes('cancelled'));
+    await drive(clock, async () => ((await step()).error ?? '').includes('cancelled'), { stepMs: 100 });
     const s = await step();
     expect(s).toMatchObject({ workloadId: 'default/a', state: 'MOVING' });
-    expect(s.error).toMatch(/not done after 30000 ms: migration default\/a-lockkeeper-\w+ cancelled \(deleted\); VM default\/a is on node n1/);
-  });
+    expect(s.error).toMatch(
+      /not done 30000 ms past KubeVirt's own bound: migration default\/a-lockkeeper-\w+ cancelled \(deleted\); VM default\/a is on node n1/,
+    );
+  }, 120_000);
 
   it('clearMaintenanceError after the deadline deletes the migration Lockkeeper left in flight, and the VM stays on the source (k8s:C9 a)', async () => {
     const clock = new VirtualClock();
@@ -205,7 +225,7 @@ describe('k8s:C10: a migration KubeVirt fails by its own bound, seen from the ma
     await drive(clock, async () => (await step()).steps.edges[0].node.state === 'FAILED', { stepMs: 1000, maxMs: 200_000 });
     const last = (await step()).steps.edges[0].node;
     expect(last).toMatchObject({ workloadId: 'default/a', state: 'FAILED', reason: 'TRANSIENT' });
-    expect(last.error).toMatch(/Live migration stuck for 150 sec and has been aborted$/);
+    expect(last.error).toMatch(/Live migration stuck for 150 sec and has been aborted \(ended by KubeVirt's progressTimeout \(no progress for that long\)\)$/);
     // Every retry came migrationRetryDelayMs or more after the failure before it, none at or after the deadline.
     expect(created.length).toBeGreaterThanOrEqual(2);
     for (let i = 1; i < created.length; i++) expect(created[i]!.at - failed.get(created[i - 1]!.uid)!.at).toBeGreaterThanOrEqual(10_000);

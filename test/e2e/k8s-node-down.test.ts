@@ -32,7 +32,7 @@ async function app(clock: VirtualClock, seed: (sim: K8sSim) => void = () => {}, 
     },
     {},
     {},
-    { clock, plugin: { nodeDown, vmActionTimeoutMs: 3_600_000, migrationTimeoutMs: 3_600_000 } },
+    { clock, plugin: { nodeDown, vmActionTimeoutMs: 3_600_000, migrationBackstopMs: 3_600_000 } },
   );
 }
 

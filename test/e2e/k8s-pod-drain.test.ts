@@ -110,7 +110,7 @@ describe('k8s:scenario-2: PodDisruptionBudgets (k8s:K6, k8s:K8)', () => {
       },
       {},
       {},
-      { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationTimeoutMs: 3_600_000 } },
+      { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationBackstopMs: 3_600_000 } },
     );
     const op = await enable(', deadlineSeconds: 60');
     await drive(clock, () => evictions().length >= 2);
@@ -186,7 +186,7 @@ describe('k8s:scenario-3: grace period and identity (k8s:K5, k8s:K7, k8s:K8)', (
       },
       {},
       {},
-      { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationTimeoutMs: 3_600_000 } },
+      { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationBackstopMs: 3_600_000 } },
     );
     const uid = t.sim.pod('default', 'db-0')!.metadata.uid;
     await enable();

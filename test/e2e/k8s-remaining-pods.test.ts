@@ -176,7 +176,7 @@ describe('pods on a kubevirt node (the API simulator)', () => {
       },
       {},
       {},
-      { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationTimeoutMs: 3_600_000 } },
+      { clock, plugin: { vmActionTimeoutMs: 3_600_000, migrationBackstopMs: 3_600_000 } },
     );
     const op = await enable(', deadlineSeconds: 30');
     await drive(clock, async () => (await operation(op.id)).state === 'FAILED', { stepMs: 500 });

@@ -3,8 +3,9 @@
  * wrote: `kubernetes-models` (generated from Kubernetes' own OpenAPI) for the core, apps,
  * policy and apiextensions kinds. Every object the simulator stores (so every object it
  * returns, and every object a plugin's write produced) and every full object a client sends
- * (creates, updates, evictions) is validated; KubeVirt and AdmissionReview kinds have no
- * schema here and stay checked by the simulator's own strictness.
+ * (creates, updates, evictions) is validated. KubeVirt's kinds are checked against KubeVirt's
+ * own OpenAPI definitions (test/support/kubevirt-schemas.ts) where that data is on the
+ * machine; AdmissionReview has no schema here and stays checked by the simulator's strictness.
  */
 import { APIResourceList } from '@kubernetes-models/apimachinery/apis/meta/v1/APIResourceList';
 import { Status } from '@kubernetes-models/apimachinery/apis/meta/v1/Status';
@@ -19,6 +20,7 @@ import { Node } from 'kubernetes-models/v1/Node';
 import { PersistentVolumeClaim } from 'kubernetes-models/v1/PersistentVolumeClaim';
 import { Pod } from 'kubernetes-models/v1/Pod';
 import type { K8sObject, K8sSim } from '../../simulators/kubernetes/index.ts';
+import { kubevirtSchemas } from './kubevirt-schemas.ts';
 
 type Model = new (data: never) => { validate(): void };
 const MODELS: Record<string, Model> = {
@@ -49,6 +51,8 @@ export function schemaError(o: unknown): string | null {
     }
     return null;
   }
+  const kubevirt = kubevirtSchemas()?.check(o as { apiVersion?: string; kind?: string });
+  if (kubevirt !== undefined) return kubevirt && `${apiVersion}/${kind} ${(o as K8sObject).metadata?.name ?? ''}: ${kubevirt}`;
   const model = MODELS[`${apiVersion}/${kind}`];
   if (!model) return null;
   try {

@@ -82,7 +82,7 @@ export async function kubevirtApp(
     watchBackoffMs: 50,
     watchBackoffMaxMs: 200,
     vmActionTimeoutMs: 10_000,
-    migrationTimeoutMs: 10_000,
+    migrationBackstopMs: 10_000,
     ...more.plugin,
     clock,
   });

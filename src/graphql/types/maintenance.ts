@@ -249,6 +249,7 @@ export const PlanType = builder.objectRef<MaintenancePlanView>('MaintenancePlan'
       resolve: (p) => p.delegate,
     }),
     warnings: t.exposeStringList('warnings'),
+    deadlineSeconds: t.int({ description: 'The deadline enable would set (vm:M5, vm:M7).', resolve: (p) => Math.ceil(p.deadlineMs / 1000) }),
   }),
 });
 
@@ -259,8 +260,17 @@ builder.queryField('maintenancePlan', (t) =>
       nodeId: t.arg.id({ required: true }),
       force: t.arg.boolean({ required: false, defaultValue: false }),
       podDrain: t.arg({ type: PodDrainInput, required: false }),
+      deadlineSeconds: t.arg.int({ required: false, description: 'The deadline enable would be given; absent: the default (vm:M5, vm:M7).' }),
     },
-    resolve: (_, args, ctx) => typedBackendCall(() => ctx.maintenance.plan(String(args.nodeId), args.force ?? false, podDrainOverrides(args.podDrain))),
+    resolve: (_, args, ctx) =>
+      typedBackendCall(() =>
+        ctx.maintenance.plan(
+          String(args.nodeId),
+          args.force ?? false,
+          podDrainOverrides(args.podDrain),
+          args.deadlineSeconds != null ? args.deadlineSeconds * 1000 : undefined,
+        ),
+      ),
   }),
 );
 
@@ -315,7 +325,11 @@ builder.mutationFields((t) => ({
       nodeId: t.arg.id({ required: true }),
       force: t.arg.boolean({ required: false, defaultValue: false, description: 'Stop labelled and non-migratable VMs instead of refusing (vm:F1–F3).' }),
       reason: t.arg.string({ required: false }),
-      deadlineSeconds: t.arg.int({ required: false, description: 'Default 30 min (config operations.maintenanceDeadlineMs).' }),
+      deadlineSeconds: t.arg.int({
+        required: false,
+        description:
+          'Default: operations.maintenanceDeadlineMs (30 min), grown to what KubeVirt lets the largest VM’s migration take plus its wait for a slot (vm:M7). A given deadline is kept; the plan and the operation’s warnings name the VMs it may cut.',
+      }),
       podDrain: t.arg({ type: PodDrainInput, required: false, description: 'k8s:K4: this request’s pod drain options.' }),
     },
     errors: { types: [NotFoundError, UnavailableError, ConflictError, OperationLimitReachedError, PreconditionFailedError, InvalidInputError] },

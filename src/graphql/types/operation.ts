@@ -204,6 +204,10 @@ OperationType.implement({
     error: t.exposeString('error', { nullable: true, description: 'Why it failed, e.g. NODE_STATE_CHANGED or NODE_OFFLINE.' }),
     counts: t.field({ type: CountsType, resolve: (o) => o.counts }),
     waitingOn: t.field({ type: WaitingOnType, nullable: true, resolve: (o) => o.waitingOn }),
+    warnings: t.stringList({
+      description: 'What its start warned of (a maintenance: its plan’s warnings, e.g. VMs an explicit deadline may cut, vm:M7).',
+      resolve: (o, _, ctx) => (o.kind === 'MAINTENANCE' ? ctx.maintenance.warningsOf(o.id) : []),
+    }),
     createdAt: t.field({ type: 'DateTime', resolve: (o) => o.createdAt }),
     startedAt: t.field({ type: 'DateTime', resolve: (o) => o.startedAt }),
     finishedAt: t.field({ type: 'DateTime', nullable: true, resolve: (o) => o.finishedAt }),

@@ -4,6 +4,7 @@ import type { CancelledMigration } from '../../cluster/node-maintenance.ts';
 import type { ClusterEvent, ClusterNode, ClusterVm } from '../../cluster/types.ts';
 import type { PodDrainOptions, PodDrainPlan } from '../../domain/pods/drain.ts';
 import { InvalidInputError, NotFoundError, OperationLimitReachedError, PreconditionFailedError } from '../../domain/errors.ts';
+import { maintenanceDeadline } from '../../domain/vm/deadline.ts';
 import { describeReason } from '../../domain/vm/migratability.ts';
 import { nextPhase, type PhaseEvent } from '../../domain/vm/phase.ts';
 import { planMaintenance } from '../../domain/vm/plan.ts';
@@ -43,6 +44,8 @@ export interface MaintenancePlanView extends MaintenancePlan {
   podDrainOptions: PodDrainOptions | null;
   /** k8s:H9: who does the work: null = Lockkeeper itself. */
   delegate: { controller: string; reason: string } | null;
+  /** The deadline enable would set, from its start (vm:M5, vm:M7). */
+  deadlineMs: number;
 }
 
 export interface DisableResult {
@@ -167,9 +170,11 @@ export class MaintenanceEngine implements OperationKindEngine {
   }
 
   /** What enable would do now, changing nothing (the `maintenancePlan` query): VMs and, on a hyperconverged node, shards. */
-  async plan(nodeId: string, force: boolean, podDrain?: Partial<PodDrainOptions>): Promise<MaintenancePlanView> {
+  async plan(nodeId: string, force: boolean, podDrain?: Partial<PodDrainOptions>, deadlineMs?: number): Promise<MaintenancePlanView> {
     const { nodes, vms } = await this.view();
     const plan = planMaintenance({ nodeId, force, nodes, vms, gateway: this.gateway, servesVms: this.deps.backend.capabilities.vms });
+    const deadline = this.deadlineOf(plan, vms, deadlineMs);
+    plan.warnings.push(...deadline.warnings);
     if (this.deps.backend.capabilities.replicaHealth === false) {
       plan.warnings.push('LastHealthyReplica (vm:N1) not checked: the backend cannot see volume replicas (e.g. Longhorn is not installed)');
     }
@@ -183,7 +188,26 @@ export class MaintenanceEngine implements OperationKindEngine {
       const warning = harvesterForceIgnoresLabels(vms.filter((vm) => vm.nodeId === nodeId));
       if (warning) plan.warnings.push(warning);
     }
-    return { ...plan, shards: shards?.steps ?? [], shardRefusal: shards?.refusal ?? null, pods, podDrainOptions, delegate };
+    return { ...plan, shards: shards?.steps ?? [], shardRefusal: shards?.refusal ?? null, pods, podDrainOptions, delegate, deadlineMs: deadline.deadlineMs };
+  }
+
+  /** vm:M7: the deadline of a maintenance, grown by default to what KubeVirt lets its migrations take, kept when given. */
+  private deadlineOf(plan: MaintenancePlan, vms: readonly ClusterVm[], explicitMs: number | undefined) {
+    const { settings } = this.deps;
+    return maintenanceDeadline({
+      plan,
+      vms,
+      defaultMs: settings.maintenanceDeadlineMs,
+      ...(explicitMs !== undefined && { explicitMs }),
+      outboundPerNode: settings.maxOutboundMigrationsPerNode,
+      expectedStepMs: settings.expectedStepMs,
+    });
+  }
+
+  /** The warnings a maintenance's enable answered with (kept in its params). */
+  async warningsOf(operationId: string): Promise<string[]> {
+    const params = await this.deps.store.operations.params(operationId);
+    return Array.isArray(params?.warnings) ? (params.warnings as string[]) : [];
   }
 
   /** k8s:H9: whose controllers do the maintenance work on this cluster. */
@@ -210,6 +234,8 @@ export class MaintenanceEngine implements OperationKindEngine {
       const pods = podDrain ? await podDrainPlanOf(this.deps.backend, nodeId, podDrain, this.deps.clock.now()) : null;
       if (pods?.blockers.length) throw podDrainRefusal(nodeId, pods);
       if (pods) plan.warnings.push(...pods.warnings);
+      const deadlineOf = this.deadlineOf(plan, vms, options.deadlineMs);
+      plan.warnings.push(...deadlineOf.warnings);
       // Another operation on the node (a storage drain or fill is its own maintenance): one at a time.
       const running = this.core.live.holder(nodeId) ?? (await this.runningInDatabase(nodeId));
       if (running) {
@@ -227,7 +253,7 @@ export class MaintenanceEngine implements OperationKindEngine {
       }
       for (const w of plan.warnings) this.deps.log.warn({ node: nodeId }, w);
       const now = this.deps.clock.now();
-      const deadline = now + (options.deadlineMs ?? this.deps.settings.maintenanceDeadlineMs);
+      const deadline = now + deadlineOf.deadlineMs;
       const id = randomUUID();
       // A hyperconverged node: its shards drain by the storage rules under this operation.
       const shards = await this.core.planPart('DRAIN', nodeId, now);

@@ -249,7 +249,8 @@ describe('k8s:C4, k8s:C5, k8s:C10', () => {
       memory: '1Gi',
       phase: 'Pending',
       still: [300_000, 599_999],
-      message: /migration default\/a-lockkeeper-\w+ failed: pending pod default\/virt-launcher-a-\w+ timeout period exceeded$/,
+      message:
+        /migration default\/a-lockkeeper-\w+ failed: pending pod default\/virt-launcher-a-\w+ timeout period exceeded \(ended by KubeVirt's pending target pod timeout\)$/,
     },
     {
       // 4 GiB: the completion bound (600 s) is far off, so only the progress bound can fire.
@@ -258,7 +259,7 @@ describe('k8s:C4, k8s:C5, k8s:C10', () => {
       memory: '4Gi',
       phase: 'Running',
       still: [149_999],
-      message: /failed: Live migration stuck for 150 sec and has been aborted$/,
+      message: /failed: Live migration stuck for 150 sec and has been aborted \(ended by KubeVirt's progressTimeout \(no progress for that long\)\)$/,
     },
     {
       // Progressing: the 150 s progress bound does not fire.
@@ -267,7 +268,8 @@ describe('k8s:C4, k8s:C5, k8s:C10', () => {
       memory: '2Gi',
       phase: 'Running',
       still: [299_999],
-      message: /failed: Live migration is not completed after 300 sec and has been aborted$/,
+      message:
+        /failed: Live migration is not completed after 300 sec and has been aborted \(ended by KubeVirt's completion timeout \(completionTimeoutPerGiB × memory\)\)$/,
     },
   ];
 

@@ -32,13 +32,14 @@ describe('deploy/rbac.yaml: least privilege', () => {
     sim.addVm({ name: 'held', nodeName: 'node-2' });
     sim.addPod({ name: 'agent', nodeName: 'node-2', owner: { kind: 'DaemonSet', name: 'agent' } });
     sim.addPod({ name: 'web', nodeName: 'node-2', owner: { kind: 'ReplicaSet', name: 'web' } });
-    sim.setKubevirtConfig({ evictionStrategy: 'LiveMigrate' });
+    // A completion bound of 1 s per GiB: the held migration's backstop (0.5 s past it) comes soon.
+    sim.setKubevirtConfig({ evictionStrategy: 'LiveMigrate', migrations: { completionTimeoutPerGiB: 1 } });
     sim.setHarvesterUpgrade(false);
     sim.setHarvesterUpgradePlan('Succeeded');
-    sim.holdMigrations({ pending: (m) => m.spec?.vmiName === 'held' });
+    sim.holdMigrations({ running: (m) => m.spec?.vmiName === 'held', monitor: false });
     backend = await createKubevirtBackend({
       kubeconfigPath: sim.kubeconfigFile(),
-      migrationTimeoutMs: 500,
+      migrationBackstopMs: 500,
       nodeDown: { enable: true, period: 1, vmMigrationTimeout: 1 },
     });
 
