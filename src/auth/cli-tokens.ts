@@ -14,8 +14,6 @@ import { isScope, SCOPES } from './scopes.ts';
 import { parseDuration } from './tokens.ts';
 import { TOKEN_USAGE } from './token-usage.ts';
 
-
-
 export interface CliIo {
   env: NodeJS.ProcessEnv;
   cwd: string;

@@ -61,7 +61,10 @@ export class GatewayClient {
     try {
       body = (await res.json()) as GraphQLResponse;
     } catch {
-      throw new CliError(EXIT.UNREACHABLE, `${this.url} answered ${res.status} ${res.statusText}, not GraphQL`, 'NOT_GRAPHQL', { url: this.url, status: res.status });
+      throw new CliError(EXIT.UNREACHABLE, `${this.url} answered ${res.status} ${res.statusText}, not GraphQL`, 'NOT_GRAPHQL', {
+        url: this.url,
+        status: res.status,
+      });
     }
     const authError = body.errors?.find((e) => AUTH_CODES.has(e.extensions?.code ?? ''));
     if (res.status === 401 || res.status === 403 || authError) {

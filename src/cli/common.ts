@@ -14,4 +14,3 @@ export const COMMON: Record<string, FlagSpec> = {
 export const EXIT_CODES = `exit codes:   0 done, 1 the operation ended FAILED or CANCELLED, 2 refused or bad usage,
                 3 gateway unreachable or not allowed, 4 a watched rollout is PAUSED,
                 5 a watched drain or maintenance SUCCEEDED but left workloads on its node (not safe to restart)`;
-

@@ -12,9 +12,27 @@ interface Completable {
 /** The commands that run without a gateway (src/cli.ts), for completion. */
 const LOCAL: Completable[] = [
   { name: 'serve', subcommands: [], flags: { 'reset-demo': { type: 'boolean', description: '' }, help: COMMON.help! } },
-  { name: 'simulator', subcommands: [], flags: { 'config-out': { type: 'string', description: '' }, nodes: { type: 'string', description: '' }, 'vms-per-node': { type: 'string', description: '' }, tenants: { type: 'string', description: '' } } },
+  {
+    name: 'simulator',
+    subcommands: [],
+    flags: {
+      'config-out': { type: 'string', description: '' },
+      nodes: { type: 'string', description: '' },
+      'vms-per-node': { type: 'string', description: '' },
+      tenants: { type: 'string', description: '' },
+    },
+  },
   { name: 'db', subcommands: ['copy'], flags: { from: { type: 'string', description: '' }, to: { type: 'string', description: '' } } },
-  { name: 'token', subcommands: ['create', 'revoke', 'list'], flags: { scope: { type: 'string', description: '', values: ['viewer', 'operator', 'admin'] }, name: { type: 'string', description: '' }, 'expires-in': { type: 'string', description: '' }, json: COMMON.json! } },
+  {
+    name: 'token',
+    subcommands: ['create', 'revoke', 'list'],
+    flags: {
+      scope: { type: 'string', description: '', values: ['viewer', 'operator', 'admin'] },
+      name: { type: 'string', description: '' },
+      'expires-in': { type: 'string', description: '' },
+      json: COMMON.json!,
+    },
+  },
   { name: 'completion', subcommands: ['bash', 'zsh'], flags: {} },
   { name: 'help', subcommands: [], flags: {} },
 ];

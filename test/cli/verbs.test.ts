@@ -37,10 +37,10 @@ async function cli(url: string, ...argv: string[]) {
 }
 
 /** Runs `lockkeeper …` as a process (optionally under a pseudo-terminal, `script -q`). */
-function processCli(args: string[], { tty = false, env = {} }: { tty?: boolean; env?: Record<string, string> } = {}) {
+function processCli(args: string[], { tty = false, cols = 200, env = {} }: { tty?: boolean; cols?: number; env?: Record<string, string> } = {}) {
   const bin = join(PROJECT_ROOT, 'bin/lockkeeper.js');
   const command = tty
-    ? ['script', ['-qec', `stty cols 200; ${[process.execPath, bin, ...args].map((a) => `'${a}'`).join(' ')}`, '/dev/null']]
+    ? ['script', ['-qec', `stty cols ${cols}; ${[process.execPath, bin, ...args].map((a) => `'${a}'`).join(' ')}`, '/dev/null']]
     : [process.execPath, [bin, ...args]];
   return new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
     const child = spawn(command[0] as string, command[1] as string[], {
@@ -83,6 +83,8 @@ describe('lockkeeper client verbs against a real gateway (rollout:T1–T5)', () 
     expect(drain.out).toMatch(/drain 2 SUCCEEDED 2\/2 shards/);
     // Node 2 runs no VM and every shard moved: safe to restart, exit 0.
     expect(drain.out).toMatch(/Z node 2 is safe to restart: nothing remains on it$/m);
+    // Issue 30 point 2: the watch ends with a summary line.
+    expect(drain.out.trim().split('\n').at(-1)).toMatch(/Z drain 2 SUCCEEDED in \d+s: 2\/2 shards \(2 done, 0 skipped, 0 failed\)$/);
     const again = await cli(s.url, 'drain', '2');
     expect(again).toMatchObject({
       code: 2,
@@ -204,10 +206,17 @@ describe('lockkeeper client verbs against a real gateway (rollout:T1–T5)', () 
       expect(lines.map((l) => l.seq)).toEqual([1, 2, 3]);
 
       await cli(s.url, 'node', 'policy', '3', 'ACTIVE');
-      const tty = await processCli(['fill', '3', '--watch', '--server', s.url], { tty: true });
+      const tty = await processCli(['fill', '3', '--watch', '--server', s.url], { tty: true, cols: 60 });
       expect(tty.code).toBe(0);
       expect(tty.out).toMatch(/fill 3 \[[█░]+\] \d+\/\d+ shards \| ETA .* \| SUCCEEDED/);
       expect(tty.out).toContain('\u001b[');
+      // Issue 30 point 2: every drawn bar fits the terminal's 60 columns, and a summary line ends it.
+      // eslint-disable-next-line no-control-regex -- the terminal's escape sequences are what is stripped
+      const screen = tty.out.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '').split(/\r|\n/);
+      const bars = screen.filter((l) => l.includes('] '));
+      expect(bars.length).toBeGreaterThan(0);
+      for (const line of bars) expect(line.length).toBeLessThanOrEqual(60);
+      expect(screen.filter(Boolean).at(-1)).toMatch(/^fill 3 SUCCEEDED in \d+s: \d+\/\d+ shards \(\d+ done, 0 skipped, 0 failed\)$/);
     },
   );
 });

@@ -11,7 +11,7 @@ export const clusterVerbs: Verb[] = [
   {
     name: 'nodes',
     usage: 'nodes                      nodes with availability, policy, maintenance phase, running operation and whether each is safe to restart',
-    examples: ['lockkeeper nodes', 'lockkeeper nodes --json | jq -r \'.[] | select(.safeToRestart) | .id\''],
+    examples: ['lockkeeper nodes', "lockkeeper nodes --json | jq -r '.[] | select(.safeToRestart) | .id'"],
     async run(ctx) {
       const nodes = edges<any>((await ctx.client.request(DOCUMENTS.nodes)).nodes);
       if (ctx.json) ctx.io.out(json(nodes));
@@ -113,7 +113,11 @@ export const clusterVerbs: Verb[] = [
   node confirm-down <node>                 the node is really down: node-down handling may take it out of service (k8s:U7)`,
     subcommands: ['policy', 'availability', 'delete', 'cancel-delete', 'confirm-down'],
     options: { force: { type: 'boolean', description: 'delete: skip the shards that cannot move instead of refusing' } },
-    examples: ['lockkeeper node policy 2 active --reason "back from repair"', 'lockkeeper node availability 3 offline', 'lockkeeper node delete 4 --reason decommission'],
+    examples: [
+      'lockkeeper node policy 2 active --reason "back from repair"',
+      'lockkeeper node availability 3 offline',
+      'lockkeeper node delete 4 --reason decommission',
+    ],
     mutations: ['configureNode', 'setNodeAvailability', 'startNodeDelete', 'cancelNodeDelete', 'confirmNodeDown'],
     async run(ctx) {
       const sub = arg(ctx, 0, 'sub-command (policy, availability, delete, cancel-delete, confirm-down)');
@@ -167,7 +171,11 @@ export const clusterVerbs: Verb[] = [
       secondaries: { type: 'string', value: 'N', description: 'policy: how many secondaries each shard keeps' },
       zone: { type: 'string', value: 'Z', description: 'zone: the preferred availability zone (none: clear it)' },
     },
-    examples: ['lockkeeper shard migrate t1-0001 3 --reason rebalance', 'lockkeeper shard policy t1 --policy essential --secondaries 2', 'lockkeeper shard zone t1-0001 t1-0002 --zone zone-b'],
+    examples: [
+      'lockkeeper shard migrate t1-0001 3 --reason rebalance',
+      'lockkeeper shard policy t1 --policy essential --secondaries 2',
+      'lockkeeper shard zone t1-0001 t1-0002 --zone zone-b',
+    ],
     mutations: ['migrateShard', 'migrateShardSecondary', 'cancelShardReconcile', 'setShardPolicy', 'setPreferredZone'],
     async run(ctx) {
       const sub = arg(ctx, 0, 'sub-command (migrate, migrate-secondary, cancel-reconcile, policy, zone)');
@@ -244,7 +252,11 @@ export const clusterVerbs: Verb[] = [
       namespace: { type: 'string', value: 'NS', description: 'with -: every VM in the namespace' },
       label: { type: 'string', multiple: true, value: 'k=v', description: 'with -: every VM carrying the label (repeatable: all must match)' },
     },
-    examples: ['lockkeeper vm strategy prod/ledger shutdown', 'lockkeeper vm strategy - SHUTDOWN_AND_RESTART_AFTER_DISABLE --namespace batch', 'lockkeeper vm strategy prod/ledger -'],
+    examples: [
+      'lockkeeper vm strategy prod/ledger shutdown',
+      'lockkeeper vm strategy - SHUTDOWN_AND_RESTART_AFTER_DISABLE --namespace batch',
+      'lockkeeper vm strategy prod/ledger -',
+    ],
     mutations: ['setVmMaintenanceStrategy'],
     async run(ctx) {
       if (arg(ctx, 0, 'sub-command (strategy)') !== 'strategy') throw new UsageError(`unknown vm sub-command "${ctx.args[0]}" (strategy)`);

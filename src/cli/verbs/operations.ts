@@ -8,7 +8,10 @@ import { etaText } from '../../domain/durations.ts';
 import { arg, enumValue, parseSeconds, stringOption, UsageError, type FlagSpec, type Verb, type VerbContext } from '../verb.ts';
 
 const WATCH: Record<string, FlagSpec> = {
-  watch: { type: 'boolean', description: 'follow the operation live to its end: a progress bar on a terminal, timestamped lines otherwise; the exit code says how it ended' },
+  watch: {
+    type: 'boolean',
+    description: 'follow the operation live to its end: a progress bar on a terminal, timestamped lines otherwise; the exit code says how it ended',
+  },
 };
 
 /** A start or cancel answered: print it, then follow it with --watch (rollout:T4). */
@@ -107,12 +110,17 @@ export const operationVerbs: Verb[] = [
     options: {
       force: {
         type: 'boolean',
-        description: 'plan/enable: stop what cannot migrate (see `maintenance plan <node> --force` for every VM it stops); disable: end it although VMs stay stopped',
+        description:
+          'plan/enable: stop what cannot migrate (see `maintenance plan <node> --force` for every VM it stops); disable: end it although VMs stay stopped',
       },
       deadline: { type: 'string', value: 'D', description: 'enable: give up (ERROR) if the node is not empty by then, e.g. 30m or 1h30m' },
       ...WATCH,
     },
-    examples: ['lockkeeper maintenance plan 1 --force', 'lockkeeper maintenance enable 1 --watch --deadline 30m --reason bios', 'lockkeeper maintenance disable 1 --watch'],
+    examples: [
+      'lockkeeper maintenance plan 1 --force',
+      'lockkeeper maintenance enable 1 --watch --deadline 30m --reason bios',
+      'lockkeeper maintenance disable 1 --watch',
+    ],
     mutations: ['enableMaintenanceMode', 'disableMaintenanceMode', 'clearMaintenanceError'],
     async run(ctx) {
       const sub = arg(ctx, 0, 'sub-command (plan, enable, disable, clear-error)');
