@@ -34,6 +34,25 @@ interface GraphQLResponse {
 
 const AUTH_CODES = new Set(['UNAUTHENTICATED', 'FORBIDDEN']);
 
+/**
+ * One POST over node:http(s). Not `fetch`: Node 20 loads undici for it on first use, which
+ * cost more than the rest of a CLI command together (about 1 s of 1.6 s on a loaded
+ * two-core machine; issue 30, point 2).
+ */
+async function post(url: string, body: string, headers: Record<string, string>): Promise<{ status: number; statusText: string; text: string }> {
+  const { request } = url.startsWith('https:') ? await import('node:https') : await import('node:http');
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 /** rollout:T1: one gateway, over HTTP for queries and mutations and graphql-ws for watching. */
 export class GatewayClient {
   private ws: Client | null = null;
@@ -44,22 +63,19 @@ export class GatewayClient {
   ) {}
 
   async request<T = any>(document: string, variables: Record<string, unknown> = {}): Promise<T> {
-    let res: Response;
+    let res: { status: number; statusText: string; text: string };
     try {
-      res = await fetch(this.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...(this.token && { authorization: `Bearer ${this.token}` }) },
-        body: JSON.stringify({ query: document, variables }),
+      res = await post(this.url, JSON.stringify({ query: document, variables }), {
+        'content-type': 'application/json',
+        ...(this.token && { authorization: `Bearer ${this.token}` }),
       });
     } catch (e) {
-      const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-      throw new CliError(EXIT.UNREACHABLE, `cannot reach ${this.url}: ${cause?.code ?? cause?.message ?? (e as Error).message}`, 'UNREACHABLE', {
-        url: this.url,
-      });
+      const err = e as { code?: string; message?: string };
+      throw new CliError(EXIT.UNREACHABLE, `cannot reach ${this.url}: ${err.code ?? err.message}`, 'UNREACHABLE', { url: this.url });
     }
     let body: GraphQLResponse;
     try {
-      body = (await res.json()) as GraphQLResponse;
+      body = JSON.parse(res.text) as GraphQLResponse;
     } catch {
       throw new CliError(EXIT.UNREACHABLE, `${this.url} answered ${res.status} ${res.statusText}, not GraphQL`, 'NOT_GRAPHQL', {
         url: this.url,
