@@ -12,6 +12,8 @@ commands:
   serve     run the gateway (GraphQL, GraphiQL, WebSocket subscriptions) on LOCKKEEPER_PORT (default ${DEFAULT_PORT})
             --reset-demo   the demo starts over: deletes the demo's database and cluster state first
                            (refused unless every configured plugin is a demo)
+            --demo-slowdown N   the simulated cluster's latencies × N (1–1000; LOCKKEEPER_DEMO_SLOWDOWN),
+                           so that a person can watch a drain or maintenance progress
   simulator [--config-out FILE] [--nodes N] [--vms-per-node N] [--tenants N]
             run the simulated cluster (Kubernetes + KubeVirt API, pageservers) as its own process
             and write a gateway config for the real plugins: LOCKKEEPER_CONFIG=FILE lockkeeper serve
@@ -34,7 +36,7 @@ environment:
   LOCKKEEPER_ADMIN_TOKEN   a bootstrap admin token (24+ characters); turns authentication on
   LOCKKEEPER_INSECURE      1: allow a non-loopback address without authentication`;
 
-async function serve(resetDemo: boolean): Promise<void> {
+async function serve(resetDemo: boolean, demoSlowdown: string | undefined): Promise<void> {
   const [{ createLogger }, { startLockkeeper }, { ConfigError }] = await Promise.all([
     import('./logger.ts'),
     import('./start.ts'),
@@ -43,7 +45,7 @@ async function serve(resetDemo: boolean): Promise<void> {
   const log = createLogger();
   let started;
   try {
-    started = await startLockkeeper({ log, resetDemo });
+    started = await startLockkeeper({ log, resetDemo, ...(demoSlowdown !== undefined && { demoSlowdown: Number(demoSlowdown) }) });
   } catch (e) {
     // Start-up problems are the operator's to fix: say what and where, no stack trace.
     const message = e instanceof Error ? e.message : String(e);
@@ -182,13 +184,13 @@ async function main(argv: string[]): Promise<void> {
     args: argv,
     allowPositionals: true,
     strict: false,
-    options: { help: { type: 'boolean', short: 'h' }, 'reset-demo': { type: 'boolean' } },
+    options: { help: { type: 'boolean', short: 'h' }, 'reset-demo': { type: 'boolean' }, 'demo-slowdown': { type: 'string' } },
   });
   const command = positionals[0];
   const rest = () => argv.slice(argv.indexOf(command!) + 1);
   switch (command) {
     case 'serve':
-      return values.help ? help(undefined) : serve(values['reset-demo'] === true);
+      return values.help ? help(undefined) : serve(values['reset-demo'] === true, values['demo-slowdown'] as string | undefined);
     case 'token':
       return token(rest());
     case 'db':

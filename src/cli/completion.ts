@@ -11,7 +11,11 @@ interface Completable {
 
 /** The commands that run without a gateway (src/cli.ts), for completion. */
 const LOCAL: Completable[] = [
-  { name: 'serve', subcommands: [], flags: { 'reset-demo': { type: 'boolean', description: '' }, help: COMMON.help! } },
+  {
+    name: 'serve',
+    subcommands: [],
+    flags: { 'reset-demo': { type: 'boolean', description: '' }, 'demo-slowdown': { type: 'string', description: '' }, help: COMMON.help! },
+  },
   {
     name: 'simulator',
     subcommands: [],
