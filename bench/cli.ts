@@ -55,7 +55,7 @@ export const cli: Benchmark = {
       return {
         summary: `cli: node -e 0 ${b.toFixed(0)} ms; --help ${h.toFixed(0)} ms (+${(h - b).toFixed(0)}, ${verdict(h - b, HELP_GOAL_MS)}); nodes ${n.toFixed(0)} ms (+${(n - b).toFixed(0)}, ${verdict(n - b, QUERY_GOAL_MS)})`,
         markdown: [
-          'Each run spawns the process and waits for its exit (`spawnSync`, wall time). `bin/lockkeeper.js` as installed (it checks dist/ is current, then runs the compiled CLI); the gateway is `npm start` over the demo cluster (SQLite, log level warn) on loopback, started once.',
+          'Each run spawns the process and waits for its exit (`spawnSync`, wall time). `bin/lockkeeper.js` as installed (it checks dist/ is current, then runs the compiled CLI); the gateway is `npm start` over the demo cluster (SQLite, log level warn) on loopback, started once. Measured in the same run as `startup` (`npm run bench -- startup cli`); compare the two sections at the same load.',
           '',
           '| run | `node -e 0` ms | `lockkeeper --help` ms | `lockkeeper nodes` ms |',
           '|---:|---:|---:|---:|',

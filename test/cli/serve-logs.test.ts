@@ -61,29 +61,37 @@ async function serve(options: { tty: boolean; args?: string[]; env?: Record<stri
 }
 
 describe('lockkeeper serve: logs for people and machines (issue 30, point 5)', () => {
-  it('on a terminal: coloured, readable lines, the start-up line naming the dashboard; --demo-slowdown 10 slows every latency tenfold', { timeout: 120_000 }, async () => {
-    const { out, url, port } = await serve({ tty: true, args: ['--demo-slowdown', '10'] });
-    expect(out).toContain('\u001b[32mINFO\u001b[39m');
-    expect(out).not.toMatch(/^\{"level"/m);
-    expect(out).toContain(`Lockkeeper listening: dashboard at http://127.0.0.1:${port}/, GraphiQL at http://127.0.0.1:${port}/graphql`);
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query: '{ simulation { latencies { migrate stop start cutOver cordon } } }' }),
-    });
-    expect((await res.json()).data.simulation.latencies).toEqual({ migrate: 8000, stop: 4000, start: 5000, cutOver: 3000, cordon: 500 });
-  });
+  it(
+    'on a terminal: coloured, readable lines, the start-up line naming the dashboard; --demo-slowdown 10 slows every latency tenfold',
+    { timeout: 120_000 },
+    async () => {
+      const { out, url, port } = await serve({ tty: true, args: ['--demo-slowdown', '10'] });
+      expect(out).toContain('\u001b[32mINFO\u001b[39m');
+      expect(out).not.toMatch(/^\{"level"/m);
+      expect(out).toContain(`Lockkeeper listening: dashboard at http://127.0.0.1:${port}/, GraphiQL at http://127.0.0.1:${port}/graphql`);
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: '{ simulation { latencies { migrate stop start cutOver cordon } } }' }),
+      });
+      expect((await res.json()).data.simulation.latencies).toEqual({ migrate: 8000, stop: 4000, start: 5000, cutOver: 3000, cordon: 500 });
+    },
+  );
 
-  it('without a terminal: one JSON object per line, the dashboard among the start-up line’s fields; LOCKKEEPER_DEMO_SLOWDOWN is read', { timeout: 120_000 }, async () => {
-    const { out, port } = await serve({ tty: false, env: { LOCKKEEPER_DEMO_SLOWDOWN: '2' } });
-    const lines = out
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
-    expect(lines.find((l) => l.slowdown !== undefined)).toMatchObject({ slowdown: 2 });
-    expect(lines.at(-1)).toMatchObject({
-      msg: `Lockkeeper listening: dashboard at http://127.0.0.1:${port}/, GraphiQL at http://127.0.0.1:${port}/graphql`,
-      dashboard: `http://127.0.0.1:${port}/`,
-    });
-  });
+  it(
+    'without a terminal: one JSON object per line, the dashboard among the start-up line’s fields; LOCKKEEPER_DEMO_SLOWDOWN is read',
+    { timeout: 120_000 },
+    async () => {
+      const { out, port } = await serve({ tty: false, env: { LOCKKEEPER_DEMO_SLOWDOWN: '2' } });
+      const lines = out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(lines.find((l) => l.slowdown !== undefined)).toMatchObject({ slowdown: 2 });
+      expect(lines.at(-1)).toMatchObject({
+        msg: `Lockkeeper listening: dashboard at http://127.0.0.1:${port}/, GraphiQL at http://127.0.0.1:${port}/graphql`,
+        dashboard: `http://127.0.0.1:${port}/`,
+      });
+    },
+  );
 });

@@ -39,7 +39,9 @@ describe('the README’s force example (issue 30, point 5)', () => {
     const res = await t.gql(`{ maintenancePlan(nodeId: "1", force: true) { accepted vms { vmId action targetNodeId restart } }
       vms(first: 100, nodeId: "1") { edges { node { id maintenanceStrategyLabel } } } }`);
     expect(res.data.maintenancePlan.accepted).toBe(true);
-    const labels = new Map<string, string | null>(res.data.vms.edges.map((e: { node: { id: string; maintenanceStrategyLabel: string | null } }) => [e.node.id, e.node.maintenanceStrategyLabel]));
+    const labels = new Map<string, string | null>(
+      res.data.vms.edges.map((e: { node: { id: string; maintenanceStrategyLabel: string | null } }) => [e.node.id, e.node.maintenanceStrategyLabel]),
+    );
     const fromPlan = res.data.maintenancePlan.vms
       .map((v: { vmId: string; action: string; targetNodeId: string | null; restart: string | null }) => [
         v.vmId,
