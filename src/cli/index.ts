@@ -38,7 +38,7 @@ const parseOptions = (flags: Record<string, FlagSpec>) =>
   );
 
 /** `--json`: the error as one JSON document on stdout (the exit code says the rest); otherwise one line on stderr. */
-export function reportError(io: CliIo, asJson: boolean, prefix: string, e: CliError): number {
+function reportError(io: CliIo, asJson: boolean, prefix: string, e: CliError): number {
   if (asJson) io.out(json({ error: { code: e.code, message: e.message, exitCode: e.exitCode, ...e.details } }));
   else io.err(`${prefix}: ${e.message}\n`);
   return e.exitCode;

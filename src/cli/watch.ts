@@ -38,7 +38,7 @@ const columnsOf = (io: CliIo) => (io.stream as { columns?: number }).columns || 
  * waiting-on text is cut with an ellipsis, so nothing wraps or is clipped mid-word by the
  * terminal (issue 30, point 2).
  */
-export function progressLine(
+function progressLine(
   columns: number,
   p: { label: string; value: number; total: number; unit: string; eta: string; state: string; waiting: string },
 ): string {

@@ -41,7 +41,7 @@ function freePort(): Promise<number> {
 async function serve(options: { tty: boolean; args?: string[]; env?: Record<string, string> }) {
   const dir = mkdtempSync(join(tmpdir(), 'lk-serve-logs-'));
   const port = await freePort();
-  const env = { ...process.env, LOCKKEEPER_PORT: String(port), LOCKKEEPER_DATABASE_URL: `file:${join(dir, 'lk.db')}`, ...options.env };
+  const env: NodeJS.ProcessEnv = { ...process.env, LOCKKEEPER_PORT: String(port), LOCKKEEPER_DATABASE_URL: `file:${join(dir, 'lk.db')}`, ...options.env };
   delete env.LOCKKEEPER_LOG_FORMAT;
   delete env.LOCKKEEPER_LOG_LEVEL;
   const argv = [process.execPath, BIN, 'serve', ...(options.args ?? [])];
