@@ -33,6 +33,7 @@ environment:
   LOCKKEEPER_PORT          HTTP port (default ${DEFAULT_PORT})
   LOCKKEEPER_HOST          address to bind (default ${DEFAULT_HOST})
   LOCKKEEPER_LOG_LEVEL     pino level (default info)
+  LOCKKEEPER_LOG_FORMAT    pretty (default on a terminal) or json (default otherwise)
   LOCKKEEPER_ADMIN_TOKEN   a bootstrap admin token (24+ characters); turns authentication on
   LOCKKEEPER_INSECURE      1: allow a non-loopback address without authentication`;
 
