@@ -110,7 +110,11 @@ async function db(args: string[]): Promise<void> {
  * gateway's code never depends on the simulators.
  */
 async function simulator(args: string[]): Promise<void> {
-  const entry = new URL('../simulators/main.ts', import.meta.url);
+  // From src/cli.ts (tsx) the simulators are a folder up; from the compiled dist/src/cli.js,
+  // two. They stay TypeScript: the compiled CLI registers tsx's loader to read them.
+  const compiled = import.meta.url.endsWith('.js');
+  const entry = new URL(compiled ? '../../simulators/main.ts' : '../simulators/main.ts', import.meta.url);
+  if (compiled) (await import('tsx/esm/api')).register();
   const { runSimulatorCommand } = (await import(entry.href)) as { runSimulatorCommand(argv: string[]): Promise<void> };
   try {
     await runSimulatorCommand(args);
