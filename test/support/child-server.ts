@@ -7,7 +7,12 @@ export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
  * some (lazy-loading) read which source modules it loads. bin/lockkeeper.js runs the compiled
  * build instead; test/cli/ tests that binary.
  */
-export const SOURCE_CLI = ['--import', 'tsx', fileURLToPath(new URL('../../src/cli.ts', import.meta.url))];
+export const SOURCE_CLI = [
+  // tsx's loader by its URL: a bare `tsx` would be resolved from the child's cwd (a temp dir).
+  '--import',
+  new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href,
+  fileURLToPath(new URL('../../src/cli.ts', import.meta.url)),
+];
 
 export interface ChildServer {
   child: ChildProcess;
