@@ -1,4 +1,5 @@
 import type { Benchmark } from './benchmark.ts';
+import { cli } from './cli.ts';
 import { drain0 } from './drain-0.ts';
 import { drain10k } from './drain-10k.ts';
 import { drain10kPostgresql } from './drain-10k-postgresql.ts';
@@ -10,4 +11,4 @@ import { startup } from './startup.ts';
 import { takeover } from './takeover.ts';
 
 /** Every benchmark `npm run bench` runs, in order. Register new ones here. (image last: it needs root and podman.) */
-export const benchmarks: readonly Benchmark[] = [readPath, startup, memory, drain0, drain10k, maintenance500, drain10kPostgresql, takeover, image];
+export const benchmarks: readonly Benchmark[] = [readPath, startup, cli, memory, drain0, drain10k, maintenance500, drain10kPostgresql, takeover, image];

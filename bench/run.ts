@@ -6,7 +6,7 @@
  * a figure, only on wrong answers.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { defaultBenchOptions, type BenchOptions } from './benchmark.ts';
 import { benchmarks } from './index.ts';
@@ -89,6 +89,12 @@ async function main(): Promise<void> {
   for (const bench of selected) {
     console.log(`${bench.name}: ${bench.title}`);
     const date = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    // The machine is shared (other sessions' work): the load says how far the figures can be trusted.
+    const load = () =>
+      loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ');
+    const loadBefore = load();
     const report = await bench.run(options, (line) => console.log(line));
     writeSection(
       bench.name,
@@ -100,6 +106,7 @@ async function main(): Promise<void> {
         `- Machine: ${machine()}`,
         `- Date: ${date}`,
         `- Command: ${command(bench.name, options, names.length === 0)}`,
+        `- Load average (1, 5, 15 min): ${loadBefore} at the start, ${load()} at the end`,
         '',
         report.markdown,
       ].join('\n'),

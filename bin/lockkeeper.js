@@ -1,6 +1,14 @@
 #!/usr/bin/env node
-// Node 20 cannot run TypeScript itself: register tsx's loader, then run the CLI source.
-import { register } from 'tsx/esm/api';
+// `lockkeeper`: runs the compiled command line (dist/), rebuilt first when a source is newer,
+// as `npm start` does, so an edited checkout never runs old code. Plain node, no run-time
+// transpiler: `lockkeeper --help` answers in about the time of a bare node start (issue 30,
+// point 2; bench/cli.ts). The build's own output goes to stderr, never into a command's
+// stdout (scripts read --json from it).
+import { buildServerIfStale } from '../scripts/server-build-stale.mjs';
 
-register();
-await import('../src/cli.ts');
+const status = buildServerIfStale(['ignore', 2, 2]);
+if (status !== 0) {
+  process.stderr.write('lockkeeper: rebuilding dist/ failed (npm run build shows why)\n');
+  process.exit(status);
+}
+await import('../dist/src/cli.js');

@@ -86,7 +86,9 @@ mv "$stage/build/prisma/migrations" "$stage/build/prisma/migrations-postgresql" 
 # Source maps carry the TypeScript sources and node reads them only with --enable-source-maps:
 # stack traces keep their names without them (the build does not mangle identifiers).
 find "$ctx/app/dist" -name '*.map' -delete
-ln -s /app/dist/bin/lockkeeper.js "$ctx/bin/lockkeeper"
+# The compiled CLI on PATH (dist/src/cli.js has no shebang: esbuild's banner comes first).
+printf '#!/bin/sh\nexec node /app/dist/src/cli.js "$@"\n' >"$ctx/bin/lockkeeper"
+chmod 0755 "$ctx/bin/lockkeeper"
 rm -rf "$stage/build"
 
 log "$engine build -t $tag (FROM $base)"

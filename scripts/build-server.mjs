@@ -9,11 +9,10 @@
 //   (src/config/plugin-registry.ts), so a plugin that is not configured is never read;
 // - dist/chunks/: code shared between them (one copy of src/cluster, src/domain...), and
 //   code behind a dynamic import (PostgreSQL, db copy, client verbs) loaded only when used;
-// - dist/bin/lockkeeper.js: the compiled counterpart of bin/lockkeeper.js.
 //
 // `--if-stale` builds only when a source file is newer than the last build, so
 // `npm start` after an edit never runs old code and costs one stat walk otherwise.
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BUILD_STAMP as stamp, serverBuildIsStale } from './server-build-stale.mjs';
@@ -56,10 +55,4 @@ await build({
   legalComments: 'none',
   logLevel: 'warning',
 });
-mkdirSync(join(out, 'bin'), { recursive: true });
-writeFileSync(
-  join(out, 'bin', 'lockkeeper.js'),
-  "#!/usr/bin/env node\n// Built by scripts/build-server.mjs: the command line, compiled (bin/lockkeeper.js runs the TypeScript).\nawait import('../src/cli.js');\n",
-  { mode: 0o755 },
-);
 writeFileSync(stamp, `${new Date().toISOString()}\n`);

@@ -2,12 +2,8 @@
 // gateway in this same process. A prestart script would cost a second node start-up (about
 // 0.2 s of the 1.5 s budget, issue 15 point 3). The image runs dist/src/cli.js directly: its
 // build is its own and never stale.
-import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { serverBuildIsStale } from './server-build-stale.mjs';
+import { buildServerIfStale } from './server-build-stale.mjs';
 
-if (serverBuildIsStale()) {
-  const built = spawnSync(process.execPath, [fileURLToPath(new URL('./build-server.mjs', import.meta.url))], { stdio: 'inherit' });
-  if (built.status !== 0) process.exit(built.status ?? 1);
-}
+const status = buildServerIfStale();
+if (status !== 0) process.exit(status);
 await import('../dist/src/cli.js');

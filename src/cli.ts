@@ -1,12 +1,9 @@
+// The `lockkeeper` command line. Only constants are imported up front: each command loads
+// what it needs when it runs, so `--help` and the client verbs never load the gateway, the
+// database or the config schema (issue 30, point 2: answers within 0.3 s of a bare node).
 import { parseArgs } from 'node:util';
-import { runTokenCommand, TOKEN_USAGE } from './auth/cli-tokens.ts';
-import { ConfigError } from './config/errors.ts';
-import { DEFAULT_CONFIG } from './config/defaults.ts';
-import { createLogger } from './logger.ts';
-import { startLockkeeper } from './start.ts';
-import { DEFAULT_DATABASE_URL } from './store/database.ts';
-
-const { port: DEFAULT_PORT, host: DEFAULT_HOST } = DEFAULT_CONFIG.server;
+import { TOKEN_USAGE } from './auth/token-usage.ts';
+import { DEFAULT_DATABASE_URL, DEFAULT_HOST, DEFAULT_PORT } from './config/server-defaults.ts';
 
 /** The usage text; the client verbs' part is loaded only when it is shown. */
 const usage = (CLIENT_USAGE: string) => `usage: lockkeeper <command>
@@ -15,11 +12,15 @@ commands:
   serve     run the gateway (GraphQL, GraphiQL, WebSocket subscriptions) on LOCKKEEPER_PORT (default ${DEFAULT_PORT})
             --reset-demo   the demo starts over: deletes the demo's database and cluster state first
                            (refused unless every configured plugin is a demo)
+            --demo-slowdown N   the simulated cluster's latencies × N (1–1000; LOCKKEEPER_DEMO_SLOWDOWN),
+                           so that a person can watch a drain or maintenance progress
   simulator [--config-out FILE] [--nodes N] [--vms-per-node N] [--tenants N]
             run the simulated cluster (Kubernetes + KubeVirt API, pageservers) as its own process
             and write a gateway config for the real plugins: LOCKKEEPER_CONFIG=FILE lockkeeper serve
   db copy --from URL --to URL
             copy every table of an installation into an empty database (e.g. SQLite to PostgreSQL)
+  completion bash|zsh
+            print a shell completion script: source <(lockkeeper completion bash)
   token     create, revoke and list API tokens in the database (no server needed):
 
 ${TOKEN_USAGE.replace(/^usage:\n/, '').replace(/^/gm, '  ')}
@@ -32,14 +33,20 @@ environment:
   LOCKKEEPER_PORT          HTTP port (default ${DEFAULT_PORT})
   LOCKKEEPER_HOST          address to bind (default ${DEFAULT_HOST})
   LOCKKEEPER_LOG_LEVEL     pino level (default info)
+  LOCKKEEPER_LOG_FORMAT    pretty (default on a terminal) or json (default otherwise)
   LOCKKEEPER_ADMIN_TOKEN   a bootstrap admin token (24+ characters); turns authentication on
   LOCKKEEPER_INSECURE      1: allow a non-loopback address without authentication`;
 
-async function serve(resetDemo: boolean): Promise<void> {
+async function serve(resetDemo: boolean, demoSlowdown: string | undefined): Promise<void> {
+  const [{ createLogger }, { startLockkeeper }, { ConfigError }] = await Promise.all([
+    import('./logger.ts'),
+    import('./start.ts'),
+    import('./config/errors.ts'),
+  ]);
   const log = createLogger();
   let started;
   try {
-    started = await startLockkeeper({ log, resetDemo });
+    started = await startLockkeeper({ log, resetDemo, ...(demoSlowdown !== undefined && { demoSlowdown: Number(demoSlowdown) }) });
   } catch (e) {
     // Start-up problems are the operator's to fix: say what and where, no stack trace.
     const message = e instanceof Error ? e.message : String(e);
@@ -62,6 +69,7 @@ async function serve(resetDemo: boolean): Promise<void> {
 }
 
 async function token(args: string[]): Promise<void> {
+  const { runTokenCommand } = await import('./auth/cli-tokens.ts');
   let code: number;
   try {
     code = await runTokenCommand(args, {
@@ -102,7 +110,11 @@ async function db(args: string[]): Promise<void> {
  * gateway's code never depends on the simulators.
  */
 async function simulator(args: string[]): Promise<void> {
-  const entry = new URL('../simulators/main.ts', import.meta.url);
+  // From src/cli.ts (tsx) the simulators are a folder up; from the compiled dist/src/cli.js,
+  // two. They stay TypeScript: the compiled CLI registers tsx's loader to read them.
+  const compiled = import.meta.url.endsWith('.js');
+  const entry = new URL(compiled ? '../../simulators/main.ts' : '../simulators/main.ts', import.meta.url);
+  if (compiled) (await import('tsx/esm/api')).register();
   const { runSimulatorCommand } = (await import(entry.href)) as { runSimulatorCommand(argv: string[]): Promise<void> };
   try {
     await runSimulatorCommand(args);
@@ -132,35 +144,76 @@ async function client(command: string, args: string[]): Promise<void> {
   });
 }
 
+/** The commands that run without a gateway (the client verbs come from src/cli/index.ts). */
+const LOCAL_COMMANDS = ['serve', 'token', 'db', 'simulator', 'completion', 'help'];
+
+/** Writes an unknown command's one line (with the nearest known command), or its JSON. */
+async function unknownCommand(command: string, asJson: boolean): Promise<void> {
+  const [levenshtein, { CLIENT_VERBS }] = await Promise.all([import('fastest-levenshtein'), clientVerbs()]);
+  // A CommonJS package: bundled, its functions are on the default export.
+  const { closest, distance } = ('default' in levenshtein ? levenshtein.default : levenshtein) as typeof levenshtein;
+  const known = [...LOCAL_COMMANDS, ...CLIENT_VERBS.map((v) => v.name)];
+  const nearest = closest(command, known);
+  // A suggestion only when it is plausibly a typo (at most a third of the word differs).
+  const suggestion = distance(command, nearest) <= Math.max(2, Math.ceil(command.length / 3)) ? nearest : null;
+  const message = `unknown command "${command}"${suggestion ? `; did you mean "${suggestion}"?` : ''} (lockkeeper --help lists the commands)`;
+  if (asJson) process.stdout.write(`${JSON.stringify({ error: { code: 'UNKNOWN_COMMAND', message, exitCode: 2, suggestion } }, null, 2)}\n`);
+  else process.stderr.write(`lockkeeper: ${message}\n`);
+  process.exitCode = 2;
+}
+
+async function completion(args: string[]): Promise<void> {
+  const { completionScript } = await import('./cli/completion.ts');
+  const script = completionScript(args[0] ?? '');
+  if (script === null) {
+    process.stderr.write(`lockkeeper completion: which shell? bash or zsh (e.g. source <(lockkeeper completion bash))\n`);
+    process.exitCode = 2;
+    return;
+  }
+  process.stdout.write(script);
+}
+
+async function help(topic: string | undefined): Promise<void> {
+  const { CLIENT_USAGE, findClientVerb } = await clientVerbs();
+  const verb = topic === undefined ? undefined : findClientVerb(topic);
+  if (verb) {
+    const { verbHelp } = await import('./cli/help.ts');
+    process.stdout.write(verbHelp(verb));
+    return;
+  }
+  process.stdout.write(`${usage(CLIENT_USAGE)}\n`);
+}
+
 async function main(argv: string[]): Promise<void> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
     strict: false,
-    options: { help: { type: 'boolean', short: 'h' }, 'reset-demo': { type: 'boolean' } },
+    options: { help: { type: 'boolean', short: 'h' }, 'reset-demo': { type: 'boolean' }, 'demo-slowdown': { type: 'string' } },
   });
   const command = positionals[0];
+  const rest = () => argv.slice(argv.indexOf(command!) + 1);
   switch (command) {
     case 'serve':
-      if (!values.help) return serve(values['reset-demo'] === true);
-      break;
+      return values.help ? help(undefined) : serve(values['reset-demo'] === true, values['demo-slowdown'] as string | undefined);
     case 'token':
-      return token(argv.slice(argv.indexOf('token') + 1));
+      return token(rest());
     case 'db':
-      return db(argv.slice(argv.indexOf('db') + 1));
+      return db(rest());
     case 'simulator':
-      return simulator(argv.slice(argv.indexOf('simulator') + 1));
+      return simulator(rest());
+    case 'completion':
+      return completion(rest());
+    case 'help':
+      return help(positionals[1]);
+    case undefined:
+      return help(undefined);
     default:
       break;
   }
-  const { CLIENT_USAGE, isClientVerb } = await clientVerbs();
-  if (command && isClientVerb(command)) return client(command, argv.slice(argv.indexOf(command) + 1));
-  if (values.help || !command || command === 'serve') {
-    process.stdout.write(`${usage(CLIENT_USAGE)}\n`);
-    return;
-  }
-  process.stderr.write(`lockkeeper: unknown command "${command}"\n${usage(CLIENT_USAGE)}\n`);
-  process.exit(2);
+  const { findClientVerb } = await clientVerbs();
+  if (findClientVerb(command)) return client(command, rest());
+  return unknownCommand(command, values.json === true);
 }
 
 await main(process.argv.slice(2));

@@ -22,6 +22,8 @@ export interface StartOptions {
   port?: number;
   /** `--reset-demo`: delete the demo's database and cluster state first (src/demo-data.ts). */
   resetDemo?: boolean;
+  /** `--demo-slowdown N` (else LOCKKEEPER_DEMO_SLOWDOWN): the simulated cluster's latencies × N. */
+  demoSlowdown?: number;
 }
 
 export interface Started {
@@ -41,6 +43,12 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
   const cwd = options.cwd ?? process.cwd();
   const { config, file, dir } = loadConfig(env, cwd);
   options.log.info({ config: file ?? '(defaults: simulated demo cluster)' }, 'configuration loaded');
+  const slowdown = options.demoSlowdown ?? (env.LOCKKEEPER_DEMO_SLOWDOWN ? Number(env.LOCKKEEPER_DEMO_SLOWDOWN) : undefined);
+  if (slowdown !== undefined) {
+    // Only the simulated cluster has latencies to slow; its schema refuses a bad factor by name.
+    config.plugins = config.plugins.map((p) => (p.name === 'fake' ? { ...p, options: { ...p.options, slowdown } } : p));
+    options.log.info({ slowdown }, `demo slowed down ${slowdown}×: drains and maintenances can be watched as they progress`);
+  }
 
   // k8s:A3: the TLS files are read before anything is opened: a missing one fails start-up naming its path.
   const webhook = config.admissionWebhook ? new AdmissionWebhook(config.admissionWebhook, dir, options.log) : null;
@@ -90,7 +98,11 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
     const bound = await app.start(options.port ?? config.server.port, config.server.host);
     advertised ||= new URL(bound.url).origin;
     if (webhook && config.admissionWebhook) await webhook.listen(config.admissionWebhook.port, config.admissionWebhook.host);
-    options.log.info({ url: bound.url, backend: backend.name, database: db.file }, `Lockkeeper listening: GraphiQL at ${bound.url}`);
+    const dashboard = new URL('/', bound.url).href;
+    options.log.info(
+      { url: bound.url, dashboard, backend: backend.name, database: db.file },
+      `Lockkeeper listening: dashboard at ${dashboard}, GraphiQL at ${bound.url}`,
+    );
     return { app, url: bound.url, port: bound.port, databaseFile: db.file };
   } catch (e) {
     if (app) await app.stop();

@@ -25,11 +25,13 @@ function resolveTopology(topology: FakeOptions['topology']): Topology {
  */
 export function clusterFromOptions(options: FakeOptions, env: { clock: Clock; baseDir: string; onListenerError?: (error: unknown) => void }): SimulatedCluster {
   const { clock, onListenerError } = env;
+  const slow = (ms: number) => Math.round(ms * options.slowdown);
+  const latencies = { ...DEFAULT_LATENCIES_MS, ...options.latenciesMs };
   return new SimulatedCluster({
     topology: resolveTopology(options.topology),
     clock,
-    latencies: { ...DEFAULT_LATENCIES_MS, ...options.latenciesMs },
-    restartDelayMs: options.restartDelayMs,
+    latencies: Object.fromEntries(Object.entries(latencies).map(([k, v]) => [k, slow(v)])) as typeof latencies,
+    restartDelayMs: slow(options.restartDelayMs),
     heartbeatIntervalMs: options.heartbeatIntervalMs,
     secondaryDownloadBytesPerSecond: options.secondaryDownloadBytesPerSecond,
     seed: options.seed,

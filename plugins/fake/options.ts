@@ -47,6 +47,12 @@ export const fakeOptionsSchema = z
   .object({
     topology: z.union([z.literal('demo'), z.literal('empty'), generatedTopologySchema, notGenerated.pipe(topologySchema)]).default('demo'),
     latenciesMs: latenciesSchema.default({}),
+    /**
+     * Multiplies every latency (and the restart delay), so that a person can watch a drain
+     * or a maintenance progress: the demo's ends in about half a second otherwise. Also
+     * `LOCKKEEPER_DEMO_SLOWDOWN` / `lockkeeper serve --demo-slowdown N` (issue 30, point 5).
+     */
+    slowdown: z.number().min(1).max(1000).default(1),
     /** How long a restarting node stays OFFLINE before it re-attaches. */
     restartDelayMs: ms.default(3000),
     /** Time from re-attach (WARMING_UP) to the first good heartbeat (ACTIVE). */

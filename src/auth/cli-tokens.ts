@@ -12,12 +12,7 @@ import { ApiTokenStore, isUsable, type TokenRecord } from './token-store.ts';
 import { openDatabase } from '../store/database.ts';
 import { isScope, SCOPES } from './scopes.ts';
 import { parseDuration } from './tokens.ts';
-
-export const TOKEN_USAGE = `usage:
-  lockkeeper token create --scope viewer|operator|admin --name <name> [--expires-in 30d]
-      prints the token once on stdout (store it now: only its hash is kept)
-  lockkeeper token revoke <name|id>
-  lockkeeper token list [--json]`;
+import { TOKEN_USAGE } from './token-usage.ts';
 
 export interface CliIo {
   env: NodeJS.ProcessEnv;

@@ -7,7 +7,7 @@
 const ERROR = `... on Error { code message }`;
 /** For unions that hold PreconditionFailedError: the workloads in the way (e.g. non-migratable VMs). */
 const BLOCKED = `${ERROR} ... on PreconditionFailedError { refusal: reason blockers { id reasons } }`;
-const OPERATION = `id kind nodeId state reason error createdAt finishedAt etaSeconds
+const OPERATION = `id kind nodeId state reason error createdAt finishedAt etaSeconds etaUnknownReason etaOverdueSeconds stalled
   counts { planned moving moved stopped skipped failed total }
   waitingOn { kind description }`;
 const OPERATION_RESULT = `__typename ... on Operation { ${OPERATION} } ${BLOCKED}`;

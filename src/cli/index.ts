@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
 import { CliError, EXIT, GatewayClient } from './client.ts';
-import type { CliIo } from './output.ts';
-import { UsageError, type Verb } from './verb.ts';
+import { json, type CliIo } from './output.ts';
+import { UsageError, type FlagSpec, type Verb } from './verb.ts';
+import { COMMON, DEFAULT_SERVER, EXIT_CODES } from './common.ts';
 import { clusterVerbs } from './verbs/cluster.ts';
 import { operationVerbs } from './verbs/operations.ts';
 import { leadershipVerb } from './verbs/leadership.ts';
@@ -21,40 +22,45 @@ export const MUTATIONS_WITHOUT_VERB: Readonly<Record<string, string>> = {
   simulation: 'controls of the simulated cluster only',
 };
 
-const DEFAULT_SERVER = 'http://127.0.0.1:4000/graphql';
-
-const COMMON = {
-  server: { type: 'string' },
-  token: { type: 'string' },
-  json: { type: 'boolean' },
-  reason: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
-
-export const CLIENT_USAGE = `client commands (talk to a running gateway):
+export const CLIENT_USAGE = `client commands (talk to a running gateway; lockkeeper <command> --help for flags and examples):
 ${CLIENT_VERBS.map((v) => `  ${v.usage}`).join('\n')}
 
   common flags: --server URL (LOCKKEEPER_URL, default ${DEFAULT_SERVER})
-                --token TOKEN (LOCKKEEPER_TOKEN)   --json (machine-readable output)
-  exit codes:   0 done, 1 the operation ended FAILED or CANCELLED, 2 refused or bad usage,
-                3 gateway unreachable or not allowed, 4 a watched rollout is PAUSED,
-                5 a watched drain or maintenance SUCCEEDED but left workloads on its node (not safe to restart)`;
+                --token TOKEN (LOCKKEEPER_TOKEN)   --json (machine-readable output, errors included)
+  ${EXIT_CODES}`;
 
-export const isClientVerb = (name: string) => CLIENT_VERBS.some((v) => v.name === name);
+export const findClientVerb = (name: string) => CLIENT_VERBS.find((v) => v.name === name);
+
+/** parseArgs' view of the flags (it takes only how to read them). */
+const parseOptions = (flags: Record<string, FlagSpec>) =>
+  Object.fromEntries(
+    Object.entries(flags).map(([name, f]) => [name, { type: f.type, ...(f.multiple && { multiple: true }), ...(f.short && { short: f.short }) }]),
+  );
+
+/** `--json`: the error as one JSON document on stdout (the exit code says the rest); otherwise one line on stderr. */
+function reportError(io: CliIo, asJson: boolean, prefix: string, e: CliError): number {
+  if (asJson) io.out(json({ error: { code: e.code, message: e.message, exitCode: e.exitCode, ...e.details } }));
+  else io.err(`${prefix}: ${e.message}\n`);
+  return e.exitCode;
+}
 
 /** Runs one client verb; resolves with the exit code (rollout:T5). */
 export async function runClientVerb(name: string, argv: string[], io: CliIo): Promise<number> {
-  const verb = CLIENT_VERBS.find((v) => v.name === name)!;
+  const verb = findClientVerb(name)!;
+  const asJson = argv.includes('--json');
+  const usageError = (message: string) =>
+    reportError(io, asJson, `lockkeeper ${name}`, new CliError(EXIT.REFUSED, `${message} (lockkeeper ${name} --help)`, 'USAGE'));
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { ...COMMON, ...verb.options } });
+    parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: parseOptions({ ...COMMON, ...verb.options }) });
   } catch (e) {
-    io.err(`lockkeeper ${name}: ${(e as Error).message}\nusage: lockkeeper ${verb.usage}\n`);
-    return EXIT.REFUSED;
+    // node's message goes on about `--` for positionals that start with a dash: its first sentence says it all.
+    return usageError((e as Error).message.split(/\.\s/)[0]!.replace(/\.$/, ''));
   }
   const { values, positionals } = parsed;
   if (values.help) {
-    io.out(`usage: lockkeeper ${verb.usage}\n`);
+    const { verbHelp } = await import('./help.ts');
+    io.out(verbHelp(verb));
     return EXIT.DONE;
   }
   const url = (values.server as string | undefined) ?? io.env.LOCKKEEPER_URL ?? DEFAULT_SERVER;
@@ -68,14 +74,8 @@ export async function runClientVerb(name: string, argv: string[], io: CliIo): Pr
       json: values.json === true,
     });
   } catch (e) {
-    if (e instanceof UsageError) {
-      io.err(`lockkeeper ${name}: ${e.message}\nusage: lockkeeper ${verb.usage}\n`);
-      return EXIT.REFUSED;
-    }
-    if (e instanceof CliError) {
-      io.err(`lockkeeper ${name}: ${e.message}\n`);
-      return e.exitCode;
-    }
+    if (e instanceof UsageError) return usageError(e.message);
+    if (e instanceof CliError) return reportError(io, asJson, `lockkeeper ${name}`, e);
     throw e;
   } finally {
     await client.close();

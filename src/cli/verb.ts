@@ -1,7 +1,17 @@
 import type { GatewayClient } from './client.ts';
 import type { CliIo } from './output.ts';
 
-type OptionSpec = { type: 'string' | 'boolean'; multiple?: boolean; short?: string };
+/** A flag: how node:util parseArgs reads it, and what `--help` and completion say about it. */
+export interface FlagSpec {
+  type: 'string' | 'boolean';
+  multiple?: boolean;
+  short?: string;
+  description: string;
+  /** The value's placeholder in help (`--node N`). */
+  value?: string;
+  /** The values it takes (any case): listed in help, completed, and named when one is refused. */
+  values?: readonly string[];
+}
 
 /** What a verb runs with: the gateway, the parsed arguments, where to print. */
 export interface VerbContext {
@@ -16,8 +26,13 @@ export interface VerbContext {
 /** One client verb (`lockkeeper <name> …`); its own flags come on top of the common ones. */
 export interface Verb {
   name: string;
+  /** Synopsis line(s), each after `lockkeeper ` (with a short description after the arguments). */
   usage: string;
-  options?: Record<string, OptionSpec>;
+  /** Sub-commands, for completion. */
+  subcommands?: readonly string[];
+  options?: Record<string, FlagSpec>;
+  /** Shown by `lockkeeper <verb> --help`: whole command lines. */
+  examples: readonly string[];
   /** The operator mutations it sends (the parity test of rollout:T2). */
   mutations?: readonly string[];
   run(ctx: VerbContext): Promise<number>;
@@ -42,9 +57,24 @@ export function arg(ctx: VerbContext, i: number, what: string): string {
 
 export class UsageError extends Error {}
 
-/** `90s`, `30m`, `2h` (or plain seconds) → seconds. */
+/** `90s`, `30m`, `2h`, `1h30m`, `1m05s` (or plain seconds) → seconds: the forms the CLI prints are read back. */
 export function parseSeconds(text: string, flag: string): number {
-  const match = /^(\d+)\s*(s|m|h)?$/.exec(text.trim());
-  if (!match) throw new UsageError(`--${flag} ${text}: not a duration such as 90s, 30m or 2h`);
-  return Number(match[1]) * { s: 1, m: 60, h: 3600 }[(match[2] ?? 's') as 's' | 'm' | 'h'];
+  const t = text.trim();
+  if (/^\d+$/.test(t)) return Number(t);
+  const match = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(t);
+  if (!t || !match) throw new UsageError(`--${flag} ${text}: not a duration such as 90s, 30m, 2h or 1h30m`);
+  return Number(match[1] ?? 0) * 3600 + Number(match[2] ?? 0) * 60 + Number(match[3] ?? 0);
+}
+
+/** The canonical spelling of an enum value given in any case, with - or _ (`drain-fill` → DRAIN_FILL). */
+const normalised = (text: string) => text.replace(/[-_\s]/g, '').toLowerCase();
+
+/**
+ * An enum argument in any case (`shutdown`, `Shutdown`, `SHUTDOWN`, `drain-fill`): the
+ * value as `values` spells it, or a usage error that lists every valid value.
+ */
+export function enumValue(text: string, values: readonly string[], what: string): string {
+  const found = values.find((v) => normalised(v) === normalised(text));
+  if (found === undefined) throw new UsageError(`${what} "${text}" is not one of ${values.join(', ')} (any case)`);
+  return found;
 }

@@ -1,16 +1,18 @@
-import cliProgress from 'cli-progress';
+import type { GenericFormatter, MultiBar, SingleBar } from 'cli-progress';
+import { etaText, formatDuration, type EtaFields } from '../domain/durations.ts';
 import { EXIT, type GatewayClient } from './client.ts';
 import { DOCUMENTS } from './documents.ts';
 import { stamp, type CliIo } from './output.ts';
 
 interface Progress {
-  operation: {
+  operation: EtaFields & {
     id: string;
     kind: string;
     nodeId: string | null;
     state: string;
     error: string | null;
-    etaSeconds: number | null;
+    createdAt: string;
+    finishedAt: string | null;
     counts: { moved: number; stopped: number; skipped: number; failed: number; total: number };
     waitingOn: { kind: string; description: string } | null;
     rollout: { currentWave: number | null; nodesDone: number; nodesTotal: number } | null;
@@ -28,14 +30,35 @@ function exitCodeOf(state: string, remaining: number): number {
   return EXIT.ENDED_BADLY;
 }
 
-const eta = (s: number | null) =>
-  s === null
-    ? '--'
-    : s >= 3600
-      ? `${Math.floor(s / 3600)}h${Math.round((s % 3600) / 60)}m`
-      : s >= 60
-        ? `${Math.floor(s / 60)}m${Math.round(s % 60)}s`
-        : `${Math.round(s)}s`;
+/** The terminal's width: the stream's, else $COLUMNS, else 80. */
+const columnsOf = (io: CliIo) => (io.stream as { columns?: number }).columns || Number(io.env.COLUMNS) || 80;
+
+/**
+ * One progress line that fits `columns`: the bar shrinks first (to 10 cells), then the
+ * waiting-on text is cut with an ellipsis, so nothing wraps or is clipped mid-word by the
+ * terminal (issue 30, point 2).
+ */
+function progressLine(
+  columns: number,
+  p: { label: string; value: number; total: number; unit: string; eta: string; state: string; waiting: string },
+): string {
+  const head = `${p.label} [`;
+  const tail = `] ${p.value}/${p.total} ${p.unit} | ETA ${p.eta} | ${p.state}`;
+  const room = columns - 1 - head.length - tail.length;
+  const size = Math.max(10, Math.min(40, room - p.waiting.length));
+  const filled = p.total > 0 ? Math.round((size * Math.min(p.value, p.total)) / p.total) : 0;
+  let line = `${head}${'█'.repeat(filled)}${'░'.repeat(size - filled)}${tail}`;
+  const left = columns - 1 - line.length;
+  if (p.waiting && left > 0) line += p.waiting.length <= left ? p.waiting : `${p.waiting.slice(0, Math.max(0, left - 1))}…`;
+  return line.length > columns - 1 ? `${line.slice(0, columns - 2)}…` : line;
+}
+
+/** The last line of a watch: how it ended, in how long, and the counts. */
+function summaryLine(op: Progress['operation'], label: string, unit: string, done: number): string {
+  const took = op.finishedAt ? ` in ${formatDuration((Date.parse(op.finishedAt) - Date.parse(op.createdAt)) / 1000)}` : '';
+  const c = op.counts;
+  return `${label} ${op.state}${took}: ${done}/${c.total} ${unit} (${c.moved} done, ${c.stopped ? `${c.stopped} stopped, ` : ''}${c.skipped} skipped, ${c.failed} failed)`;
+}
 
 /**
  * rollout:T4: follows an operation over graphql-ws to its end (or, for a rollout, to a
@@ -47,21 +70,16 @@ export async function watchOperation(client: GatewayClient, id: string, io: CliI
   let final = 'RUNNING';
   let remaining = 0;
   let lastLine = '';
-  const bars =
-    io.isTTY && !options.json
-      ? new cliProgress.MultiBar(
-          {
-            stream: io.stream,
-            format: '{label} [{bar}] {value}/{total} {unit} | ETA {remaining} | {state}{waiting}',
-            hideCursor: true,
-            clearOnComplete: false,
-            forceRedraw: true,
-            noTTYOutput: false,
-          },
-          cliProgress.Presets.shades_classic,
-        )
-      : null;
-  let bar: cliProgress.SingleBar | null = null;
+  let bars: MultiBar | null = null;
+  if (io.isTTY && !options.json) {
+    const { MultiBar } = (await import('cli-progress')).default;
+    // Drawn by progressLine (fits the width); the ETA ages between updates (etaText's elapsed).
+    const format: GenericFormatter = (_options, params, payload: { line: (elapsed: number) => string; at: number }) =>
+      payload.line ? payload.line((Date.now() - payload.at) / 1000) : `${params.value}/${params.total}`;
+    bars = new MultiBar({ stream: io.stream, format, hideCursor: true, clearOnComplete: false, forceRedraw: true, noTTYOutput: false, fps: 2 });
+  }
+  let bar: SingleBar | null = null;
+  let summary = '';
   try {
     await client.subscribe<{ operationProgress: Progress }>(DOCUMENTS.progress, { id }, ({ operationProgress: p }) => {
       const op = p.operation;
@@ -77,12 +95,20 @@ export async function watchOperation(client: GatewayClient, id: string, io: CliI
         else if (!options.json) io.out(`${stamp(io.now())} ${line}\n`);
       }
       const waiting = op.waitingOn ? ` | waiting on ${op.waitingOn.description}` : '';
+      const running = !ENDED.includes(op.state);
       if (bars) {
-        bar ??= bars.create(op.counts.total, done, { label, unit, remaining: eta(op.etaSeconds), state: op.state, waiting });
+        const at = Date.now();
+        const columns = columnsOf(io);
+        const payload = {
+          at,
+          line: (elapsed: number) =>
+            progressLine(columns, { label, value: done, total: op.counts.total, unit, eta: running ? etaText(op, elapsed) : '--', state: op.state, waiting }),
+        };
+        bar ??= bars.create(op.counts.total, done, payload);
         bar.setTotal(op.counts.total);
-        bar.update(done, { label, unit, remaining: eta(op.etaSeconds), state: op.state, waiting });
+        bar.update(done, payload);
       } else if (!options.json) {
-        const line = `${label} ${op.state} ${done}/${op.counts.total} ${unit} (${op.counts.moved} done, ${op.counts.stopped ? `${op.counts.stopped} stopped, ` : ''}${op.counts.skipped} skipped, ${op.counts.failed} failed) eta ${eta(op.etaSeconds)}${waiting}`;
+        const line = `${label} ${op.state} ${done}/${op.counts.total} ${unit} (${op.counts.moved} done, ${op.counts.stopped ? `${op.counts.stopped} stopped, ` : ''}${op.counts.skipped} skipped, ${op.counts.failed} failed)${running ? ` eta ${etaText(op)}` : ''}${waiting}`;
         if (line !== lastLine) io.out(`${stamp(io.now())} ${line}\n`);
         lastLine = line;
       }
@@ -90,6 +116,7 @@ export async function watchOperation(client: GatewayClient, id: string, io: CliI
       if (ENDED.includes(op.state) || (rollout && op.state === 'PAUSED')) {
         const report = (line: string) => (bars ? bars.log(`${line}\n`) : io.out(`${stamp(io.now())} ${line}\n`));
         remaining = op.remaining?.length ?? 0;
+        summary = summaryLine(op, label, unit, done);
         if (!options.json) {
           if (op.error) report(`error: ${op.error}`);
           if (op.remaining?.length) {
@@ -104,6 +131,7 @@ export async function watchOperation(client: GatewayClient, id: string, io: CliI
   } finally {
     bars?.stop();
   }
+  if (summary && !options.json) io.out(`${bars ? '' : `${stamp(io.now())} `}${summary}\n`);
   if (final === 'PAUSED' && !options.json) io.err(`rollout ${id} is PAUSED and needs a person: resume, continue or cancel it\n`);
   return exitCodeOf(final, remaining);
 }

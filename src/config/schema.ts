@@ -4,6 +4,7 @@
  */
 import { DEFAULT_POD_DRAIN_OPTIONS } from '../domain/pods/drain.ts';
 import { z } from 'zod';
+import { DEFAULT_HOST, DEFAULT_PORT } from './server-defaults.ts';
 
 const pluginEntrySchema = z
   .object({
@@ -16,9 +17,9 @@ const pluginEntrySchema = z
 const serverSettingsSchema = z
   .object({
     /** Also LOCKKEEPER_PORT. */
-    port: z.number().int().min(0).max(65535).default(4000),
+    port: z.number().int().min(0).max(65535).default(DEFAULT_PORT),
     /** Also LOCKKEEPER_HOST. */
-    host: z.string().min(1).default('127.0.0.1'),
+    host: z.string().min(1).default(DEFAULT_HOST),
     /** Listen on a non-loopback address without authentication (no token). Also LOCKKEEPER_INSECURE=1. */
     insecure: z.boolean().default(false),
     /** Browser origins (e.g. "https://ops.example.com") allowed to call the API: CORS and CSRF checks. */

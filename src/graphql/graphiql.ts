@@ -12,6 +12,30 @@ const RENDER_CALL = 'YogaGraphiQL.renderYogaGraphiQL(';
  * and closes it when none is left, so an edited token is used by the next run).
  */
 const HEADERS_TO_CONNECTION_PARAMS = `<script>
+  (function () {
+    // A socket the gateway closes with 4403 (token missing or invalid) is, for graphql-ws,
+    // one to retry: five times over ~40 s, then GraphiQL shows the close event as
+    // {"isTrusted": true}. Its close handler gets the message instead, with graphql-ws's
+    // fatal code 4401: no retry, and GraphiQL shows it (issue 30, point 4).
+    var MESSAGE = 'token missing or invalid: set Authorization in the Headers tab';
+    var Native = window.WebSocket;
+    function LockkeeperSocket(url, protocols) {
+      var socket = protocols === undefined ? new Native(url) : new Native(url, protocols);
+      var onclose = null;
+      Object.defineProperty(socket, 'onclose', { configurable: true, get: function () { return onclose; }, set: function (h) { onclose = h; } });
+      socket.addEventListener('close', function (event) {
+        if (typeof onclose !== 'function') return;
+        if (event.code !== 4403) return onclose.call(socket, event);
+        // Shown by GraphiQL as it is: the message first, no stack. code and reason make it a close event to graphql-ws.
+        var error = { message: MESSAGE, code: 4401, reason: 'token missing or invalid' };
+        onclose.call(socket, error);
+      });
+      return socket;
+    }
+    LockkeeperSocket.prototype = Native.prototype;
+    ['CONNECTING', 'OPEN', 'CLOSING', 'CLOSED'].forEach(function (k) { LockkeeperSocket[k] = Native[k]; });
+    window.WebSocket = LockkeeperSocket;
+  })();
   window.lockkeeperGraphiQL = function (lib, root, options) {
     var headers = typeof options.headers === 'string' ? options.headers : '';
     function authorization() {

@@ -21,11 +21,12 @@ import type { Database } from './database-handle.ts';
 import type { HotPath } from './hot-path-sql.ts';
 import { migrate, type MigrateResult } from './migrate.ts';
 import { sqliteHotPath } from './sqlite-hot-path.ts';
+import { DEFAULT_DATABASE_URL } from '../config/server-defaults.ts';
 
 export type { Database, DatabaseDialect } from './database-handle.ts';
 
 export const DATABASE_URL_ENV = 'LOCKKEEPER_DATABASE_URL';
-export const DEFAULT_DATABASE_URL = 'file:./data/lockkeeper.db';
+export { DEFAULT_DATABASE_URL };
 /** How long a statement waits for another connection's lock before failing (SQLite busy_timeout). */
 const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 

@@ -8,7 +8,7 @@ import { h, render } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { html } from 'htm/preact';
 import { followEvents, gql, NeedsToken, token } from './api.ts';
-import { WEB_DOCUMENTS as D } from './documents.ts';
+import { operationEta, WEB_DOCUMENTS as D } from './documents.ts';
 
 type Message = { kind: 'ok' | 'error'; text: string; details?: string[] };
 /**
@@ -43,8 +43,6 @@ function describeResult(result: any): Message {
   }
   return { kind: 'error', text: `${result.code}: ${result.message}`, details: (result.blockers ?? []).map((b: any) => `${b.id}: ${b.reasons.join('; ')}`) };
 }
-
-const eta = (s: number | null) => (s === null ? '' : s >= 60 ? `ETA ${Math.floor(s / 60)}m${Math.round(s % 60)}s` : `ETA ${Math.round(s)}s`);
 
 function Progress({ op }: { op: any }) {
   const c = op.counts;
@@ -401,7 +399,7 @@ function App() {
               <${AbandonedSteps} op=${op} />
             </td>
             <td><${Progress} op=${op} /></td>
-            <td>${ENDED.includes(op.state) ? '' : eta(op.etaSeconds)}</td>
+            <td>${ENDED.includes(op.state) ? '' : operationEta(op)}</td>
             <td class="waiting">${op.waitingOn?.description ?? ''}</td>
             <td class="actions">
               ${

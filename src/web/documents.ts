@@ -1,4 +1,11 @@
 /** The dashboard's GraphQL documents; test/cli/documents.test.ts validates them against schema.graphql too. */
+import { etaText, type EtaFields } from '../domain/durations.ts';
+
+/** The ETA cell of a running operation in the dashboard's operations table: never a time in the past (issue 30, point 3). */
+export const operationEta = (op: EtaFields) => {
+  const text = etaText(op);
+  return text === '--' ? '' : text.startsWith('over') || text.startsWith('stalled') ? text : `ETA ${text}`;
+};
 
 const ERROR = `... on Error { code message } ... on PreconditionFailedError { refusal: reason blockers { id reasons } }`;
 const OPERATION = `__typename ... on Operation { id kind nodeId state } ${ERROR}`;
@@ -8,7 +15,7 @@ export const WEB_DOCUMENTS = {
       id name zone roles availability cordoned schedulingPolicy maintenancePhase operation { id kind state }
       safeToRestart remainingWorkloads { kind id reason } } } }
     operations(first: 25) { edges { node {
-      id kind nodeId state reason error createdAt etaSeconds
+      id kind nodeId state reason error createdAt etaSeconds etaUnknownReason etaOverdueSeconds stalled
       counts { planned moving moved stopped skipped failed abandoned total } waitingOn { description }
       abandonedSteps: steps(first: 20, states: [ABANDONED]) { edges { node { workloadKind workloadId action error recheck { settled nodeId description } } } }
       rollout { currentWave nodesDone nodesTotal settings { action restart maxUnavailable } nodes { nodeId phase wave } } } } } }`,

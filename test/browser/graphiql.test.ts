@@ -228,6 +228,16 @@ describe('GraphiQL with authentication on', () => {
         expect((await graphiql.page.evaluate(() => (window as unknown as { closeCodes: number[] }).closeCodes))[0]).toBe(4403);
         expect(frames.find((f) => f.way === 'sent' && f.message.type === 'connection_init')?.message.payload).toEqual({});
         expect(frames.some((f) => f.message.type === 'connection_ack')).toBe(false);
+        // Issue 30 point 4: said plainly in the result pane, and no retry loop (a retry would open a second socket,
+        // and the message would only come after ~40 s as {"isTrusted": true}).
+        // Monaco wraps long lines: compared with whitespace collapsed.
+        await graphiql.page.waitForFunction(() =>
+          (document.querySelector('.result-window .view-lines')?.textContent ?? '')
+            .replace(/\s+/g, ' ')
+            .includes('"message": "token missing or invalid: set Authorization in the Headers tab"'),
+        );
+        expect(await graphiql.resultText()).not.toContain('isTrusted');
+        expect(await graphiql.page.evaluate(() => (window as unknown as { closeCodes: number[] }).closeCodes)).toEqual([4403]);
       } finally {
         await graphiql.page.close();
       }

@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { buildSchema, parse, validate } from 'graphql';
+import { buildSchema, GraphQLEnumType, parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { CLIENT_VERBS, MUTATIONS_WITHOUT_VERB } from '../../src/cli/index.ts';
 import { DOCUMENTS } from '../../src/cli/documents.ts';
+import { ENUMS, VM_STRATEGY_LABELS } from '../../src/cli/enums.ts';
 import { SCHEMA_FILE } from '../../src/graphql/print.ts';
 import { WEB_DOCUMENTS } from '../../src/web/documents.ts';
 
@@ -25,5 +26,21 @@ describe('the CLI and schema.graphql', () => {
     // A verb's declared mutation is one its documents send.
     const sent = new Set(Object.values(DOCUMENTS).flatMap((d) => [...d.matchAll(/(?:result: )?(\w+)\(/g)].map((m) => m[1])));
     for (const m of covered) expect(sent.has(m), m).toBe(true);
+  });
+
+  it('issue 30 point 2: the enum values the CLI takes (and lists when it refuses one) are the schema’s', () => {
+    for (const [name, values] of Object.entries(ENUMS)) {
+      const type = schema.getType(name);
+      expect(type, name).toBeInstanceOf(GraphQLEnumType);
+      expect([...values].sort(), name).toEqual(
+        (type as GraphQLEnumType)
+          .getValues()
+          .map((v) => v.name)
+          .sort(),
+      );
+    }
+    // Each strategy label, as the MaintenanceStrategy enum spells it (what `lockkeeper vms` prints).
+    const printed = (schema.getType('MaintenanceStrategy') as GraphQLEnumType).getValues().map((v) => v.name);
+    expect(VM_STRATEGY_LABELS.map((l) => l.replace(/(?<=.)([A-Z])/g, '_$1').toUpperCase()).sort()).toEqual(printed.sort());
   });
 });

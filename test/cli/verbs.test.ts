@@ -3,10 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runClientVerb } from '../../src/cli/index.ts';
-import type { CliIo } from '../../src/cli/output.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startLockkeeper, type Started } from '../../src/start.ts';
 import { PROJECT_ROOT } from '../support/child-server.ts';
@@ -33,28 +30,17 @@ async function gateway(env: Record<string, string> = {}): Promise<Started> {
   return startLockkeeper({ log: createLogger('silent'), env, cwd, port: 0 });
 }
 
-/** Runs a verb in this process against the gateway; captures what it prints. */
+/** Runs `lockkeeper <verb> …` through the real binary against the gateway (issue 30: the CLI is tested as a user runs it). */
 async function cli(url: string, ...argv: string[]) {
-  let out = '';
-  let err = '';
-  const io: CliIo = {
-    out: (t) => (out += t),
-    err: (t) => (err += t),
-    isTTY: false,
-    stream: new PassThrough(),
-    env: { LOCKKEEPER_URL: url },
-    now: () => Date.now(),
-  };
-  const [verb, ...rest] = argv;
-  const code = await runClientVerb(verb!, rest, io);
+  const { code, out, err } = await processCli(argv, { env: { LOCKKEEPER_URL: url } });
   return { code, out, err, json: () => JSON.parse(out) };
 }
 
 /** Runs `lockkeeper …` as a process (optionally under a pseudo-terminal, `script -q`). */
-function processCli(args: string[], { tty = false, env = {} }: { tty?: boolean; env?: Record<string, string> } = {}) {
+function processCli(args: string[], { tty = false, cols = 200, env = {} }: { tty?: boolean; cols?: number; env?: Record<string, string> } = {}) {
   const bin = join(PROJECT_ROOT, 'bin/lockkeeper.js');
   const command = tty
-    ? ['script', ['-qec', `stty cols 200; ${[process.execPath, bin, ...args].map((a) => `'${a}'`).join(' ')}`, '/dev/null']]
+    ? ['script', ['-qec', `stty cols ${cols}; ${[process.execPath, bin, ...args].map((a) => `'${a}'`).join(' ')}`, '/dev/null']]
     : [process.execPath, [bin, ...args]];
   return new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
     const child = spawn(command[0] as string, command[1] as string[], {
@@ -97,6 +83,8 @@ describe('lockkeeper client verbs against a real gateway (rollout:T1–T5)', () 
     expect(drain.out).toMatch(/drain 2 SUCCEEDED 2\/2 shards/);
     // Node 2 runs no VM and every shard moved: safe to restart, exit 0.
     expect(drain.out).toMatch(/Z node 2 is safe to restart: nothing remains on it$/m);
+    // Issue 30 point 2: the watch ends with a summary line.
+    expect(drain.out.trim().split('\n').at(-1)).toMatch(/Z drain 2 SUCCEEDED in \d+s: 2\/2 shards \(2 done, 0 skipped, 0 failed\)$/);
     const again = await cli(s.url, 'drain', '2');
     expect(again).toMatchObject({
       code: 2,
@@ -165,7 +153,7 @@ describe('lockkeeper client verbs against a real gateway (rollout:T1–T5)', () 
     const lines = (await cli(s.url, 'events', '--after', '0')).out.trim().split('\n');
     expect(lines[0]!.split('  ').at(-1)).toBe(JSON.stringify(page.events[0].payload));
     expect(lines.join('\n')).not.toContain('[object Object]');
-    expect(await cli(s.url, 'nodes', '--bogus')).toMatchObject({ code: 2, err: expect.stringContaining('usage: lockkeeper nodes') });
+    expect(await cli(s.url, 'nodes', '--bogus')).toMatchObject({ code: 2, err: "lockkeeper nodes: Unknown option '--bogus' (lockkeeper nodes --help)\n" });
     expect((await cli(s.url, 'rollout', 'frobnicate')).code).toBe(2);
     expect((await processCli(['frobnicate'])).code).toBe(2);
   });
@@ -218,10 +206,17 @@ describe('lockkeeper client verbs against a real gateway (rollout:T1–T5)', () 
       expect(lines.map((l) => l.seq)).toEqual([1, 2, 3]);
 
       await cli(s.url, 'node', 'policy', '3', 'ACTIVE');
-      const tty = await processCli(['fill', '3', '--watch', '--server', s.url], { tty: true });
+      const tty = await processCli(['fill', '3', '--watch', '--server', s.url], { tty: true, cols: 60 });
       expect(tty.code).toBe(0);
       expect(tty.out).toMatch(/fill 3 \[[█░]+\] \d+\/\d+ shards \| ETA .* \| SUCCEEDED/);
       expect(tty.out).toContain('\u001b[');
+      // Issue 30 point 2: every drawn bar fits the terminal's 60 columns, and a summary line ends it.
+      // eslint-disable-next-line no-control-regex -- the terminal's escape sequences are what is stripped
+      const screen = tty.out.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '').split(/\r|\n/);
+      const bars = screen.filter((l) => l.includes('] '));
+      expect(bars.length).toBeGreaterThan(0);
+      for (const line of bars) expect(line.length).toBeLessThanOrEqual(60);
+      expect(screen.filter(Boolean).at(-1)).toMatch(/^fill 3 SUCCEEDED in \d+s: \d+\/\d+ shards \(\d+ done, 0 skipped, 0 failed\)$/);
     },
   );
 });

@@ -2,7 +2,17 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const BIN = fileURLToPath(new URL('../../bin/lockkeeper.js', import.meta.url));
+/**
+ * The gateway's TypeScript source, run through tsx: these tests are about the gateway, and
+ * some (lazy-loading) read which source modules it loads. bin/lockkeeper.js runs the compiled
+ * build instead; test/cli/ tests that binary.
+ */
+export const SOURCE_CLI = [
+  // tsx's loader by its URL: a bare `tsx` would be resolved from the child's cwd (a temp dir).
+  '--import',
+  new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href,
+  fileURLToPath(new URL('../../src/cli.ts', import.meta.url)),
+];
 
 export interface ChildServer {
   child: ChildProcess;
@@ -19,7 +29,7 @@ export interface ChildServer {
  * "listening" log line (the port comes from it, since tests bind port 0).
  */
 export function spawnLockkeeper(env: Record<string, string>, cwd: string, args = ['serve'], nodeArgs: string[] = []): ChildServer & { ready: Promise<void> } {
-  const child = spawn(process.execPath, [...nodeArgs, BIN, ...args], {
+  const child = spawn(process.execPath, [...nodeArgs, ...SOURCE_CLI, ...args], {
     cwd,
     env: { ...process.env, LOCKKEEPER_PORT: '0', LOCKKEEPER_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -9,9 +9,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { REQUESTS_PATH, type LoggedRequest } from '../../simulators/common/index.ts';
 import { CALLS_PATH } from '../../simulators/kubernetes/server.ts';
-import { PROJECT_ROOT, postGraphQL, spawnLockkeeper, until, type ChildServer } from './child-server.ts';
-
-const BIN = join(PROJECT_ROOT, 'bin/lockkeeper.js');
+import { postGraphQL, SOURCE_CLI, spawnLockkeeper, until, type ChildServer } from './child-server.ts';
 
 export interface SimulatorProcess {
   child: ChildProcess;
@@ -44,7 +42,7 @@ export class HaProcesses {
   }
 
   async simulator(dir: string, args: string[]): Promise<SimulatorProcess> {
-    const child = spawn(process.execPath, [BIN, 'simulator', '--config-out', join(dir, 'sim.config.json'), ...args], {
+    const child = spawn(process.execPath, [...SOURCE_CLI, 'simulator', '--config-out', join(dir, 'sim.config.json'), ...args], {
       cwd: dir,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

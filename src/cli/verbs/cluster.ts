@@ -2,7 +2,8 @@
 import { EXIT, refused } from '../client.ts';
 import { DOCUMENTS } from '../documents.ts';
 import { json, table } from '../output.ts';
-import { arg, listOption, stringOption, UsageError, type Verb } from '../verb.ts';
+import { ENUMS, VM_STRATEGY_LABELS } from '../enums.ts';
+import { arg, enumValue, listOption, stringOption, UsageError, type Verb } from '../verb.ts';
 
 const edges = <T>(c: { edges: { node: T }[] }) => c.edges.map((e) => e.node);
 
@@ -10,6 +11,7 @@ export const clusterVerbs: Verb[] = [
   {
     name: 'nodes',
     usage: 'nodes                      nodes with availability, policy, maintenance phase, running operation and whether each is safe to restart',
+    examples: ['lockkeeper nodes', "lockkeeper nodes --json | jq -r '.[] | select(.safeToRestart) | .id'"],
     async run(ctx) {
       const nodes = edges<any>((await ctx.client.request(DOCUMENTS.nodes)).nodes);
       if (ctx.json) ctx.io.out(json(nodes));
@@ -36,7 +38,8 @@ export const clusterVerbs: Verb[] = [
   {
     name: 'vms',
     usage: 'vms [--node N]             virtual machines, their strategy and migratability',
-    options: { node: { type: 'string' } },
+    options: { node: { type: 'string', value: 'N', description: 'only the VMs on node N' } },
+    examples: ['lockkeeper vms', 'lockkeeper vms --node 1 --json'],
     async run(ctx) {
       const vms = edges<any>((await ctx.client.request(DOCUMENTS.vms, { nodeId: stringOption(ctx, 'node') ?? null })).vms);
       if (ctx.json) ctx.io.out(json(vms));
@@ -60,7 +63,8 @@ export const clusterVerbs: Verb[] = [
   {
     name: 'shards',
     usage: 'shards [--node N]          tenant shards, where attached and their secondaries',
-    options: { node: { type: 'string' } },
+    options: { node: { type: 'string', value: 'N', description: 'only the shards attached to node N or with a secondary on it' } },
+    examples: ['lockkeeper shards', 'lockkeeper shards --node 2'],
     async run(ctx) {
       const shards = edges<any>((await ctx.client.request(DOCUMENTS.shards, { nodeId: stringOption(ctx, 'node') ?? null })).shards);
       if (ctx.json) ctx.io.out(json(shards));
@@ -77,7 +81,11 @@ export const clusterVerbs: Verb[] = [
   {
     name: 'events',
     usage: 'events [--after SEQ] [--follow]   the event log; --follow streams new events (resumes from the last seq)',
-    options: { after: { type: 'string' }, follow: { type: 'boolean' } },
+    options: {
+      after: { type: 'string', value: 'SEQ', description: 'only the events after this sequence number' },
+      follow: { type: 'boolean', description: 'keep streaming new events (over WebSocket) until interrupted' },
+    },
+    examples: ['lockkeeper events --after 100', 'lockkeeper events --follow --json | jq .type'],
     async run(ctx) {
       const after = stringOption(ctx, 'after');
       const print = (e: any) =>
@@ -103,7 +111,13 @@ export const clusterVerbs: Verb[] = [
   node delete <node> [--force]             delete the node gracefully: its shards move, then it is tombstoned (admin)
   node cancel-delete <node>                stop a delete; the node gets its policy back (admin)
   node confirm-down <node>                 the node is really down: node-down handling may take it out of service (k8s:U7)`,
-    options: { force: { type: 'boolean' } },
+    subcommands: ['policy', 'availability', 'delete', 'cancel-delete', 'confirm-down'],
+    options: { force: { type: 'boolean', description: 'delete: skip the shards that cannot move instead of refusing' } },
+    examples: [
+      'lockkeeper node policy 2 active --reason "back from repair"',
+      'lockkeeper node availability 3 offline',
+      'lockkeeper node delete 4 --reason decommission',
+    ],
     mutations: ['configureNode', 'setNodeAvailability', 'startNodeDelete', 'cancelNodeDelete', 'confirmNodeDown'],
     async run(ctx) {
       const sub = arg(ctx, 0, 'sub-command (policy, availability, delete, cancel-delete, confirm-down)');
@@ -116,13 +130,14 @@ export const clusterVerbs: Verb[] = [
         return EXIT.DONE;
       }
       if (sub === 'policy') {
-        const result = (await ctx.client.request(DOCUMENTS.configureNode, { nodeId, policy: arg(ctx, 2, 'policy').toUpperCase(), reason })).result;
+        const policy = enumValue(arg(ctx, 2, 'policy'), ENUMS.SchedulingPolicy, 'policy');
+        const result = (await ctx.client.request(DOCUMENTS.configureNode, { nodeId, policy, reason })).result;
         if (result.__typename !== 'ClusterNode') throw refused(result);
         ctx.io.out(ctx.json ? json(result) : `node ${result.id}: policy ${result.schedulingPolicy}\n`);
         return EXIT.DONE;
       }
       if (sub === 'availability') {
-        const availability = arg(ctx, 2, 'availability').toUpperCase().replace('-', '_');
+        const availability = enumValue(arg(ctx, 2, 'availability'), ENUMS.NodeAvailability, 'availability');
         const result = (await ctx.client.request(DOCUMENTS.setNodeAvailability, { nodeId, availability, reason })).result;
         if (result.__typename !== 'ClusterNode') throw refused(result);
         ctx.io.out(ctx.json ? json(result) : `node ${result.id}: ${result.availability}\n`);
@@ -137,7 +152,7 @@ export const clusterVerbs: Verb[] = [
         ctx.io.out(ctx.json ? json(result) : `node ${nodeId}: ${result.kind} ${result.state} (operation ${result.id})\n`);
         return EXIT.DONE;
       }
-      throw new UsageError(`unknown node sub-command "${sub}"`);
+      throw new UsageError(`unknown node sub-command "${sub}" (policy, availability, delete, cancel-delete, confirm-down)`);
     },
   },
   {
@@ -147,14 +162,20 @@ export const clusterVerbs: Verb[] = [
   shard cancel-reconcile <shard>           stop its reconcile in flight (admin)
   shard policy <tenant> [--policy P] [--secondaries N]   the tenant's shard policy and secondary count (admin)
   shard zone <shard>… [--zone Z]           set (without --zone: clear) the preferred zone (admin)`,
+    subcommands: ['migrate', 'migrate-secondary', 'cancel-reconcile', 'policy', 'zone'],
     options: {
-      'no-prewarm': { type: 'boolean' },
-      'override-scheduler': { type: 'boolean' },
-      origin: { type: 'string' },
-      policy: { type: 'string' },
-      secondaries: { type: 'string' },
-      zone: { type: 'string' },
+      'no-prewarm': { type: 'boolean', description: 'migrate: cut over at once, without warming a secondary on the target first' },
+      'override-scheduler': { type: 'boolean', description: 'migrate: to a node the scheduler would not choose' },
+      origin: { type: 'string', value: 'N', description: 'migrate: the node the shard is expected to be attached to (refused if it moved)' },
+      policy: { type: 'string', value: 'P', values: ENUMS.ShardSchedulingPolicy, description: 'policy: the tenant’s shard scheduling policy' },
+      secondaries: { type: 'string', value: 'N', description: 'policy: how many secondaries each shard keeps' },
+      zone: { type: 'string', value: 'Z', description: 'zone: the preferred availability zone (none: clear it)' },
     },
+    examples: [
+      'lockkeeper shard migrate t1-0001 3 --reason rebalance',
+      'lockkeeper shard policy t1 --policy essential --secondaries 2',
+      'lockkeeper shard zone t1-0001 t1-0002 --zone zone-b',
+    ],
     mutations: ['migrateShard', 'migrateShardSecondary', 'cancelShardReconcile', 'setShardPolicy', 'setPreferredZone'],
     async run(ctx) {
       const sub = arg(ctx, 0, 'sub-command (migrate, migrate-secondary, cancel-reconcile, policy, zone)');
@@ -203,7 +224,7 @@ export const clusterVerbs: Verb[] = [
         const result = (
           await ctx.client.request(DOCUMENTS.setShardPolicy, {
             tenantId: arg(ctx, 1, 'tenant id'),
-            policy: stringOption(ctx, 'policy')?.toUpperCase() ?? null,
+            policy: stringOption(ctx, 'policy') === undefined ? null : enumValue(stringOption(ctx, 'policy')!, ENUMS.ShardSchedulingPolicy, '--policy'),
             secondaryCount: secondaries === undefined ? null : Number(secondaries),
             reason,
           })
@@ -220,18 +241,28 @@ export const clusterVerbs: Verb[] = [
         ctx.io.out(ctx.json ? json(result) : `updated: ${result.updated.join(', ') || '(none)'}\n`);
         return EXIT.DONE;
       }
-      throw new UsageError(`unknown shard sub-command "${sub}"`);
+      throw new UsageError(`unknown shard sub-command "${sub}" (migrate, migrate-secondary, cancel-reconcile, policy, zone)`);
     },
   },
   {
     name: 'vm',
     usage: 'vm strategy <vm|-> <STRATEGY|-> [--namespace NS] [--label k=v]…   set (or with - remove) the maintenance strategy label',
-    options: { namespace: { type: 'string' }, label: { type: 'string', multiple: true } },
+    subcommands: ['strategy'],
+    options: {
+      namespace: { type: 'string', value: 'NS', description: 'with -: every VM in the namespace' },
+      label: { type: 'string', multiple: true, value: 'k=v', description: 'with -: every VM carrying the label (repeatable: all must match)' },
+    },
+    examples: [
+      'lockkeeper vm strategy prod/ledger shutdown',
+      'lockkeeper vm strategy - SHUTDOWN_AND_RESTART_AFTER_DISABLE --namespace batch',
+      'lockkeeper vm strategy prod/ledger -',
+    ],
     mutations: ['setVmMaintenanceStrategy'],
     async run(ctx) {
-      if (arg(ctx, 0, 'sub-command (strategy)') !== 'strategy') throw new UsageError(`unknown vm sub-command "${ctx.args[0]}"`);
+      if (arg(ctx, 0, 'sub-command (strategy)') !== 'strategy') throw new UsageError(`unknown vm sub-command "${ctx.args[0]}" (strategy)`);
       const vm = arg(ctx, 1, 'VM id (namespace/name), or - with a selector');
-      const strategy = arg(ctx, 2, 'strategy');
+      const given = arg(ctx, 2, 'strategy');
+      const strategy = given === '-' ? '-' : enumValue(given, VM_STRATEGY_LABELS, 'strategy');
       const labels = listOption(ctx, 'label').map((l) => {
         const [key, ...rest] = l.split('=');
         if (!key || !rest.length) throw new UsageError(`--label ${l}: expected key=value`);

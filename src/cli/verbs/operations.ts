@@ -3,9 +3,16 @@ import { EXIT, refused, type GatewayClient } from '../client.ts';
 import { DOCUMENTS } from '../documents.ts';
 import { json, table, type CliIo } from '../output.ts';
 import { watchOperation } from '../watch.ts';
-import { arg, parseSeconds, stringOption, UsageError, type Verb, type VerbContext } from '../verb.ts';
+import { ENUMS } from '../enums.ts';
+import { etaText } from '../../domain/durations.ts';
+import { arg, enumValue, parseSeconds, stringOption, UsageError, type FlagSpec, type Verb, type VerbContext } from '../verb.ts';
 
-const WATCH = { watch: { type: 'boolean' as const } };
+const WATCH: Record<string, FlagSpec> = {
+  watch: {
+    type: 'boolean',
+    description: 'follow the operation live to its end: a progress bar on a terminal, timestamped lines otherwise; the exit code says how it ended',
+  },
+};
 
 /** A start or cancel answered: print it, then follow it with --watch (rollout:T4). */
 export async function started(ctx: VerbContext, result: any): Promise<number> {
@@ -20,6 +27,7 @@ function startVerb(name: 'drain' | 'fill', mutation: 'startNodeDrain' | 'startNo
     name,
     usage: `${`${name} <node> [--watch] [--reason R]`.padEnd(36)} ${what}`,
     options: WATCH,
+    examples: [`lockkeeper ${name} 2 --watch --reason "kernel upgrade"`, `lockkeeper ${name} 2 --json`],
     mutations: [mutation],
     async run(ctx) {
       const { result } = await ctx.client.request(DOCUMENTS[mutation], { nodeId: arg(ctx, 0, 'node id'), reason: stringOption(ctx, 'reason') ?? null });
@@ -33,8 +41,19 @@ async function printOperations(client: GatewayClient, io: CliIo, asJson: boolean
   if (asJson) return io.out(json(ops));
   io.out(
     table(
-      ['ID', 'KIND', 'NODE', 'STATE', 'DONE', 'SKIPPED', 'FAILED', 'TOTAL', 'WAITING ON'],
-      ops.map((o: any) => [o.id, o.kind, o.nodeId, o.state, o.counts.moved, o.counts.skipped, o.counts.failed, o.counts.total, o.waitingOn?.description]),
+      ['ID', 'KIND', 'NODE', 'STATE', 'DONE', 'SKIPPED', 'FAILED', 'TOTAL', 'ETA', 'WAITING ON'],
+      ops.map((o: any) => [
+        o.id,
+        o.kind,
+        o.nodeId,
+        o.state,
+        o.counts.moved,
+        o.counts.skipped,
+        o.counts.failed,
+        o.counts.total,
+        o.state === 'RUNNING' ? etaText(o) : null,
+        o.waitingOn?.description,
+      ]),
     ),
   );
 }
@@ -45,7 +64,8 @@ export const operationVerbs: Verb[] = [
   {
     name: 'cancel',
     usage: 'cancel <node> [--force] [--reason R] cancel the drain or fill running on the node (--force: abandon the cut-overs in flight, end now)',
-    options: { force: { type: 'boolean' } },
+    options: { force: { type: 'boolean', description: 'abandon the cut-overs in flight and end now (they are rechecked later)' }, ...WATCH },
+    examples: ['lockkeeper cancel 2 --reason "wrong node"', 'lockkeeper cancel 2 --force'],
     mutations: ['cancelNodeDrain', 'cancelNodeFill'],
     async run(ctx) {
       const nodeId = arg(ctx, 0, 'node id');
@@ -64,9 +84,13 @@ export const operationVerbs: Verb[] = [
   {
     name: 'ops',
     usage: 'ops [--node N] [--state S]…  operations, newest first',
-    options: { node: { type: 'string' }, state: { type: 'string', multiple: true } },
+    options: {
+      node: { type: 'string', value: 'N', description: 'only the operations on node N' },
+      state: { type: 'string', multiple: true, value: 'S', values: ENUMS.OperationState, description: 'only operations in this state (repeatable)' },
+    },
+    examples: ['lockkeeper ops --state running', 'lockkeeper ops --node 2 --json'],
     async run(ctx) {
-      const states = (ctx.values.state as string[] | undefined)?.map((s) => s.toUpperCase()) ?? null;
+      const states = (ctx.values.state as string[] | undefined)?.map((s) => enumValue(s, ENUMS.OperationState, '--state')) ?? null;
       await printOperations(ctx.client, ctx.io, ctx.json, { nodeId: stringOption(ctx, 'node') ?? null, states });
       return EXIT.DONE;
     },
@@ -74,6 +98,7 @@ export const operationVerbs: Verb[] = [
   {
     name: 'watch',
     usage: 'watch <operation>          follow an operation live until it ends (a rollout: or pauses)',
+    examples: ['lockkeeper watch 3f1c…', 'lockkeeper watch 3f1c… --json'],
     async run(ctx) {
       return watchOperation(ctx.client, arg(ctx, 0, 'operation id'), ctx.io, { json: ctx.json });
     },
@@ -81,7 +106,21 @@ export const operationVerbs: Verb[] = [
   {
     name: 'maintenance',
     usage: 'maintenance plan|enable|disable|clear-error <node> [--force] [--deadline 30m] [--reason R] [--watch]',
-    options: { force: { type: 'boolean' }, deadline: { type: 'string' }, ...WATCH },
+    subcommands: ['plan', 'enable', 'disable', 'clear-error'],
+    options: {
+      force: {
+        type: 'boolean',
+        description:
+          'plan/enable: stop what cannot migrate (see `maintenance plan <node> --force` for every VM it stops); disable: end it although VMs stay stopped',
+      },
+      deadline: { type: 'string', value: 'D', description: 'enable: give up (ERROR) if the node is not empty by then, e.g. 30m or 1h30m' },
+      ...WATCH,
+    },
+    examples: [
+      'lockkeeper maintenance plan 1 --force',
+      'lockkeeper maintenance enable 1 --watch --deadline 30m --reason bios',
+      'lockkeeper maintenance disable 1 --watch',
+    ],
     mutations: ['enableMaintenanceMode', 'disableMaintenanceMode', 'clearMaintenanceError'],
     async run(ctx) {
       const sub = arg(ctx, 0, 'sub-command (plan, enable, disable, clear-error)');
@@ -141,7 +180,7 @@ export const operationVerbs: Verb[] = [
           return EXIT.DONE;
         }
         default:
-          throw new UsageError(`unknown maintenance sub-command "${sub}"`);
+          throw new UsageError(`unknown maintenance sub-command "${sub}" (plan, enable, disable, clear-error)`);
       }
     },
   },

@@ -3,7 +3,8 @@ import { EXIT, refused } from '../client.ts';
 import { DOCUMENTS } from '../documents.ts';
 import { json, table } from '../output.ts';
 import { watchOperation } from '../watch.ts';
-import { arg, listOption, parseSeconds, stringOption, UsageError, type Verb, type VerbContext } from '../verb.ts';
+import { ENUMS } from '../enums.ts';
+import { arg, enumValue, listOption, parseSeconds, stringOption, UsageError, type Verb, type VerbContext } from '../verb.ts';
 import { started } from './operations.ts';
 
 /** `rollout plan|start` flags → StartRolloutInput (rollout:O1). */
@@ -23,10 +24,10 @@ function rolloutInput(ctx: VerbContext, nodes: string[]) {
   return {
     ...(nodes.length || !selector ? { nodes } : {}),
     ...(selector && { selector }),
-    action: (stringOption(ctx, 'action') ?? 'MAINTENANCE').toUpperCase().replace('-', '_'),
-    ...(stringOption(ctx, 'restart') && { restart: stringOption(ctx, 'restart')!.toUpperCase().replace(/-/g, '_') }),
+    action: enumValue(stringOption(ctx, 'action') ?? 'MAINTENANCE', ENUMS.RolloutAction, '--action'),
+    ...(stringOption(ctx, 'restart') && { restart: enumValue(stringOption(ctx, 'restart')!, ENUMS.RolloutRestart, '--restart') }),
     ...(num('max-unavailable') !== undefined && { maxUnavailable: num('max-unavailable') }),
-    ...(stringOption(ctx, 'order') && { order: stringOption(ctx, 'order')!.toUpperCase().replace(/-/g, '_') }),
+    ...(stringOption(ctx, 'order') && { order: enumValue(stringOption(ctx, 'order')!, ENUMS.RolloutOrder, '--order') }),
     ...(ctx.values['no-pause-on-failure'] === true && { pauseOnFailure: false }),
     ...(settle !== undefined && { settleSeconds: parseSeconds(settle, 'settle') }),
     ...(ctx.values['allow-unsafe-restart'] === true && { allowUnsafeRestart: true }),
@@ -48,21 +49,27 @@ export const rolloutVerb: Verb = {
           [--settle 60s] [--force] [--deadline 30m] [--no-pause-on-failure] [--allow-unsafe-restart] [--reason R] [--watch]
   rollout pause|cancel|watch <rollout> [--reason R]      rollout resume <rollout> [--allow-unsafe-restart]
   rollout continue <rollout> <node>                      (restart CONFIRM: the node was restarted)`,
+  subcommands: ['plan', 'start', 'pause', 'resume', 'continue', 'cancel', 'watch'],
   options: {
-    zone: { type: 'string', multiple: true },
-    role: { type: 'string', multiple: true },
-    label: { type: 'string', multiple: true },
-    action: { type: 'string' },
-    restart: { type: 'string' },
-    'max-unavailable': { type: 'string' },
-    order: { type: 'string' },
-    settle: { type: 'string' },
-    force: { type: 'boolean' },
-    deadline: { type: 'string' },
-    'no-pause-on-failure': { type: 'boolean' },
-    'allow-unsafe-restart': { type: 'boolean' },
-    watch: { type: 'boolean' },
+    zone: { type: 'string', multiple: true, value: 'Z', description: 'plan/start: the nodes in this zone (repeatable)' },
+    role: { type: 'string', multiple: true, value: 'R', description: 'plan/start: the nodes with this role (repeatable)' },
+    label: { type: 'string', multiple: true, value: 'k=v', description: 'plan/start: the nodes carrying this label (repeatable: all must match)' },
+    action: { type: 'string', value: 'A', values: ENUMS.RolloutAction, description: 'what is done to each node (default MAINTENANCE)' },
+    restart: { type: 'string', value: 'R', values: ENUMS.RolloutRestart, description: 'how a node’s restart is awaited (default WAIT_FOR_REATTACH)' },
+    'max-unavailable': { type: 'string', value: 'N', description: 'nodes out of service at once (default 1)' },
+    order: { type: 'string', value: 'O', values: ENUMS.RolloutOrder, description: 'the order of the nodes (default GIVEN)' },
+    settle: { type: 'string', value: 'D', description: 'wait this long after a node is back before the next (e.g. 60s, 2m)' },
+    force: { type: 'boolean', description: 'maintenance with force: stop what cannot migrate' },
+    deadline: { type: 'string', value: 'D', description: 'each node’s maintenance deadline (e.g. 30m)' },
+    'no-pause-on-failure': { type: 'boolean', description: 'go on with the next node when one fails (default: pause)' },
+    'allow-unsafe-restart': { type: 'boolean', description: 'hand a node over for restart although workloads remain on it' },
+    watch: { type: 'boolean', description: 'start/pause/resume/cancel: follow the rollout live until it ends or pauses (exit 4 when paused)' },
   },
+  examples: [
+    'lockkeeper rollout plan --zone zone-a --action drain-fill',
+    'lockkeeper rollout start 1 2 3 --restart confirm --max-unavailable 1 --watch --reason "kernel 6.8"',
+    'lockkeeper rollout continue 3f1c… 2',
+  ],
   mutations: ['startRollout', 'pauseRollout', 'resumeRollout', 'continueRollout', 'cancelRollout'],
   async run(ctx) {
     const sub = arg(ctx, 0, 'sub-command (plan, start, pause, resume, continue, cancel, watch)');
@@ -109,7 +116,7 @@ export const rolloutVerb: Verb = {
       case 'watch':
         return watchOperation(ctx.client, arg(ctx, 1, 'rollout id'), ctx.io, { json: ctx.json });
       default:
-        throw new UsageError(`unknown rollout sub-command "${sub}"`);
+        throw new UsageError(`unknown rollout sub-command "${sub}" (plan, start, pause, resume, continue, cancel, watch)`);
     }
   },
 };

@@ -226,6 +226,16 @@ OperationType.implement({
         return at === null ? null : (at - now) / 1000;
       },
     }),
+    etaOverdueSeconds: t.float({
+      nullable: true,
+      description:
+        'How far a running operation is past the estimate it gave at its last progress (a step started or ended); null while it is not, or while it is not RUNNING. Shown as `over by …` instead of a time in the past.',
+      resolve: (o, _, ctx) => {
+        if (o.state !== 'RUNNING' || o.etaAt === null) return null;
+        const over = ctx.clock.now() - o.etaAt;
+        return over > 0 ? over / 1000 : null;
+      },
+    }),
     etaUnknownReason: t.string({
       nullable: true,
       description: 'Why a running operation shows no ETA: NOTHING_FINISHED (no step finished yet) or STALLED (what is left is stalled: see waitingOn.stalled).',

@@ -13,12 +13,19 @@ describe('fake plugin options', () => {
     expect(fakeOptionsSchema.parse({})).toEqual({
       topology: 'demo',
       latenciesMs: {},
+      slowdown: 1,
       restartDelayMs: 3000,
       heartbeatIntervalMs: 1000,
       secondaryDownloadBytesPerSecond: 16 * 1024 ** 2,
       seed: 1,
       latencySpike: { rate: 0, factor: 1 },
     });
+  });
+
+  it('slowdown (issue 30, point 5): 1 to 1000, refused outside', () => {
+    expect(fakeOptionsSchema.parse({ slowdown: 20 }).slowdown).toBe(20);
+    expect(fakeOptionsSchema.safeParse({ slowdown: 0.5 }).success).toBe(false);
+    expect(fakeOptionsSchema.safeParse({ slowdown: 1001 }).success).toBe(false);
   });
 
   it('rejects unknown keys, naming them, at every level', () => {
