@@ -30,6 +30,7 @@ function rolloutInput(ctx: VerbContext, nodes: string[]) {
     ...(ctx.values['no-pause-on-failure'] === true && { pauseOnFailure: false }),
     ...(settle !== undefined && { settleSeconds: parseSeconds(settle, 'settle') }),
     ...(ctx.values['allow-unsafe-restart'] === true && { allowUnsafeRestart: true }),
+    ...(listOption(ctx, 'allow-unsafe-restart-on').length && { allowUnsafeRestartNodes: listOption(ctx, 'allow-unsafe-restart-on') }),
     ...(ctx.values.force === true && { force: true }),
     ...(deadline !== undefined && { deadlineSeconds: parseSeconds(deadline, 'deadline') }),
     ...(stringOption(ctx, 'reason') && { reason: stringOption(ctx, 'reason') }),
@@ -45,8 +46,10 @@ export const rolloutVerb: Verb = {
   name: 'rollout',
   usage: `rollout plan|start [<node>…] [--zone Z]… [--role R]… [--label k=v]… [--action MAINTENANCE|DRAIN_FILL]
           [--restart WAIT_FOR_REATTACH|NONE|CONFIRM] [--max-unavailable N] [--order GIVEN|BY_ID|ZONE_BY_ZONE]
-          [--settle 60s] [--force] [--deadline 30m] [--no-pause-on-failure] [--allow-unsafe-restart] [--reason R] [--watch]
-  rollout pause|cancel|watch <rollout> [--reason R]      rollout resume <rollout> [--allow-unsafe-restart]
+          [--settle 60s] [--force] [--deadline 30m] [--no-pause-on-failure] [--reason R] [--watch]
+          [--allow-unsafe-restart (every node) | --allow-unsafe-restart-on <node>…]
+  rollout resume <rollout> [--allow-unsafe-restart (the node it paused on) | --allow-unsafe-restart-on <node>…]
+  rollout pause|cancel|watch <rollout> [--reason R]
   rollout continue <rollout> <node>                      (restart CONFIRM: the node was restarted)`,
   options: {
     zone: { type: 'string', multiple: true },
@@ -61,6 +64,7 @@ export const rolloutVerb: Verb = {
     deadline: { type: 'string' },
     'no-pause-on-failure': { type: 'boolean' },
     'allow-unsafe-restart': { type: 'boolean' },
+    'allow-unsafe-restart-on': { type: 'string', multiple: true },
     watch: { type: 'boolean' },
   },
   mutations: ['startRollout', 'pauseRollout', 'resumeRollout', 'continueRollout', 'cancelRollout'],
@@ -101,7 +105,11 @@ export const rolloutVerb: Verb = {
       case 'pause':
         return control(ctx, 'pauseRollout', { id: arg(ctx, 1, 'rollout id') });
       case 'resume':
-        return control(ctx, 'resumeRollout', { id: arg(ctx, 1, 'rollout id'), allowUnsafeRestart: ctx.values['allow-unsafe-restart'] === true ? true : null });
+        return control(ctx, 'resumeRollout', {
+          id: arg(ctx, 1, 'rollout id'),
+          allowUnsafeRestart: ctx.values['allow-unsafe-restart'] === true ? true : null,
+          allowUnsafeRestartNodes: listOption(ctx, 'allow-unsafe-restart-on').length ? listOption(ctx, 'allow-unsafe-restart-on') : null,
+        });
       case 'cancel':
         return control(ctx, 'cancelRollout', { id: arg(ctx, 1, 'rollout id') });
       case 'continue':
