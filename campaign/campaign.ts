@@ -24,6 +24,8 @@ export interface CampaignOptions {
   /** Latest kill instant after a task starts (crash). */
   maxKillDelayMs: number;
   log: (line: string) => void;
+  /** Run the gateway with this seeded mutant (mutant-hooks.mjs): the campaign must then report its violation. */
+  mutant?: string;
 }
 
 export interface CampaignResult {
@@ -54,10 +56,11 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   const { mode, seed, rounds, log } = options;
   const backend = options.backend ?? 'fake';
   const random = createPrng(seed);
-  const ps = backend === 'pageserver' ? await createPageserverCampaignCluster(mode === 'faults' ? { faultSeed: seed } : {}) : undefined;
-  const cluster = ps ?? createCampaignCluster({ seed, ...(mode === 'faults' && { latencySpike: { rate: 0.05, factor: 10 } }) });
+  const { mutant } = options;
+  const ps = backend === 'pageserver' ? await createPageserverCampaignCluster({ ...(mode === 'faults' && { faultSeed: seed }), mutant }) : undefined;
+  const cluster = ps ?? createCampaignCluster({ seed, ...(mode === 'faults' && { latencySpike: { rate: 0.05, factor: 10 } }), mutant });
   const nodes = ps ? PAGESERVER_NODES : NODES;
-  log(`${mode} campaign (${backend} backend), seed ${seed}, ${rounds} round(s), in ${cluster.dir}`);
+  log(`${mode} campaign (${backend} backend${mutant ? `, mutant ${mutant}` : ''}), seed ${seed}, ${rounds} round(s), in ${cluster.dir}`);
   const result: CampaignResult = { rounds, clean: 0, kills: 0, operations: 0, operationsNamed: 0, stepsFailed: 0, violations: [] };
   try {
     await cluster.start();
@@ -89,6 +92,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
               restart: ps ? 'WAIT_FOR_REATTACH' : fakeRolloutRestart(pick),
               nodeId: nodes[n]!,
               secondNodeId: nodes[(n + 1) % nodes.length]!,
+              // Not drawn: the seeds' other draws stay as they were.
+              heldNodeId: nodes[(n + 2) % nodes.length]!,
             }
           : { kind, nodeId: nodes[n]! };
       const killAfterMs = Math.round(random() * options.maxKillDelayMs);

@@ -88,7 +88,7 @@ async function freePort(): Promise<number> {
  * time in ten, and one `location_config` or notification in twenty takes ten times as long.
  */
 export async function createPageserverCampaignCluster(
-  options: { putLatencyMs?: number; shards?: SimShardSpec[]; faultSeed?: number } = {},
+  options: { putLatencyMs?: number; shards?: SimShardSpec[]; faultSeed?: number; mutant?: string } = {},
 ): Promise<PageserverCampaignCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'lk-campaign-ps-'));
   const dbPath = join(dir, 'lockkeeper.db');
@@ -130,7 +130,7 @@ export async function createPageserverCampaignCluster(
       ],
     }),
   );
-  const gateway = gatewayCluster(dir, dbPath);
+  const gateway = gatewayCluster(dir, dbPath, options.mutant);
   const stopGateway = gateway.stop.bind(gateway);
   const killGateway = gateway.kill.bind(gateway);
   const cluster: PageserverCampaignCluster = Object.assign(gateway, {
