@@ -129,7 +129,11 @@ export class RolloutEngine implements OperationKindEngine {
   }
 
   async prepare(): Promise<boolean> {
-    for (const node of await this.deps.backend.listNodes()) this.seen.set(node.id, serviceKey(node));
+    // What the log last says of each node (a node never logged served): a change while no gateway ran is logged at the first look.
+    for (const [id, state] of await this.deps.store.events.lastNodeStates()) this.seen.set(id, serviceKey(state));
+    const nodes = await this.deps.backend.listNodes();
+    for (const node of nodes) if (!this.seen.has(node.id)) this.seen.set(node.id, serviceKey({ availability: 'ACTIVE', cordoned: false }));
+    await this.logServiceChanges(nodes);
     this.unwatch = [
       this.deps.backend.watch((event) => this.onClusterEvent(event)),
       // A node operation of a rollout moved on or ended: its rollout looks again.
@@ -425,6 +429,8 @@ export class RolloutEngine implements OperationKindEngine {
 
   private async clusterView(): Promise<RolloutNodeView[]> {
     const nodes = await this.deps.backend.listNodes();
+    // rollout:O5: what a run decides on is in the log before it acts.
+    await this.logServiceChanges(nodes);
     return nodes.map((n) => ({
       id: n.id,
       name: n.name,
@@ -441,9 +447,13 @@ export class RolloutEngine implements OperationKindEngine {
 
   private onClusterEvent(event: ClusterEvent): void {
     if (this.core.stopped) return;
-    if (event.type === 'nodeChanged') this.logServiceChange(event.node);
+    const nudge = () => {
+      for (const run of this.runs()) run.nudge();
+    };
+    // A run hears of a node's change only once the log has it: a step it then starts is logged after the change (rollout:O5).
+    if (event.type === 'nodeChanged') void this.logServiceChange(event.node).then(nudge);
     if (event.type === 'nodeReattached') for (const run of this.runs()) run.reattached(event.nodeId);
-    if (event.type === 'nodeChanged' || event.type === 'nodeRemoved' || event.type === 'nodeReattached') for (const run of this.runs()) run.nudge();
+    if (event.type === 'nodeRemoved' || event.type === 'nodeReattached') nudge();
   }
 
   /**
@@ -451,12 +461,16 @@ export class RolloutEngine implements OperationKindEngine {
    * policy and maintenance transitions, so that who was out of service when can be read
    * from the log alone (rollout:O5).
    */
-  private logServiceChange(node: ClusterNode): void {
+  private async logServiceChanges(nodes: readonly ClusterNode[]): Promise<void> {
+    await Promise.all(nodes.map((n) => this.logServiceChange(n)));
+  }
+
+  private async logServiceChange(node: Pick<ClusterNode, 'id' | 'availability' | 'cordoned' | 'bootId'>): Promise<void> {
     const key = serviceKey(node);
     if (this.seen.get(node.id) === key) return;
     this.seen.set(node.id, key);
     const { store } = this.deps;
-    store
+    await store
       .commit([
         store.events.append({
           at: this.deps.clock.now(),
@@ -470,7 +484,7 @@ export class RolloutEngine implements OperationKindEngine {
   }
 }
 
-const serviceKey = (node: ClusterNode) => `${node.availability}/${node.cordoned}`;
+const serviceKey = (node: { availability: string; cordoned: boolean }) => `${node.availability}/${node.cordoned}`;
 
 /** rollout:O1: the input with its defaults. */
 function settingsOf(input: RolloutInput): RolloutSettings {
