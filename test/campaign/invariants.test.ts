@@ -268,3 +268,90 @@ describe('campaign order invariants (neon:C6–C9, rollout:O5)', () => {
     expect(findBudgetViolations(back)).toEqual([]);
   });
 });
+
+/** The crash invariants (campaign/invariants.ts), fed one violation of each kind they check on top of a clean run. */
+describe('campaign crash invariants flag each kind of violation', () => {
+  type View = Parameters<typeof findViolations>[0];
+  type Db = Parameters<typeof findViolations>[1];
+  const clean = () => {
+    const view: View = {
+      nodes: new Map([
+        ['1', { id: '1', name: 'node-1', phase: null, cordoned: false, schedulingPolicy: 'ACTIVE' }],
+        ['2', { id: '2', name: 'node-2', phase: null, cordoned: false, schedulingPolicy: 'ACTIVE' }],
+      ]),
+      vms: new Map([
+        ['prod/a', { id: 'prod/a', status: 'RUNNING', runStrategy: 'ALWAYS', nodeId: '2', strategy: 'MIGRATE', tracking: null }],
+        ['prod/b', { id: 'prod/b', status: 'STOPPED', runStrategy: 'HALTED', nodeId: null, strategy: 'SHUTDOWN', tracking: null }],
+      ]),
+      shards: new Map([['s1', { id: 's1', attachedNodeId: '2', secondaryNodeIds: ['1'] }]]),
+    };
+    const db: Db = {
+      operations: [{ id: 'op', kind: 'DRAIN', nodeId: '1', state: 'SUCCEEDED', error: null }],
+      steps: [{ operationId: 'op', workloadKind: 'shard', workloadId: 's1', state: 'MOVED', reason: null, error: null }],
+      events: [
+        { seq: 1, type: 'OPERATION_STARTED', nodeId: '1', operationId: 'op', payload: '{}' },
+        { seq: 2, type: 'SHARD_MOVED', nodeId: '1', operationId: 'op', payload: JSON.stringify({ shard: 's1' }) },
+      ],
+      tracking: new Map(),
+    };
+    const ledger = {
+      initialRunStrategy: new Map([
+        ['prod/a', 'ALWAYS'],
+        ['prod/b', 'ALWAYS'],
+      ]),
+      startedOperations: new Set(['op']),
+      namedFailures: new Set<string>(),
+    };
+    return { view, db, ledger };
+  };
+
+  it('a clean run has none', () => {
+    const { view, db, ledger } = clean();
+    expect(findViolations(view, db, ledger)).toEqual([]);
+  });
+
+  const cases: [string, (c: ReturnType<typeof clean>) => void, string][] = [
+    ['an answered operation lost', (c) => c.ledger.startedOperations.add('gone'), 'operation gone was answered to a start and is lost'],
+    ['an operation not ended', (c) => (c.db.operations[0]!.state = 'RUNNING'), 'did not end: RUNNING'],
+    ['a FAILED operation without why', (c) => Object.assign(c.db.operations[0]!, { state: 'FAILED', error: null }), 'FAILED without naming why'],
+    ['two steps for one workload', (c) => c.db.steps.push({ ...c.db.steps[0]! }), 'operation op has two steps for s1'],
+    ['a finished step without its terminal event', (c) => c.db.events.pop(), 'step s1 of operation op is MOVED with 0 terminal events'],
+    [
+      'a terminal event without a step',
+      (c) => c.db.events.push({ seq: 3, type: 'SHARD_MOVED', nodeId: '1', operationId: 'op', payload: JSON.stringify({ shard: 's9' }) }),
+      'terminal event without a step: op s9',
+    ],
+    ['a gap in the event log', (c) => (c.db.events[1]!.seq = 3), 'event log: seq 3 where 2 was due (a gap)'],
+    ['a shard on an unknown node', (c) => (c.view.shards.get('s1')!.attachedNodeId = '9'), 'shard s1 is attached to unknown node 9'],
+    ['a shard attached and secondary on one node', (c) => (c.view.shards.get('s1')!.secondaryNodeIds = ['2']), 'shard s1 is attached and secondary on node 2'],
+    ['a secondary listed twice', (c) => (c.view.shards.get('s1')!.secondaryNodeIds = ['1', '1']), 'shard s1 lists a secondary twice'],
+    ['a VM between states', (c) => (c.view.vms.get('prod/a')!.status = 'MIGRATING'), 'VM prod/a is MIGRATING after the run quiesced'],
+    ['a VM running on a COMPLETED node', (c) => (c.view.nodes.get('2')!.phase = 'COMPLETED'), 'VM prod/a runs on node 2, which is in maintenance (COMPLETED)'],
+    [
+      'a VM running with another run strategy',
+      (c) => (c.view.vms.get('prod/a')!.runStrategy = 'HALTED'),
+      'VM prod/a runs with run strategy HALTED, not its own ALWAYS',
+    ],
+    [
+      'tracking on the VM differing from the database',
+      (c) => c.db.tracking.set('prod/a', { nodeName: 'node-1', strategy: 'ShutdownAndRestartAfterEnable', savedRunStrategy: 'Always' }),
+      'VM prod/a: tracking null on the VM but',
+    ],
+    [
+      'a VM off that nothing will restart',
+      (c) => Object.assign(c.view.vms.get('prod/a')!, { status: 'STOPPED', strategy: 'SHUTDOWN_AND_RESTART_AFTER_DISABLE' }),
+      'VM prod/a (SHUTDOWN_AND_RESTART_AFTER_DISABLE) is off and nothing will restart it (no tracking)',
+    ],
+  ];
+  for (const [kind, breakIt, flagged] of cases) {
+    it(`flags ${kind}`, () => {
+      const c = clean();
+      breakIt(c);
+      const found = findViolations(c.view, c.db, c.ledger);
+      expect(
+        found.some((v) => v.includes(flagged)),
+        JSON.stringify(found),
+      ).toBe(true);
+    });
+  }
+});
