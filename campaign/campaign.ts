@@ -13,6 +13,7 @@ import { createCampaignCluster, NODES } from './cluster.ts';
 import { Driver, type Task } from './driver.ts';
 import { computeMismatches, createPageserverCampaignCluster, findPageserverViolations, PAGESERVER_NODES, unsettledLocations } from './pageserver-cluster.ts';
 import { findViolations, readDatabase, viewCluster, type Ledger } from './invariants.ts';
+import { findBudgetViolations, findCutOverOrderViolations } from './order-invariants.ts';
 
 export interface CampaignOptions {
   mode: 'crash' | 'faults';
@@ -23,6 +24,8 @@ export interface CampaignOptions {
   /** Latest kill instant after a task starts (crash). */
   maxKillDelayMs: number;
   log: (line: string) => void;
+  /** Run the gateway with this seeded mutant (mutant-hooks.mjs): the campaign must then report its violation. */
+  mutant?: string;
 }
 
 export interface CampaignResult {
@@ -53,10 +56,11 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   const { mode, seed, rounds, log } = options;
   const backend = options.backend ?? 'fake';
   const random = createPrng(seed);
-  const ps = backend === 'pageserver' ? await createPageserverCampaignCluster(mode === 'faults' ? { faultSeed: seed } : {}) : undefined;
-  const cluster = ps ?? createCampaignCluster({ seed, ...(mode === 'faults' && { latencySpike: { rate: 0.05, factor: 10 } }) });
+  const { mutant } = options;
+  const ps = backend === 'pageserver' ? await createPageserverCampaignCluster({ ...(mode === 'faults' && { faultSeed: seed }), mutant }) : undefined;
+  const cluster = ps ?? createCampaignCluster({ seed, ...(mode === 'faults' && { latencySpike: { rate: 0.05, factor: 10 } }), mutant });
   const nodes = ps ? PAGESERVER_NODES : NODES;
-  log(`${mode} campaign (${backend} backend), seed ${seed}, ${rounds} round(s), in ${cluster.dir}`);
+  log(`${mode} campaign (${backend} backend${mutant ? `, mutant ${mutant}` : ''}), seed ${seed}, ${rounds} round(s), in ${cluster.dir}`);
   const result: CampaignResult = { rounds, clean: 0, kills: 0, operations: 0, operationsNamed: 0, stepsFailed: 0, violations: [] };
   try {
     await cluster.start();
@@ -70,6 +74,9 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
         'mutation { simulation { injectFaults(input: { failureRate: { migrate: 0.1, stop: 0.1, start: 0.1, cutOver: 0.1, cordon: 0.1 } }) { __typename } } }',
       );
     }
+    // Where the previous round's checks ended: each round checks the order of its own cut-overs and rollout steps.
+    let logFrom = 0;
+    let eventsFrom = 0;
     for (let round = 1; round <= rounds; round++) {
       // Fake backend: 40 % maintenance, 40 % drain and fill, 20 % a MAINTENANCE rollout of two nodes
       // (restart NONE, WAIT_FOR_REATTACH or CONFIRM, a third each); pageserver: 75 % drain, restart
@@ -85,6 +92,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
               restart: ps ? 'WAIT_FOR_REATTACH' : fakeRolloutRestart(pick),
               nodeId: nodes[n]!,
               secondNodeId: nodes[(n + 1) % nodes.length]!,
+              // Not drawn: the seeds' other draws stay as they were.
+              heldNodeId: nodes[(n + 2) % nodes.length]!,
             }
           : { kind, nodeId: nodes[n]! };
       const killAfterMs = Math.round(random() * options.maxKillDelayMs);
@@ -115,12 +124,16 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       const db = readDatabase(cluster.dbPath);
       const view = await viewCluster(cluster.gateway!.url);
       const found = findViolations(view, db, ledger);
+      found.push(...findBudgetViolations(db.events, eventsFrom));
+      eventsFrom = (db.events.at(-1)?.seq ?? 0) + 1;
       if (ps) {
         // A notification a kill cut off is sent again by the resumed gateway, and a location it left
         // AttachedStale is made Secondary, by its background reconcile: wait for both (bounded), then check.
         const unsettled = () => computeMismatches(ps).length + unsettledLocations(ps).length;
         for (const until = Date.now() + RECONCILE_GRACE_MS; unsettled() && Date.now() < until;) await pause(250);
         found.push(...findPageserverViolations(ps, view));
+        found.push(...findCutOverOrderViolations(ps.fleet.log.entries, logFrom));
+        logFrom = ps.fleet.log.position;
       }
       if (!done || !quiet) found.push(`task ${task.kind}(node ${task.nodeId}) did not finish and quiesce`);
       if (found.length === 0) result.clean++;

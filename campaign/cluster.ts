@@ -6,6 +6,7 @@
 import { createWriteStream, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { spawnLockkeeper, type ChildServer } from '../test/support/child-server.ts';
 
 export const NODES = ['1', '2', '3', '4'];
@@ -49,7 +50,7 @@ export interface CampaignCluster {
  * Latencies long enough that kills land with moves in flight, and a gateway restart (seconds)
  * sometimes outlasts them (the move finished meanwhile) and sometimes not (killed early).
  */
-export function createCampaignCluster(options: { seed: number; latencySpike?: { rate: number; factor: number } }): CampaignCluster {
+export function createCampaignCluster(options: { seed: number; latencySpike?: { rate: number; factor: number }; mutant?: string }): CampaignCluster {
   const dir = mkdtempSync(join(tmpdir(), 'lk-campaign-'));
   const dbPath = join(dir, 'lockkeeper.db');
   writeFileSync(
@@ -70,18 +71,23 @@ export function createCampaignCluster(options: { seed: number; latencySpike?: { 
       operations: { migrationRetryDelayMs: 500, maxConcurrentMoves: 4 },
     }),
   );
-  return gatewayCluster(dir, dbPath);
+  return gatewayCluster(dir, dbPath, options.mutant);
 }
 
+const MUTANT_LOADER = fileURLToPath(new URL('./mutant-loader.mjs', import.meta.url));
+
 /** A `lockkeeper serve` child in `dir` on the SQLite database at `dbPath`: started, killed (-9) and restarted on it, stopped. */
-export function gatewayCluster(dir: string, dbPath: string): CampaignCluster {
+/** `mutant`: the gateway runs with that seeded mutant (mutant-hooks.mjs). */
+export function gatewayCluster(dir: string, dbPath: string, mutant?: string): CampaignCluster {
   let starts = 0;
   const cluster: CampaignCluster = {
     dir,
     dbPath,
     gateway: undefined,
     async start() {
-      const g = spawnLockkeeper({ LOCKKEEPER_DATABASE_URL: `file:${dbPath}` }, dir);
+      const g = mutant
+        ? spawnLockkeeper({ LOCKKEEPER_DATABASE_URL: `file:${dbPath}`, LOCKKEEPER_CAMPAIGN_MUTANT: mutant }, dir, ['serve'], ['--import', MUTANT_LOADER])
+        : spawnLockkeeper({ LOCKKEEPER_DATABASE_URL: `file:${dbPath}` }, dir);
       // Each gateway's log in the campaign's folder (gateway-1.log is the first; in a crash campaign round N's restart is N + 1).
       const log = createWriteStream(join(dir, `gateway-${++starts}.log`));
       g.child.stdout!.pipe(log, { end: false });

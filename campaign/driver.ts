@@ -12,10 +12,24 @@ import type { Ledger } from './invariants.ts';
  * (rollout:O1): `MAINTENANCE` (the simulated cluster) or `DRAIN_FILL` (the pageservers). With
  * `WAIT_FOR_REATTACH` the campaign restarts each node when the rollout waits for it (a
  * pageserver restart; the simulation's `restartNode`), with `CONFIRM` it says `continueRollout`.
+ * An operator holds a third node, `heldNodeId`, out of service (policy PAUSE) as the rollout
+ * starts, and puts it back once the rollout waits on its budget (or a node step started, or
+ * 5 s passed): the budget alone must keep the rollout's first node in (rollout:O5, checked
+ * from the event log by order-invariants.ts).
  */
 export type Task =
   | { kind: 'maintain' | 'drainFill'; nodeId: string }
-  | { kind: 'rollout'; action: 'MAINTENANCE' | 'DRAIN_FILL'; nodeId: string; restart: 'NONE' | 'WAIT_FOR_REATTACH' | 'CONFIRM'; secondNodeId: string };
+  | {
+      kind: 'rollout';
+      action: 'MAINTENANCE' | 'DRAIN_FILL';
+      nodeId: string;
+      restart: 'NONE' | 'WAIT_FOR_REATTACH' | 'CONFIRM';
+      secondNodeId: string;
+      heldNodeId: string;
+    };
+
+/** How long the held node stays out at most when the rollout shows no sign (a rollout that ignores its budget). */
+const HOLD_MS = 5_000;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -78,6 +92,29 @@ export class Driver {
    */
   private async rollout(task: Task & { kind: 'rollout' }, late: () => boolean): Promise<boolean> {
     const known = new Set(await this.rolloutIds());
+    const hold = async (policy: 'PAUSE' | 'ACTIVE') => {
+      const r = await this.mutate('configureNode', `nodeId: "${task.heldNodeId}", policy: ${policy}, reason: "campaign: held out during a rollout"`, '');
+      if (r.__typename !== 'ClusterNode') this.log(`  configureNode ${task.heldNodeId} ${policy} refused: ${r.code} ${r.message}`);
+    };
+    await hold('PAUSE');
+    const held = { until: Date.now() + HOLD_MS, release: async () => {} };
+    held.release = async () => {
+      held.release = async () => {};
+      await hold('ACTIVE');
+    };
+    try {
+      return await this.followRollout(task, late, known, held);
+    } finally {
+      await held.release();
+    }
+  }
+
+  private async followRollout(
+    task: Task & { kind: 'rollout' },
+    late: () => boolean,
+    known: Set<string>,
+    held: { until: number; release: () => Promise<void> },
+  ): Promise<boolean> {
     let id: string | undefined;
     while (!id) {
       if (late()) return this.fail(task, 'rollout did not start');
@@ -95,7 +132,9 @@ export class Driver {
     }
     const restarted = new Set<string>();
     for (;;) {
-      const op = (await this.gql(`{ operation(id: "${id}") { ... on Operation { state error rollout { nodes { nodeId phase } } } } }`)).operation;
+      const op = (await this.gql(`{ operation(id: "${id}") { ... on Operation { state error waitingOn { kind } rollout { nodes { nodeId phase } } } } }`))
+        .operation;
+      if (op.waitingOn?.kind === 'BUDGET' || op.rollout?.nodes.some((n: any) => n.phase !== 'PENDING') || Date.now() > held.until) await held.release();
       if (op.state !== 'RUNNING' && op.state !== 'CANCELLING') {
         if (op.state === 'SUCCEEDED') return true;
         return this.fail(task, `rollout ${id} ended ${op.state} (${op.error})`);

@@ -82,6 +82,7 @@ export interface StepRow {
 interface EventRow {
   seq: number;
   type: string;
+  nodeId: string | null;
   operationId: string | null;
   payload: string;
 }
@@ -117,7 +118,7 @@ export function readDatabase(path: string): DatabaseView {
         db.prepare('SELECT operationId, plan FROM "OperationPlan"').all() as { operationId: string; plan: string }[],
         db.prepare('SELECT operationId, workloadKind, workloadId, state, reason, error FROM "OperationStep"').all() as StepRow[],
       ),
-      events: db.prepare('SELECT seq, type, operationId, payload FROM "Event" ORDER BY seq').all() as EventRow[],
+      events: db.prepare('SELECT seq, type, nodeId, operationId, payload FROM "Event" ORDER BY seq').all() as EventRow[],
       tracking: new Map(
         (
           db.prepare('SELECT vmId, nodeName, strategy, savedRunStrategy FROM "VmTracking"').all() as {

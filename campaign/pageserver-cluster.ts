@@ -29,6 +29,7 @@ import {
 } from '../simulators/pageserver/index.ts';
 import { gatewayCluster, type CampaignCluster } from './cluster.ts';
 import type { ClusterView } from './invariants.ts';
+import { MARKS } from './order-invariants.ts';
 
 export const PAGESERVER_NODES = ['1', '2', '3', '4'];
 
@@ -87,14 +88,15 @@ async function freePort(): Promise<number> {
  * time in ten, and one `location_config` or notification in twenty takes ten times as long.
  */
 export async function createPageserverCampaignCluster(
-  options: { putLatencyMs?: number; shards?: SimShardSpec[]; faultSeed?: number } = {},
+  options: { putLatencyMs?: number; shards?: SimShardSpec[]; faultSeed?: number; mutant?: string } = {},
 ): Promise<PageserverCampaignCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'lk-campaign-ps-'));
   const dbPath = join(dir, 'lockkeeper.db');
   const ids = PAGESERVER_NODES.map(Number);
   const safety = new GenerationRecorder();
   const fleet = await startPageserverFleet({ nodes: ids.map((id) => ({ id })), shards: options.shards ?? roundRobinShards(ids, 4, 4), safety });
-  const hook = await new ComputeHookSim().start();
+  // One request log for the pageservers and the hook: the order invariants read one order (order-invariants.ts).
+  const hook = await new ComputeHookSim({ log: fleet.log }).start();
   const putLatencyMs = options.putLatencyMs ?? 250;
   const faults = { failures: 0, spikes: 0 };
   for (const sim of fleet.sims.values()) sim.setLatency(putLatencyMs);
@@ -128,8 +130,9 @@ export async function createPageserverCampaignCluster(
       ],
     }),
   );
-  const gateway = gatewayCluster(dir, dbPath);
+  const gateway = gatewayCluster(dir, dbPath, options.mutant);
   const stopGateway = gateway.stop.bind(gateway);
+  const killGateway = gateway.kill.bind(gateway);
   const cluster: PageserverCampaignCluster = Object.assign(gateway, {
     fleet,
     safety,
@@ -140,7 +143,12 @@ export async function createPageserverCampaignCluster(
       await fleet.close();
       await hook.close();
     },
+    async kill() {
+      await killGateway();
+      fleet.log.mark('campaign', MARKS.gatewayKilled, Date.now());
+    },
     async restartNode(nodeId: string) {
+      fleet.log.mark('campaign', MARKS.restarted(nodeId), Date.now());
       // The re-attach upcall fails while the gateway is down (killed): the pageserver retries, as Neon's does.
       await fleet
         .sim(nodeId)

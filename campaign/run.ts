@@ -1,8 +1,9 @@
 /**
- * `npm run campaign -- crash|faults [--backend fake|pageserver] [--seed N] [--rounds N] [--max-kill-delay-ms N]`: the
+ * `npm run campaign -- crash|faults [--backend fake|pageserver] [--seed N] [--rounds N] [--max-kill-delay-ms N] [--mutant NAME]`: the
  * crash and fault campaigns of issue 16 (a tool like the benchmarks, not part of `npm test`;
  * a two-round smoke test is). Prints one line per round and a summary with the seed; exits
- * 1 when any round found a violation.
+ * 1 when any round found a violation. `--mutant` runs the gateway with a seeded mutant
+ * (mutant-hooks.mjs) to show that the invariants catch it: such a run is meant to fail.
  */
 import { parseArgs } from 'node:util';
 import { runCampaign } from './campaign.ts';
@@ -14,11 +15,12 @@ const { positionals, values } = parseArgs({
     backend: { type: 'string', default: 'fake' },
     rounds: { type: 'string', default: '100' },
     'max-kill-delay-ms': { type: 'string', default: '6000' },
+    mutant: { type: 'string' },
   },
 });
 const mode = positionals[0];
 if (mode !== 'crash' && mode !== 'faults') {
-  console.error('usage: npm run campaign -- crash|faults [--backend fake|pageserver] [--seed N] [--rounds N] [--max-kill-delay-ms N]');
+  console.error('usage: npm run campaign -- crash|faults [--backend fake|pageserver] [--seed N] [--rounds N] [--max-kill-delay-ms N] [--mutant NAME]');
   process.exit(2);
 }
 const backend = values.backend;
@@ -34,7 +36,15 @@ if (![seed, rounds, maxKillDelayMs].every(Number.isInteger) || rounds < 1 || max
   process.exit(2);
 }
 const started = Date.now();
-const result = await runCampaign({ mode, backend, seed, rounds, maxKillDelayMs, log: (line) => console.log(line) });
+const result = await runCampaign({
+  mode,
+  backend,
+  seed,
+  rounds,
+  maxKillDelayMs,
+  log: (line) => console.log(line),
+  ...(values.mutant && { mutant: values.mutant }),
+});
 const minutes = ((Date.now() - started) / 60_000).toFixed(1);
 console.log(
   mode === 'crash'

@@ -141,7 +141,7 @@ export class ComputeHookSim {
     let raw = '';
     for await (const chunk of req) raw += chunk;
     const body = parseBody(raw);
-    this.log.record({
+    const entry = this.log.record({
       source: 'hook',
       method,
       path: url.pathname,
@@ -154,6 +154,7 @@ export class ComputeHookSim {
     const send = (status: number, payload: unknown) => {
       this.notifications.push({ at: this.clock.now(), body, authorization, status });
       if (res.destroyed) return;
+      this.log.answered(entry, status);
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(payload));
     };

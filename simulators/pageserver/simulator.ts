@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { wallClock, Waits, type SimClock } from '../common/clock.ts';
-import { parseBody, REQUESTS_PATH, RequestLog, senderOf } from '../common/request-log.ts';
+import { parseBody, REQUESTS_PATH, RequestLog, senderOf, type LoggedRequest } from '../common/request-log.ts';
 import { SafetyChecker } from './safety.ts';
 import { parseShardId } from './shard-id.ts';
 import { formatLsn, parseLsn, WalStreams } from './wal.ts';
@@ -123,6 +123,9 @@ export interface PageserverSimOptions {
   metadata?: PageserverMetadata;
 }
 
+/** The reads whose answers the log keeps: a shard's timeline list (neon:C2, neon:C6) and one location's config (neon:C7's origin check). */
+const KEPT_ANSWERS = /^\/v1\/(tenant\/[^/]+\/timeline|location_config\/[^/]+)$/;
+
 export class PageserverSim {
   readonly nodeId: number;
   url = '';
@@ -148,6 +151,8 @@ export class PageserverSim {
   private readonly droppedTimelines = new Map<string, Set<string>>();
   private readonly faults: Fault[] = [];
   private readonly held = new Set<ServerResponse>();
+  /** Each request's entry in the log, for its answer. */
+  private readonly logged = new WeakMap<ServerResponse, LoggedRequest>();
   /** Responses whose answer is lost (`lostAnswer`): the request is applied, nothing is sent. */
   private readonly muted = new WeakSet<ServerResponse>();
   private answering = true;
@@ -541,7 +546,7 @@ export class PageserverSim {
       if (res.destroyed) return;
     }
     this.requests.push(`${method} ${url.pathname}`);
-    this.log.record({
+    const entry = this.log.record({
       source: `node ${this.nodeId}`,
       method,
       path: url.pathname,
@@ -550,6 +555,7 @@ export class PageserverSim {
       at: this.clock.now(),
       ...senderOf(req.headers),
     });
+    this.logged.set(res, entry);
     if (!this.answering) return this.hold(res);
     const fault = this.faults.find(
       (f) => (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)) && (f.times === undefined || f.times > 0),
@@ -586,6 +592,8 @@ export class PageserverSim {
 
   private reply(res: ServerResponse, status: number, body: unknown): void {
     if (res.writableEnded || res.destroyed || this.muted.has(res)) return;
+    const entry = this.logged.get(res);
+    if (entry) this.log.answered(entry, status, entry.method === 'GET' && KEPT_ANSWERS.test(entry.path) ? body : undefined);
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
   }

@@ -13,7 +13,7 @@ const OPERATION = `id kind nodeId state reason error createdAt finishedAt etaSec
 const OPERATION_RESULT = `__typename ... on Operation { ${OPERATION} } ${BLOCKED}`;
 const SHARD = `id tenantId attachedNodeId secondaryNodeIds preferredZone policy pendingComputeNotification`;
 const ROLLOUT = `rollout { currentWave nodesDone nodesTotal settings { action restart maxUnavailable order }
-  nodes { nodeId wave phase state failure operations { id kind state } blockers { id reasons } } }`;
+  nodes { nodeId wave phase state failure operations { id kind state } blockers { id reasons } allowUnsafeRestart } }`;
 
 export const DOCUMENTS = {
   nodes: `query Nodes { nodes(first: 1000) { edges { node {
@@ -66,8 +66,9 @@ export const DOCUMENTS = {
     ${ERROR} } }`,
   startRollout: `mutation StartRollout($input: StartRolloutInput!) { result: startRollout(input: $input) { __typename ... on Operation { ${OPERATION} ${ROLLOUT} } ${ERROR} } }`,
   pauseRollout: `mutation PauseRollout($id: ID!, $reason: String) { result: pauseRollout(id: $id, reason: $reason) { ${OPERATION_RESULT} } }`,
-  resumeRollout: `mutation ResumeRollout($id: ID!, $allowUnsafeRestart: Boolean, $reason: String) {
-    result: resumeRollout(id: $id, allowUnsafeRestart: $allowUnsafeRestart, reason: $reason) { ${OPERATION_RESULT} } }`,
+  resumeRollout: `mutation ResumeRollout($id: ID!, $allowUnsafeRestart: Boolean, $allowUnsafeRestartNodes: [ID!], $reason: String) {
+    result: resumeRollout(id: $id, allowUnsafeRestart: $allowUnsafeRestart, allowUnsafeRestartNodes: $allowUnsafeRestartNodes, reason: $reason) {
+      ${OPERATION_RESULT} } }`,
   continueRollout: `mutation ContinueRollout($id: ID!, $nodeId: ID!, $reason: String) { result: continueRollout(id: $id, nodeId: $nodeId, reason: $reason) { ${OPERATION_RESULT} } }`,
   cancelRollout: `mutation CancelRollout($id: ID!, $reason: String) { result: cancelRollout(id: $id, reason: $reason) { ${OPERATION_RESULT} } }`,
   eventLog: `query Events($after: Int) { eventLog(after: $after, first: 1000) { events { seq at type nodeId operationId payload } nextCursor hasMore } }`,

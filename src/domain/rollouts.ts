@@ -22,7 +22,11 @@ export interface RolloutSettings {
   order: RolloutOrder;
   pauseOnFailure: boolean;
   settleSeconds: number;
-  /** rollout:O6: restart a node even when workloads would lose service. */
+  /**
+   * rollout:O6 as narrowed by rollout:O12: given on startRollout, every node of the rollout
+   * may restart with workloads that would lose service. What counts is each node's own
+   * `unsafeRestartAllowed`; this records what the start asked.
+   */
   allowUnsafeRestart: boolean;
   /** Passed to each node's operation. */
   force: boolean;
@@ -208,9 +212,18 @@ export interface RolloutNodeDetail {
   failure: string | null;
   /** A cancel is bringing the node back into service without its restart (rollout:O8). */
   cancelled: boolean;
+  /** rollout:O12: who allowed this node (and only this node) to restart unsafely, and why; null: the safety gate holds. */
+  unsafeRestartAllowed: UnsafeRestartGrant | null;
 }
 
-export function newNodeDetail(wave: number, now: number): RolloutNodeDetail {
+/** An override of the safety gate for one node (rollout:O12). */
+export interface UnsafeRestartGrant {
+  by: string;
+  reason: string | null;
+  at: number;
+}
+
+export function newNodeDetail(wave: number, now: number, unsafeRestartAllowed: UnsafeRestartGrant | null = null): RolloutNodeDetail {
   return {
     phase: 'PENDING',
     wave,
@@ -224,7 +237,25 @@ export function newNodeDetail(wave: number, now: number): RolloutNodeDetail {
     blockers: [],
     failure: null,
     cancelled: false,
+    unsafeRestartAllowed,
   };
+}
+
+/**
+ * A node step's detail as stored. Rollouts recorded before per-node overrides (rollout:O12)
+ * have none: their override was the rollout's `allowUnsafeRestart`, which a resume could turn
+ * on for every later node, and a rollout running across the upgrade keeps that recorded scope.
+ */
+export function readNodeDetail(
+  stored: string | null | undefined,
+  legacy: { settings: Pick<RolloutSettings, 'allowUnsafeRestart'>; actor: string | null; createdAt: number },
+): RolloutNodeDetail {
+  const detail = JSON.parse(stored ?? 'null') as Omit<RolloutNodeDetail, 'unsafeRestartAllowed'> & { unsafeRestartAllowed?: UnsafeRestartGrant | null };
+  if (detail.unsafeRestartAllowed !== undefined) return detail as RolloutNodeDetail;
+  const grant = legacy.settings.allowUnsafeRestart
+    ? { by: legacy.actor ?? 'rollout', reason: 'allowUnsafeRestart recorded for the whole rollout before per-node overrides', at: legacy.createdAt }
+    : null;
+  return { ...detail, unsafeRestartAllowed: grant };
 }
 
 /**

@@ -50,6 +50,14 @@ export class EventLog {
     return found !== null;
   }
 
+  /** Each node's last logged service state (NODE_STATE_CHANGED's payload), by node. */
+  async lastNodeStates(): Promise<Map<string, { availability: string; cordoned: boolean }>> {
+    const rows = await this.prisma.event.findMany({ where: { type: 'NODE_STATE_CHANGED' }, orderBy: { seq: 'asc' }, select: { nodeId: true, payload: true } });
+    const out = new Map<string, { availability: string; cordoned: boolean }>();
+    for (const r of rows) if (r.nodeId) out.set(r.nodeId, JSON.parse(r.payload) as { availability: string; cordoned: boolean });
+    return out;
+  }
+
   async latestSeq(): Promise<number> {
     const last = await this.prisma.event.findFirst({ orderBy: { seq: 'desc' }, select: { seq: true } });
     return last?.seq ?? 0;

@@ -1,9 +1,12 @@
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { spawnLockkeeper } from '../support/child-server.ts';
 
+const BIN = fileURLToPath(new URL('../../bin/lockkeeper.js', import.meta.url));
 const tempDir = () => mkdtempSync(join(tmpdir(), 'lk-cli-'));
 
 describe('lockkeeper serve as a process', () => {
@@ -54,5 +57,39 @@ describe('lockkeeper serve as a process', () => {
     server.child.kill('SIGTERM');
     expect(await server.exited).toEqual({ code: 0, signal: null });
     expect(server.stdout()).toContain('shutting down');
+  });
+});
+
+describe('lockkeeper simulator as a process', () => {
+  const run = (args: string[]) => spawnSync(process.execPath, [BIN, 'simulator', ...args], { encoding: 'utf8', timeout: 60_000 });
+
+  it('--help prints every option with its meaning on stdout and exits 0, starting nothing', () => {
+    for (const flag of ['--help', '-h']) {
+      const { status, stdout, stderr } = run([flag]);
+      expect(stderr).toBe('');
+      expect(status).toBe(0);
+      expect(stdout).toMatch(/^usage: lockkeeper simulator \[options\]/);
+      for (const option of [
+        '--config-out FILE',
+        '--nodes N',
+        '--vms-per-node N',
+        '--migrate-ms N',
+        '--tenants N',
+        '--shards-per-tenant N',
+        '--location-config-ms N',
+        '-h, --help',
+      ]) {
+        expect(stdout).toMatch(new RegExp(`^  ${option} +\\S`, 'm'));
+      }
+      expect(stdout).not.toContain('simulator ready');
+    }
+  });
+
+  it('an unknown option exits 1, naming it and pointing at --help', () => {
+    const { status, stdout, stderr } = run(['--bogus']);
+    expect(status).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr).toContain("Unknown option '--bogus'");
+    expect(stderr).toContain('lockkeeper simulator --help');
   });
 });

@@ -68,7 +68,7 @@ export async function stateOf(t: TestApp, id: string) {
  * Plays the operator's reboot automation: a node the rollout hands over for its restart
  * is restarted (once) in the simulated cluster.
  */
-function restarter(t: TestApp, id: string) {
+function restarter(t: TestApp, id: string, cluster = t.cluster) {
   const restarted = new Set<string>();
   return async () => {
     const r = t.app.operations.live.get(id) as RolloutRun | undefined;
@@ -77,15 +77,21 @@ function restarter(t: TestApp, id: string) {
       const key = `${nodeId}:${d.operations.map((o) => o.id).join()}`;
       if (d.phase === 'WAITING_FOR_RESTART' && !restarted.has(key)) {
         restarted.add(key);
-        await t.cluster.simulation.restartNode(nodeId);
+        await cluster.simulation.restartNode(nodeId);
       }
     }
   };
 }
 
 /** Drives virtual time, restarting handed-over nodes, until the rollout reaches one of `states`. */
-export async function driveRollout(t: TestApp, id: string, states: string[], options: { restart?: boolean; maxMs?: number } = {}) {
-  const restart = options.restart === false ? async () => {} : restarter(t, id);
+export async function driveRollout(
+  t: TestApp,
+  id: string,
+  states: string[],
+  options: { restart?: boolean; maxMs?: number; cluster?: TestApp['cluster'] } = {},
+) {
+  // `cluster`: the simulated cluster the app's backend is (a restarted gateway's test app given the first one's).
+  const restart = options.restart === false ? async () => {} : restarter(t, id, options.cluster);
   await driveUntil(
     t,
     async () => {

@@ -12,12 +12,13 @@ afterEach(async () => {
 });
 
 /** Three nodes, shards only: a drain of one moves its shards to the others' warm secondaries. */
-function storageCluster(extra: { noSecondaryOn?: string } = {}) {
+function storageCluster(extra: { noSecondaryOn?: string[] } = {}) {
   const nodes = ['1', '2', '3'].map((id) => ({ id, roles: ['storage'] }));
   const shards = Array.from({ length: 6 }, (_, i) => ({
     tenantId: `t${i}`,
     attachedNodeId: String((i % 3) + 1),
-    secondaries: extra.noSecondaryOn === String((i % 3) + 1) && i < 3 ? [] : [{ nodeId: String(((i + 1) % 3) + 1) }],
+    // t0, t1, t2 are attached to nodes 1, 2, 3: the named nodes' one has no secondary.
+    secondaries: extra.noSecondaryOn?.includes(String((i % 3) + 1)) && i < 3 ? [] : [{ nodeId: String(((i + 1) % 3) + 1) }],
   }));
   return { nodes, shards };
 }
@@ -119,7 +120,7 @@ describe('running (rollout:O4–O8, rollout:O10, rollout:O11)', () => {
   });
 
   it('rollout:O6 a node that would leave a shard without service is not restarted: the rollout pauses naming it; allowUnsafeRestart overrides, recorded in the audit', async () => {
-    t = await rolloutApp(storageCluster({ noSecondaryOn: '1' }));
+    t = await rolloutApp(storageCluster({ noSecondaryOn: ['1'] }));
     const r = await startRollout(t, 'nodes: ["1"], action: DRAIN_FILL, reason: "patch"');
     await driveRollout(t, r.id, ['PAUSED', 'SUCCEEDED', 'FAILED']);
     const paused = await t.app.operations.getOperation(r.id);
@@ -134,6 +135,144 @@ describe('running (rollout:O4–O8, rollout:O10, rollout:O11)', () => {
     const audit = await t.db.prisma.auditEntry.findMany({ where: { action: 'rolloutUnsafeRestart' } });
     expect(audit).toHaveLength(1);
     expect(JSON.parse(audit[0]!.arguments)).toMatchObject({ rollout: r.id, nodeId: '1', blockers: [{ id: 't0' }] });
+  });
+
+  describe('rollout:O12 an override covers what it names', () => {
+    /** Nodes 1 and 2 each hold a shard with no secondary (t0, t1): both are unsafe to restart after their drain. */
+    const twoUnsafe = () => storageCluster({ noSecondaryOn: ['1', '2'] });
+    const nodeEvents = async (t: TestApp, id: string, type: string) => (await events(t, id)).filter((e) => e.type === type).map((e) => e.nodeId);
+    const unsafeAudit = async (t: TestApp) =>
+      (await t.db.prisma.auditEntry.findMany({ where: { action: 'rolloutUnsafeRestart' }, orderBy: { at: 'asc' } })).map((a) => ({
+        actor: a.actor,
+        nodeId: a.nodeId,
+        reason: a.reason,
+        blockers: (JSON.parse(a.arguments) as { blockers: { id: string }[] }).blockers.map((b) => b.id),
+      }));
+    const overrides = async (t: TestApp, id: string) => {
+      const res = await t.gql(`{ operation(id: "${id}") { ... on Operation { rollout { nodes { nodeId allowUnsafeRestart } } } } }`);
+      return Object.fromEntries(res.data.operation.rollout.nodes.map((n: any) => [n.nodeId, n.allowUnsafeRestart]));
+    };
+
+    it('allowUnsafeRestart on resumeRollout covers the node the rollout paused on, not the next one; each use is an event and an audit entry', async () => {
+      t = await rolloutApp(twoUnsafe());
+      const r = await startRollout(t, 'nodes: ["1", "2"], action: DRAIN_FILL');
+      expect(await driveRollout(t, r.id, ['PAUSED', 'SUCCEEDED', 'FAILED'])).toMatchObject({ state: 'PAUSED' });
+      expect(run(t, r.id).details.get('1')!.phase).toBe('UNSAFE_TO_RESTART');
+      expect(await control(t, 'resumeRollout', `id: "${r.id}", allowUnsafeRestart: true, reason: "t0 may go down"`)).toMatchObject({ state: 'RUNNING' });
+      expect(await overrides(t, r.id)).toEqual({ '1': true, '2': false });
+      // Node 1 is restarted; node 2, unsafe too, is held at the gate and pauses the rollout again.
+      const paused = await driveRollout(t, r.id, ['PAUSED', 'SUCCEEDED', 'FAILED']);
+      expect(paused).toMatchObject({ state: 'PAUSED' });
+      expect(paused!.waitingOn!.description).toContain('node-2: not restarted: t1 (still attached to node 2 with no secondary to take over)');
+      expect(run(t, r.id).details.get('1')!.phase).toBe('DONE');
+      expect(run(t, r.id).details.get('2')!.phase).toBe('UNSAFE_TO_RESTART');
+      expect(await nodeEvents(t, r.id, 'ROLLOUT_NODE_UNSAFE_TO_RESTART')).toEqual(['1', '2']);
+      expect(await nodeEvents(t, r.id, 'ROLLOUT_NODE_UNSAFE_RESTART')).toEqual(['1']);
+      expect(await unsafeAudit(t)).toEqual([{ actor: 'anonymous', nodeId: '1', reason: 't0 may go down', blockers: ['t0'] }]);
+      // A second override for the node now paused on covers it.
+      expect(await control(t, 'resumeRollout', `id: "${r.id}", allowUnsafeRestart: true, reason: "t1 too"`)).toMatchObject({ state: 'RUNNING' });
+      expect(await driveRollout(t, r.id, ['PAUSED', 'SUCCEEDED', 'FAILED'])).toMatchObject({ state: 'SUCCEEDED' });
+      expect(await nodeEvents(t, r.id, 'ROLLOUT_NODE_UNSAFE_RESTART')).toEqual(['1', '2']);
+      expect(await unsafeAudit(t)).toEqual([
+        { actor: 'anonymous', nodeId: '1', reason: 't0 may go down', blockers: ['t0'] },
+        { actor: 'anonymous', nodeId: '2', reason: 't1 too', blockers: ['t1'] },
+      ]);
+      const use = (await events(t, r.id)).find((e) => e.type === 'ROLLOUT_NODE_UNSAFE_RESTART' && e.nodeId === '2')!;
+      expect(JSON.parse(use.payload)).toMatchObject({ node: '2', blockers: [{ id: 't1' }], allowedBy: 'anonymous', allowedReason: 't1 too' });
+    });
+
+    it('allowUnsafeRestartNodes on resumeRollout covers the nodes named, later ones included, and no other', async () => {
+      t = await rolloutApp(storageCluster({ noSecondaryOn: ['1', '2', '3'] }));
+      const r = await startRollout(t, 'nodes: ["1", "2", "3"], action: DRAIN_FILL');
+      await driveRollout(t, r.id, ['PAUSED', 'SUCCEEDED', 'FAILED']);
+      expect(await control(t, 'resumeRollout', `id: "${r.id}", allowUnsafeRestartNodes: ["1", "2"]`)).toMatchObject({ state: 'RUNNING' });
+      expect(await overrides(t, r.id)).toEqual({ '1': true, '2': true, '3': false });
+      expect(await driveRollout(t, r.id, ['PAUSED', 'SUCCEEDED', 'FAILED'])).toMatchObject({ state: 'PAUSED' });
+      expect(run(t, r.id).details.get('3')!.phase).toBe('UNSAFE_TO_RESTART');
+      expect((await unsafeAudit(t)).map((a) => a.nodeId)).toEqual(['1', '2']);
+      expect(await nodeEvents(t, r.id, 'ROLLOUT_NODE_UNSAFE_RESTART_ALLOWED')).toEqual(['1', '2']);
+    });
+
+    it('on startRollout the override is recorded per node in the plan: every node, or the nodes named', async () => {
+      t = await rolloutApp(twoUnsafe());
+      const plan = await t.gql(
+        '{ rolloutPlan(input: { nodes: ["1", "2"], action: DRAIN_FILL, allowUnsafeRestartNodes: ["2"] }) { ... on RolloutPlan { nodes { nodeId allowUnsafeRestart } } } }',
+      );
+      expect(plan.data.rolloutPlan.nodes).toEqual([
+        { nodeId: '1', allowUnsafeRestart: false },
+        { nodeId: '2', allowUnsafeRestart: true },
+      ]);
+      const all = await t.gql(
+        '{ rolloutPlan(input: { nodes: ["1", "2"], action: DRAIN_FILL, allowUnsafeRestart: true }) { ... on RolloutPlan { nodes { nodeId allowUnsafeRestart } } } }',
+      );
+      expect(all.data.rolloutPlan.nodes).toEqual([
+        { nodeId: '1', allowUnsafeRestart: true },
+        { nodeId: '2', allowUnsafeRestart: true },
+      ]);
+      const r = await startRollout(t, 'nodes: ["1", "2"], action: DRAIN_FILL, allowUnsafeRestartNodes: ["2"], reason: "t1 is scratch"');
+      expect(await overrides(t, r.id)).toEqual({ '1': false, '2': true });
+      expect(await driveRollout(t, r.id, ['PAUSED', 'SUCCEEDED', 'FAILED'])).toMatchObject({ state: 'PAUSED' });
+      expect(run(t, r.id).details.get('1')!.phase).toBe('UNSAFE_TO_RESTART');
+      expect(await control(t, 'resumeRollout', `id: "${r.id}", allowUnsafeRestart: true, reason: "t0 may go down"`)).toMatchObject({ state: 'RUNNING' });
+      // Node 2 was covered from the start: no second pause.
+      expect(await driveRollout(t, r.id, ['PAUSED', 'SUCCEEDED', 'FAILED'])).toMatchObject({ state: 'SUCCEEDED' });
+      expect(await unsafeAudit(t)).toEqual([
+        { actor: 'anonymous', nodeId: '1', reason: 't0 may go down', blockers: ['t0'] },
+        { actor: 'anonymous', nodeId: '2', reason: 't1 is scratch', blockers: ['t1'] },
+      ]);
+    });
+
+    it('refuses an override that names no node of the rollout, or that would cover nothing, with typed errors and nothing recorded', async () => {
+      t = await rolloutApp(twoUnsafe());
+      const refusedStart = await t.gql(
+        'mutation { r: startRollout(input: { nodes: ["1"], action: DRAIN_FILL, allowUnsafeRestartNodes: ["2"] }) { __typename ... on InvalidInputError { field value message } } }',
+      );
+      expect(refusedStart.data.r).toEqual({
+        __typename: 'InvalidInputError',
+        field: 'allowUnsafeRestartNodes',
+        value: '2',
+        message: expect.stringContaining('not a node of this rollout: 2'),
+      });
+      const r = await startRollout(t, 'nodes: ["1", "2"], action: DRAIN_FILL, restart: CONFIRM');
+      await control(t, 'pauseRollout', `id: "${r.id}"`);
+      // Paused by a person, on no node: the override would be kept for whatever comes next.
+      expect(await control(t, 'resumeRollout', `id: "${r.id}", allowUnsafeRestart: true`)).toMatchObject({
+        __typename: 'InvalidInputError',
+        message: expect.stringContaining('is not paused on a node'),
+      });
+      expect(await control(t, 'resumeRollout', `id: "${r.id}", allowUnsafeRestartNodes: ["9"]`)).toMatchObject({
+        __typename: 'InvalidInputError',
+        message: expect.stringContaining('not a node of rollout'),
+      });
+      expect(await stateOf(t, r.id)).toBe('PAUSED');
+      expect(await overrides(t, r.id)).toEqual({ '1': false, '2': false });
+    });
+
+    it('a rollout recorded before per-node overrides keeps its recorded scope across the upgrade', async () => {
+      const a = await rolloutApp(twoUnsafe());
+      t = a;
+      const r = await startRollout(a, 'nodes: ["1", "2"], action: DRAIN_FILL');
+      await driveRollout(a, r.id, ['PAUSED', 'SUCCEEDED', 'FAILED']);
+      await a.app.operations.shutdown();
+      // As the previous version left it after resumeRollout(allowUnsafeRestart: true): the flag on
+      // the rollout's settings, RUNNING, and node details without an override of their own.
+      const op = await a.db.prisma.operation.findUniqueOrThrow({ where: { id: r.id } });
+      const params = JSON.parse(op.params);
+      params.settings.allowUnsafeRestart = true;
+      params.pause = null;
+      await a.db.prisma.operation.update({ where: { id: r.id }, data: { params: JSON.stringify(params), state: 'RUNNING' } });
+      for (const step of await a.db.prisma.operationStep.findMany({ where: { operationId: r.id } })) {
+        const { unsafeRestartAllowed, ...legacy } = JSON.parse(step.detail!);
+        expect(unsafeRestartAllowed).toBeNull();
+        await a.db.prisma.operationStep.update({ where: { id: step.id }, data: { detail: JSON.stringify(legacy) } });
+      }
+      const b = await rolloutApp(twoUnsafe(), { clock: a.clock, databaseFile: a.db.file, backend: () => a.cluster });
+      t = b;
+      expect(await overrides(b, r.id)).toEqual({ '1': true, '2': true });
+      expect(await driveRollout(b, r.id, ['SUCCEEDED', 'FAILED', 'PAUSED'], { cluster: a.cluster })).toMatchObject({ state: 'SUCCEEDED' });
+      expect((await unsafeAudit(b)).map((x) => x.nodeId)).toEqual(['1', '2']);
+      await a.db.close();
+    });
   });
 
   it('rollout:O7 an outage without a restart is not "returned"; the re-attach is, and the next wave waits for the fill and settleSeconds', async () => {

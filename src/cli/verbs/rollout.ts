@@ -31,6 +31,7 @@ function rolloutInput(ctx: VerbContext, nodes: string[]) {
     ...(ctx.values['no-pause-on-failure'] === true && { pauseOnFailure: false }),
     ...(settle !== undefined && { settleSeconds: parseSeconds(settle, 'settle') }),
     ...(ctx.values['allow-unsafe-restart'] === true && { allowUnsafeRestart: true }),
+    ...(listOption(ctx, 'allow-unsafe-restart-on').length && { allowUnsafeRestartNodes: listOption(ctx, 'allow-unsafe-restart-on') }),
     ...(ctx.values.force === true && { force: true }),
     ...(deadline !== undefined && { deadlineSeconds: parseSeconds(deadline, 'deadline') }),
     ...(stringOption(ctx, 'reason') && { reason: stringOption(ctx, 'reason') }),
@@ -46,8 +47,10 @@ export const rolloutVerb: Verb = {
   name: 'rollout',
   usage: `rollout plan|start [<node>…] [--zone Z]… [--role R]… [--label k=v]… [--action MAINTENANCE|DRAIN_FILL]
           [--restart WAIT_FOR_REATTACH|NONE|CONFIRM] [--max-unavailable N] [--order GIVEN|BY_ID|ZONE_BY_ZONE]
-          [--settle 60s] [--force] [--deadline 30m] [--no-pause-on-failure] [--allow-unsafe-restart] [--reason R] [--watch]
-  rollout pause|cancel|watch <rollout> [--reason R]      rollout resume <rollout> [--allow-unsafe-restart]
+          [--settle 60s] [--force] [--deadline 30m] [--no-pause-on-failure] [--reason R] [--watch]
+          [--allow-unsafe-restart (every node) | --allow-unsafe-restart-on <node>…]
+  rollout resume <rollout> [--allow-unsafe-restart (the node it paused on) | --allow-unsafe-restart-on <node>…]
+  rollout pause|cancel|watch <rollout> [--reason R]
   rollout continue <rollout> <node>                      (restart CONFIRM: the node was restarted)`,
   subcommands: ['plan', 'start', 'pause', 'resume', 'continue', 'cancel', 'watch'],
   options: {
@@ -62,7 +65,11 @@ export const rolloutVerb: Verb = {
     force: { type: 'boolean', description: 'maintenance with force: stop what cannot migrate' },
     deadline: { type: 'string', value: 'D', description: 'each node’s maintenance deadline (e.g. 30m)' },
     'no-pause-on-failure': { type: 'boolean', description: 'go on with the next node when one fails (default: pause)' },
-    'allow-unsafe-restart': { type: 'boolean', description: 'hand a node over for restart although workloads remain on it' },
+    'allow-unsafe-restart': {
+      type: 'boolean',
+      description: 'hand a node over for restart although workloads remain on it (start: every node; resume: the node it paused on)',
+    },
+    'allow-unsafe-restart-on': { type: 'string', multiple: true, value: 'NODE', description: 'the same, for the nodes named only (repeatable)' },
     watch: { type: 'boolean', description: 'start/pause/resume/cancel: follow the rollout live until it ends or pauses (exit 4 when paused)' },
   },
   examples: [
@@ -108,7 +115,11 @@ export const rolloutVerb: Verb = {
       case 'pause':
         return control(ctx, 'pauseRollout', { id: arg(ctx, 1, 'rollout id') });
       case 'resume':
-        return control(ctx, 'resumeRollout', { id: arg(ctx, 1, 'rollout id'), allowUnsafeRestart: ctx.values['allow-unsafe-restart'] === true ? true : null });
+        return control(ctx, 'resumeRollout', {
+          id: arg(ctx, 1, 'rollout id'),
+          allowUnsafeRestart: ctx.values['allow-unsafe-restart'] === true ? true : null,
+          allowUnsafeRestartNodes: listOption(ctx, 'allow-unsafe-restart-on').length ? listOption(ctx, 'allow-unsafe-restart-on') : null,
+        });
       case 'cancel':
         return control(ctx, 'cancelRollout', { id: arg(ctx, 1, 'rollout id') });
       case 'continue':

@@ -49,7 +49,12 @@ const StartInput = builder.inputType('StartRolloutInput', {
     allowUnsafeRestart: t.boolean({
       required: false,
       defaultValue: false,
-      description: 'Restart a node even when workloads would lose service (recorded in the audit log).',
+      description:
+        'Every node of the rollout may restart even when workloads would lose service; recorded per node, each use an event and an audit entry (rollout:O12).',
+    }),
+    allowUnsafeRestartNodes: t.idList({
+      required: false,
+      description: 'These nodes only may restart even when workloads would lose service (rollout:O12).',
     }),
     force: t.boolean({ required: false, defaultValue: false, description: 'Per node: enableMaintenanceMode(force).' }),
     deadlineSeconds: t.int({ required: false, description: 'Per node: the maintenance deadline.' }),
@@ -74,6 +79,7 @@ const toInput = (i: StartArgs): RolloutInput => ({
   pauseOnFailure: i.pauseOnFailure ?? null,
   settleSeconds: i.settleSeconds ?? null,
   allowUnsafeRestart: i.allowUnsafeRestart ?? null,
+  allowUnsafeRestartNodes: i.allowUnsafeRestartNodes?.map(String) ?? null,
   force: i.force ?? null,
   deadlineSeconds: i.deadlineSeconds ?? null,
 });
@@ -122,6 +128,10 @@ const RolloutNodeType = builder.objectRef<NodeView>('RolloutNode').implement({
       description: 'Workloads that would lose service if the node restarted (rollout:O6).',
       resolve: (n) => n.detail.blockers,
     }),
+    allowUnsafeRestart: t.boolean({
+      description: 'This node may restart even when workloads would lose service: given for it, or for all nodes at the start (rollout:O12).',
+      resolve: (n) => n.detail.unsafeRestartAllowed !== null,
+    }),
   }),
 });
 
@@ -144,6 +154,9 @@ const PlanNodeType = builder.objectRef<RolloutPlanView['nodes'][number]>('Rollou
   fields: (t) => ({
     nodeId: t.exposeID('nodeId'),
     wave: t.exposeInt('wave'),
+    allowUnsafeRestart: t.exposeBoolean('allowUnsafeRestart', {
+      description: 'The start would record an unsafe-restart override for this node (rollout:O12).',
+    }),
     maintenance: t.field({
       type: PlanType,
       nullable: true,
@@ -168,6 +181,7 @@ const RolloutPlanType = builder.objectRef<RolloutPlanView>('RolloutPlan').implem
 /** rollout:O2: the refusals of a start, in the spec's order. */
 const START_ERRORS = [NotFoundError, ConflictError, InvalidInputError];
 const CONTROL_ERRORS = [NotFoundError, PreconditionFailedError];
+const RESUME_ERRORS = [...CONTROL_ERRORS, InvalidInputError];
 
 builder.queryField('rolloutPlan', (t) =>
   t.field({
@@ -204,13 +218,25 @@ builder.mutationFields((t) => ({
     description: 'Goes on after a pause; node steps that failed are tried again.',
     args: {
       id: t.arg.id({ required: true }),
-      allowUnsafeRestart: t.arg.boolean({ required: false, description: 'Restart nodes even when workloads would lose service (recorded in the audit log).' }),
+      allowUnsafeRestart: t.arg.boolean({
+        required: false,
+        description:
+          'The node(s) the rollout is paused on may restart even when workloads would lose service; later nodes are not covered (rollout:O12). Refused when the rollout is paused on no node and no node is named.',
+      }),
+      allowUnsafeRestartNodes: t.arg.idList({
+        required: false,
+        description: 'These nodes of the rollout may restart even when workloads would lose service (rollout:O12).',
+      }),
       reason: t.arg.string({ required: false }),
     },
-    errors: { types: CONTROL_ERRORS },
+    errors: { types: RESUME_ERRORS },
     resolve: (_, args, ctx) =>
       audit(ctx, 'resumeRollout', args, args.reason, (m) =>
-        ctx.rollouts.resumeRollout(String(args.id), { allowUnsafeRestart: args.allowUnsafeRestart ?? null }, m),
+        ctx.rollouts.resumeRollout(
+          String(args.id),
+          { allowUnsafeRestart: args.allowUnsafeRestart ?? null, allowUnsafeRestartNodes: args.allowUnsafeRestartNodes?.map(String) ?? null },
+          m,
+        ),
       ),
   }),
   continueRollout: t.field({

@@ -5,10 +5,11 @@ import { newOperation, type OperationSnapshot, type RequestMeta, type StepRecord
 import {
   matchesSelector,
   newNodeDetail,
+  readNodeDetail,
+  type RolloutNodeDetail,
   orderNodes,
   planWaves,
   quorumLimit,
-  type RolloutNodeDetail,
   type RolloutNodeView,
   type RolloutSelector,
   type RolloutSettings,
@@ -41,6 +42,8 @@ export interface RolloutInput {
   pauseOnFailure?: boolean | null;
   settleSeconds?: number | null;
   allowUnsafeRestart?: boolean | null;
+  /** rollout:O12: these nodes only may restart unsafely. */
+  allowUnsafeRestartNodes?: readonly string[] | null;
   force?: boolean | null;
   deadlineSeconds?: number | null;
 }
@@ -50,7 +53,7 @@ export interface RolloutPlanView {
   settings: RolloutSettings;
   order: string[];
   waves: string[][];
-  nodes: { nodeId: string; wave: number; maintenance: MaintenancePlanView | null; drain: PartPlan | null }[];
+  nodes: { nodeId: string; wave: number; allowUnsafeRestart: boolean; maintenance: MaintenancePlanView | null; drain: PartPlan | null }[];
 }
 
 /** A rollout as callers see it beside its operation record. */
@@ -86,12 +89,12 @@ export class RolloutEngine implements OperationKindEngine {
       flush: () => deps.operations.journal.flush(),
       cluster: () => this.clusterView(),
       pause: (run, why, payload) => this.core.exclusive(() => this.pauseRun(run, why, payload, null)),
-      auditUnsafeRestart: (run, nodeId, blockers) =>
+      auditUnsafeRestart: (run, nodeId, blockers, grant) =>
         deps.audit.record({
-          actor: run.snapshot.actor ?? 'rollout',
+          actor: grant.by,
           action: 'rolloutUnsafeRestart',
-          arguments: { rollout: run.snapshot.id, nodeId, blockers },
-          reason: run.snapshot.reason,
+          arguments: { rollout: run.snapshot.id, nodeId, blockers, allowedAt: new Date(grant.at).toISOString() },
+          reason: grant.reason,
           outcome: 'OK',
           nodeId,
           at: new Date(deps.clock.now()),
@@ -126,7 +129,11 @@ export class RolloutEngine implements OperationKindEngine {
   }
 
   async prepare(): Promise<boolean> {
-    for (const node of await this.deps.backend.listNodes()) this.seen.set(node.id, serviceKey(node));
+    // What the log last says of each node (a node never logged served): a change while no gateway ran is logged at the first look.
+    for (const [id, state] of await this.deps.store.events.lastNodeStates()) this.seen.set(id, serviceKey(state));
+    const nodes = await this.deps.backend.listNodes();
+    for (const node of nodes) if (!this.seen.has(node.id)) this.seen.set(node.id, serviceKey({ availability: 'ACTIVE', cordoned: false }));
+    await this.logServiceChanges(nodes);
     this.unwatch = [
       this.deps.backend.watch((event) => this.onClusterEvent(event)),
       // A node operation of a rollout moved on or ended: its rollout looks again.
@@ -151,12 +158,13 @@ export class RolloutEngine implements OperationKindEngine {
 
   /** rollout:O3: the order, the waves and each node's own plan, changing nothing. */
   async plan(input: RolloutInput): Promise<RolloutPlanView> {
-    const { settings, nodes, waves } = await this.admit(input);
+    const { settings, nodes, waves, unsafe } = await this.admit(input);
     const now = this.deps.clock.now();
     const plans = await Promise.all(
       nodes.map(async (n) => ({
         nodeId: n.id,
         wave: waves.findIndex((w) => w.includes(n.id)) + 1,
+        allowUnsafeRestart: unsafe.has(n.id),
         maintenance: settings.action === 'MAINTENANCE' ? await this.deps.maintenance.plan(n.id, settings.force) : null,
         drain: settings.action === 'DRAIN_FILL' ? await this.core.planPart('DRAIN', n.id, now) : null,
       })),
@@ -167,9 +175,10 @@ export class RolloutEngine implements OperationKindEngine {
   /** rollout:O1, rollout:O2: admits and starts a rollout. */
   start(input: RolloutInput, meta: RequestMeta): Promise<OperationSnapshot> {
     return this.core.exclusive(async () => {
-      const { settings, nodes, waves } = await this.admit(input);
+      const { settings, nodes, waves, unsafe } = await this.admit(input);
       const now = this.deps.clock.now();
       const id = randomUUID();
+      const grant = { by: meta.actor, reason: meta.reason, at: now };
       const waveOf = (nodeId: string) => waves.findIndex((w) => w.includes(nodeId));
       const steps: StepRecord[] = nodes.map((n, seq) => ({
         workloadKind: 'node',
@@ -183,7 +192,7 @@ export class RolloutEngine implements OperationKindEngine {
         seq,
         startedAt: null,
         finishedAt: null,
-        detail: JSON.stringify(newNodeDetail(waveOf(n.id), now)),
+        detail: JSON.stringify(newNodeDetail(waveOf(n.id), now, unsafe.has(n.id) ? grant : null)),
       }));
       const snapshot = newOperation({ id, kind: 'ROLLOUT', nodeId: null, meta, steps, now });
       const { store } = this.deps;
@@ -195,7 +204,15 @@ export class RolloutEngine implements OperationKindEngine {
           type: 'OPERATION_STARTED',
           nodeId: null,
           operationId: id,
-          payload: { kind: 'ROLLOUT', actor: meta.actor, reason: meta.reason, nodes: nodes.map((n) => n.id), waves, settings },
+          payload: {
+            kind: 'ROLLOUT',
+            actor: meta.actor,
+            reason: meta.reason,
+            nodes: nodes.map((n) => n.id),
+            waves,
+            settings,
+            allowUnsafeRestartNodes: nodes.filter((n) => unsafe.has(n.id)).map((n) => n.id),
+          },
         }),
       ]);
       this.deps.observer.operationStarted('ROLLOUT');
@@ -218,14 +235,20 @@ export class RolloutEngine implements OperationKindEngine {
     });
   }
 
-  /** rollout:O8: goes on; failed node steps are tried again; `allowUnsafeRestart` overrides the safety gate from now on (rollout:O6). */
-  resumeRollout(id: string, options: { allowUnsafeRestart?: boolean | null }, meta: RequestMeta): Promise<OperationSnapshot> {
+  /**
+   * rollout:O8: goes on; failed node steps are tried again. rollout:O12: `allowUnsafeRestart`
+   * overrides the safety gate for the nodes the rollout paused on, `allowUnsafeRestartNodes`
+   * for the nodes named, and for no other.
+   */
+  resumeRollout(
+    id: string,
+    options: { allowUnsafeRestart?: boolean | null; allowUnsafeRestartNodes?: readonly string[] | null },
+    meta: RequestMeta,
+  ): Promise<OperationSnapshot> {
     return this.core.exclusive(async () => {
       const run = this.live(id);
-      if (options.allowUnsafeRestart && !run.settings.allowUnsafeRestart) {
-        run.settings.allowUnsafeRestart = true;
-        await this.deps.store.commit([this.deps.store.operations.setParams(id, run.params())]);
-      }
+      const covered = this.unsafeRestartScope(run, options);
+      if (covered.length) await run.allowUnsafeRestart(covered, { by: meta.actor, reason: meta.reason, at: this.deps.clock.now() });
       if (run.snapshot.state !== 'PAUSED') return run.snapshot;
       run.retryFailed();
       run.notePause(null);
@@ -233,11 +256,38 @@ export class RolloutEngine implements OperationKindEngine {
       await this.core.journal.flush();
       await this.core.changeState(run, 'RUNNING', {
         type: 'ROLLOUT_RESUMED',
-        payload: { actor: meta.actor, reason: meta.reason, allowUnsafeRestart: run.settings.allowUnsafeRestart },
+        payload: { actor: meta.actor, reason: meta.reason, allowUnsafeRestartNodes: covered },
       });
       this.deps.log.info({ operation: id }, `rollout ${id} resumed`);
       return run.snapshot;
     });
+  }
+
+  /**
+   * rollout:O12: the nodes a resume's override covers. Without names, the nodes the rollout
+   * paused on (held at the safety gate, or failed); an override that would cover nothing is
+   * refused rather than kept for later nodes.
+   */
+  private unsafeRestartScope(run: RolloutRun, options: { allowUnsafeRestart?: boolean | null; allowUnsafeRestartNodes?: readonly string[] | null }): string[] {
+    const named = options.allowUnsafeRestartNodes ?? [];
+    const inRollout = new Set(run.steps.map((s) => s.workloadId));
+    const strangers = named.filter((n) => !inRollout.has(n));
+    if (strangers.length)
+      throw new InvalidInputError('allowUnsafeRestartNodes', strangers.join(','), `not a node of rollout ${run.snapshot.id}: ${strangers.join(', ')}`);
+    const done = named.filter((n) => run.stepEnded(n));
+    if (done.length) throw new InvalidInputError('allowUnsafeRestartNodes', done.join(','), `the rollout is done with ${done.join(', ')}`);
+    const covered = new Set(named);
+    if (options.allowUnsafeRestart) {
+      const pausedOn = run.pausedOn();
+      if (pausedOn.length === 0 && named.length === 0)
+        throw new InvalidInputError(
+          'allowUnsafeRestart',
+          'true',
+          `rollout ${run.snapshot.id} is not paused on a node: name the nodes the override is for (allowUnsafeRestartNodes)`,
+        );
+      for (const n of pausedOn) covered.add(n);
+    }
+    return run.steps.map((s) => s.workloadId).filter((n) => covered.has(n));
   }
 
   /** rollout:O1 (CONFIRM): the operator restarted the node; the rollout brings it back. */
@@ -276,7 +326,7 @@ export class RolloutEngine implements OperationKindEngine {
     const params = (await this.deps.store.operations.params(op.id)) as { settings: RolloutSettings; waves: string[][] } | null;
     if (!params) return null;
     const steps = await this.core.getSteps(op.id);
-    const nodes = steps.map((step) => ({ nodeId: step.workloadId, step, detail: JSON.parse(step.detail ?? 'null') as RolloutNodeDetail }));
+    const nodes = steps.map((step) => ({ nodeId: step.workloadId, step, detail: readNodeDetail(step.detail, { ...op, settings: params.settings }) }));
     const open = nodes.filter((n) => !['MOVED', 'FAILED', 'SKIPPED'].includes(n.step.state)).map((n) => n.detail.wave);
     return { settings: params.settings, waves: params.waves, currentWave: open.length ? Math.min(...open) + 1 : null, nodes };
   }
@@ -284,7 +334,7 @@ export class RolloutEngine implements OperationKindEngine {
   // --- admission
 
   /** rollout:O2: the refusals, in the spec's order, then the settings, the node order and the waves. */
-  private async admit(input: RolloutInput): Promise<{ settings: RolloutSettings; nodes: RolloutNodeView[]; waves: string[][] }> {
+  private async admit(input: RolloutInput): Promise<{ settings: RolloutSettings; nodes: RolloutNodeView[]; waves: string[][]; unsafe: Set<string> }> {
     const settings = settingsOf(input);
     const cluster = await this.clusterView();
     const byId = new Map(cluster.map((n) => [n.id, n]));
@@ -330,10 +380,15 @@ export class RolloutEngine implements OperationKindEngine {
     if (settings.settleSeconds < 0) throw new InvalidInputError('settleSeconds', String(settings.settleSeconds), 'settleSeconds must not be negative');
     if (settings.deadlineSeconds !== null && settings.deadlineSeconds <= 0)
       throw new InvalidInputError('deadlineSeconds', String(settings.deadlineSeconds), 'deadlineSeconds must be positive');
+    const named = input.allowUnsafeRestartNodes ?? [];
+    const outside = named.filter((id) => !selected.some((n) => n.id === id));
+    if (outside.length) throw new InvalidInputError('allowUnsafeRestartNodes', outside.join(','), `not a node of this rollout: ${outside.join(', ')}`);
     const other = this.runs()[0];
     if (other) throw new ConflictError(`rollout ${other.snapshot.id} is ${other.snapshot.state}: one rollout at a time`, other.snapshot.id);
     const ordered = orderNodes(selected, hasNodes ? settings.order : settings.order === 'GIVEN' ? 'BY_ID' : settings.order);
-    return { settings, nodes: ordered, waves: planWaves(ordered, settings) };
+    // rollout:O12: an override given at the start is recorded per node, for every node or for those named.
+    const unsafe = new Set(settings.allowUnsafeRestart ? ordered.map((n) => n.id) : named);
+    return { settings, nodes: ordered, waves: planWaves(ordered, settings), unsafe };
   }
 
   // --- runs
@@ -374,6 +429,8 @@ export class RolloutEngine implements OperationKindEngine {
 
   private async clusterView(): Promise<RolloutNodeView[]> {
     const nodes = await this.deps.backend.listNodes();
+    // rollout:O5: what a run decides on is in the log before it acts.
+    await this.logServiceChanges(nodes);
     return nodes.map((n) => ({
       id: n.id,
       name: n.name,
@@ -390,9 +447,13 @@ export class RolloutEngine implements OperationKindEngine {
 
   private onClusterEvent(event: ClusterEvent): void {
     if (this.core.stopped) return;
-    if (event.type === 'nodeChanged') this.logServiceChange(event.node);
+    const nudge = () => {
+      for (const run of this.runs()) run.nudge();
+    };
+    // A run hears of a node's change only once the log has it: a step it then starts is logged after the change (rollout:O5).
+    if (event.type === 'nodeChanged') void this.logServiceChange(event.node).then(nudge);
     if (event.type === 'nodeReattached') for (const run of this.runs()) run.reattached(event.nodeId);
-    if (event.type === 'nodeChanged' || event.type === 'nodeRemoved' || event.type === 'nodeReattached') for (const run of this.runs()) run.nudge();
+    if (event.type === 'nodeRemoved' || event.type === 'nodeReattached') nudge();
   }
 
   /**
@@ -400,12 +461,16 @@ export class RolloutEngine implements OperationKindEngine {
    * policy and maintenance transitions, so that who was out of service when can be read
    * from the log alone (rollout:O5).
    */
-  private logServiceChange(node: ClusterNode): void {
+  private async logServiceChanges(nodes: readonly ClusterNode[]): Promise<void> {
+    await Promise.all(nodes.map((n) => this.logServiceChange(n)));
+  }
+
+  private async logServiceChange(node: Pick<ClusterNode, 'id' | 'availability' | 'cordoned' | 'bootId'>): Promise<void> {
     const key = serviceKey(node);
     if (this.seen.get(node.id) === key) return;
     this.seen.set(node.id, key);
     const { store } = this.deps;
-    store
+    await store
       .commit([
         store.events.append({
           at: this.deps.clock.now(),
@@ -419,7 +484,7 @@ export class RolloutEngine implements OperationKindEngine {
   }
 }
 
-const serviceKey = (node: ClusterNode) => `${node.availability}/${node.cordoned}`;
+const serviceKey = (node: { availability: string; cordoned: boolean }) => `${node.availability}/${node.cordoned}`;
 
 /** rollout:O1: the input with its defaults. */
 function settingsOf(input: RolloutInput): RolloutSettings {

@@ -9,7 +9,9 @@ import {
   type RolloutNodeOperation,
   type RolloutNodePhase,
   type RolloutNodeView,
+  readNodeDetail,
   type RolloutSettings,
+  type UnsafeRestartGrant,
 } from '../../domain/rollouts.ts';
 import { StepRun, type FinishedStepState, type StepRunHost } from '../core/step-run.ts';
 import { describeNode, unsafeWorkloads, type NodeOperations } from './node-operations.ts';
@@ -22,8 +24,8 @@ export interface RolloutHost extends StepRunHost<RolloutRun>, NodeOperations {
   pause(run: RolloutRun, why: string, payload: object): Promise<void>;
   /** Commits what the journal holds: a node step's change is written before the run acts on it. */
   flush(): Promise<void>;
-  /** rollout:O6: an unsafe restart was allowed; recorded in the audit log. */
-  auditUnsafeRestart(run: RolloutRun, nodeId: string, blockers: { id: string; reasons: string[] }[]): Promise<void>;
+  /** rollout:O6, rollout:O12: a node restarts unsafely under its override; recorded in the audit log. */
+  auditUnsafeRestart(run: RolloutRun, nodeId: string, blockers: { id: string; reasons: string[] }[], grant: UnsafeRestartGrant): Promise<void>;
 }
 
 /** How long the run waits before it looks again when nothing nudged it. */
@@ -64,7 +66,8 @@ export class RolloutRun extends StepRun<RolloutRun> {
     super(host, snapshot);
     this.pauseNote = pause;
     this.steps = [...steps].sort((a, b) => a.seq - b.seq);
-    for (const step of this.steps) this.details.set(step.workloadId, JSON.parse(step.detail ?? 'null') as RolloutNodeDetail);
+    for (const step of this.steps)
+      this.details.set(step.workloadId, readNodeDetail(step.detail, { settings, actor: snapshot.actor, createdAt: snapshot.createdAt }));
   }
 
   /** What the rollout's record keeps besides its steps. */
@@ -115,6 +118,29 @@ export class RolloutRun extends StepRun<RolloutRun> {
     if (!(await this.host.reattachedSince(step.workloadId, since))) return false;
     await this.save(step, { reattachedAt: this.host.clock.now() });
     return true;
+  }
+
+  /** rollout:O12: the nodes the rollout is paused on: held at the safety gate, or failed (which paused it, rollout:O8). */
+  pausedOn(): string[] {
+    return this.steps
+      .filter((s) => this.detail(s).phase === 'UNSAFE_TO_RESTART' || (s.state === 'FAILED' && this.settings.pauseOnFailure))
+      .map((s) => s.workloadId);
+  }
+
+  /** Is this node's step over (done, failed without a pause to retry it, or skipped)? */
+  stepEnded(nodeId: string): boolean {
+    const step = this.steps.find((s) => s.workloadId === nodeId);
+    return step !== undefined && (step.state === 'MOVED' || step.state === 'SKIPPED' || (step.state === 'FAILED' && !this.settings.pauseOnFailure));
+  }
+
+  /** rollout:O12: these nodes, and no other, may restart with workloads that would lose service. */
+  async allowUnsafeRestart(nodeIds: readonly string[], grant: UnsafeRestartGrant): Promise<void> {
+    for (const step of this.steps) {
+      if (!nodeIds.includes(step.workloadId)) continue;
+      await this.save(step, { unsafeRestartAllowed: grant });
+      this.nodeEvent(step, 'ROLLOUT_NODE_UNSAFE_RESTART_ALLOWED', { by: grant.by, reason: grant.reason });
+    }
+    this.nudge();
   }
 
   /** resumeRollout: failed node steps are tried again when failures pause the rollout (rollout:O8). */
@@ -300,7 +326,8 @@ export class RolloutRun extends StepRun<RolloutRun> {
     const { restart } = this.settings;
     if (restart === 'NONE') return this.putBack(step, line);
     const blockers = await unsafeWorkloads(this.host, step.workloadId);
-    if (blockers.length && !this.settings.allowUnsafeRestart) {
+    const grant = this.detail(step).unsafeRestartAllowed;
+    if (blockers.length && !grant) {
       const text = `not restarted: ${blockers.map((b) => `${b.id} (${b.reasons.join('; ')})`).join(', ')}`;
       if (this.detail(step).phase !== 'UNSAFE_TO_RESTART') {
         await this.save(step, { phase: 'UNSAFE_TO_RESTART', blockers, since: this.host.clock.now() });
@@ -309,7 +336,11 @@ export class RolloutRun extends StepRun<RolloutRun> {
       if (this.snapshot.state === 'RUNNING') await this.host.pause(this, `${node?.name ?? step.workloadId}: ${text}`, { node: step.workloadId, blockers });
       return line('UNSAFE_TO_RESTART', text);
     }
-    if (blockers.length) await this.host.auditUnsafeRestart(this, step.workloadId, blockers);
+    if (blockers.length && grant) {
+      // rollout:O12: every use of an override names the node and what was unsafe.
+      await this.host.auditUnsafeRestart(this, step.workloadId, blockers, grant);
+      this.nodeEvent(step, 'ROLLOUT_NODE_UNSAFE_RESTART', { blockers, allowedBy: grant.by, allowedReason: grant.reason });
+    }
     const confirm = restart === 'CONFIRM';
     await this.save(step, {
       phase: confirm ? 'WAITING_FOR_CONFIRM' : 'WAITING_FOR_RESTART',
