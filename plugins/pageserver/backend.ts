@@ -468,7 +468,8 @@ export class PageserverBackend implements ClusterBackend {
       throw new BackendError('Conflict', `shard ${id} is attached to node ${shard.attachedNodeId}, not ${fromNodeId}`, { kind: 'shard', id });
     if (!this.nodes.available(toNodeId)) throw new BackendError('Unavailable', `pageserver ${toNodeId} is OFFLINE`, { kind: 'node', id: toNodeId });
     const secondaries = [...shard.secondaryNodeIds.filter((n) => n !== toNodeId), ...(this.nodes.get(fromNodeId) ? [fromNodeId] : [])];
-    return this.moves.place(shard, { attachedNodeId: toNodeId, secondaryNodeIds: secondaries }, { priority: 'normal' });
+    // neon:H9: the intent stays on the target whatever fails before its generation is issued.
+    return this.moves.place(shard, { attachedNodeId: toNodeId, secondaryNodeIds: secondaries }, { priority: 'normal', keepIntent: true, failover: true });
   }
 
   private async placeShard(id: string, placement: ShardPlacement, options: PlaceOptions = {}): Promise<CutOverResult | void> {

@@ -82,6 +82,10 @@ export class Reconciler {
     private readonly backgroundIntervalMs: number,
   ) {}
 
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   reconciling(shardId: string): boolean {
     return this.inFlight.has(shardId);
   }

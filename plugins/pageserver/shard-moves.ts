@@ -72,7 +72,11 @@ export class ShardMoves {
    * node holds it; rejects only when nothing was issued to it (the intent is then put back,
    * unless `keepIntent`).
    */
-  async place(shard: ShardIntent, target: ShardPlacement, options: PlaceOptions & { priority?: 'normal' | 'high' } = {}): Promise<CutOverResult> {
+  async place(
+    shard: ShardIntent,
+    target: ShardPlacement,
+    options: PlaceOptions & { priority?: 'normal' | 'high'; failover?: boolean } = {},
+  ): Promise<CutOverResult> {
     const before: ShardPlacement = { attachedNodeId: shard.attachedNodeId, secondaryNodeIds: [...shard.secondaryNodeIds] };
     const secondaryNodeIds = [...new Set(target.secondaryNodeIds)].filter((n) => n !== target.attachedNodeId).sort(compareNodeIds);
     await this.setPlacement(shard, { attachedNodeId: target.attachedNodeId, secondaryNodeIds });
@@ -85,6 +89,12 @@ export class ShardMoves {
       return noteOf(out.notes);
     } catch (e) {
       const failure = e instanceof ReconcileFailure ? e : null;
+      if (failure && !failure.issued && options.failover && !this.reconciler.isClosed && shard.attachedNodeId === dest && this.deps.nodes.available(dest)) {
+        // neon:H9: a failover never falls back onto the lost node. Whatever failed before the
+        // generation (a database error, a superseding reconcile) leaves the intent on the target;
+        // the newer reconcile or the background pass attaches it there.
+        return this.rollForward(shard, dest, failure, options);
+      }
       if (!failure?.issued) {
         // Nothing was issued to the new node: the shard stays on the old one.
         // (Not to a node that is gone meanwhile: a deleted one keeps nothing.)
@@ -94,19 +104,23 @@ export class ShardMoves {
         }
         throw e;
       }
-      options.onProgress?.({
-        phase: 'ROLLING_FORWARD',
-        description: `rolling forward to node ${dest} after: ${failure.message}`,
-        nodeId: dest,
-      });
-      this.deps.log.warn({ shard: shard.id, node: dest, err: e }, `shard ${shard.id}: ${failure.message}; rolling forward to node ${dest}`);
-      if (failure.cause instanceof OperationCancelled) {
-        // The operation's cancel: complete what was issued now, by a direct attach.
-        this.reconciler.spawn(shard.id, 'cancelled operation', { priority: 'high' });
-      }
-      await this.whenAttached(shard.id, dest);
-      return { note: `rolled forward: ${failure.message}` };
+      return this.rollForward(shard, dest, failure, options);
     }
+  }
+
+  private async rollForward(shard: ShardIntent, dest: string, failure: ReconcileFailure, options: PlaceOptions): Promise<CutOverResult> {
+    options.onProgress?.({
+      phase: 'ROLLING_FORWARD',
+      description: `rolling forward to node ${dest} after: ${failure.message}`,
+      nodeId: dest,
+    });
+    this.deps.log.warn({ shard: shard.id, node: dest, err: failure }, `shard ${shard.id}: ${failure.message}; rolling forward to node ${dest}`);
+    if (failure.cause instanceof OperationCancelled) {
+      // The operation's cancel: complete what was issued now, by a direct attach.
+      this.reconciler.spawn(shard.id, 'cancelled operation', { priority: 'high' });
+    }
+    await this.whenAttached(shard.id, dest);
+    return { note: `rolled forward: ${failure.message}` };
   }
 
   private async setPlacement(shard: ShardIntent, p: ShardPlacement): Promise<void> {
