@@ -23,6 +23,7 @@ interface Waiter {
  */
 export class ShardMoves {
   private readonly waiters = new Set<Waiter>();
+  private readonly configWaiters = new Set<{ shard: ShardIntent; resolve(): void }>();
 
   constructor(
     private readonly deps: ReconcileDeps,
@@ -34,6 +35,11 @@ export class ShardMoves {
 
   /** Looks at every waiter again (a reconcile ended, a node changed). */
   recheck(): void {
+    for (const w of [...this.configWaiters]) {
+      if (w.shard.tenantConfig === null) continue;
+      this.configWaiters.delete(w);
+      w.resolve();
+    }
     for (const w of [...this.waiters]) {
       const shard = this.deps.intents.shards.get(w.shardId);
       if (!shard || shard.attachedNodeId !== w.nodeId) {
@@ -77,6 +83,7 @@ export class ShardMoves {
     target: ShardPlacement,
     options: PlaceOptions & { priority?: 'normal' | 'high'; failover?: boolean } = {},
   ): Promise<CutOverResult> {
+    if (shard.tenantConfig === null) await this.whenConfigKnown(shard, options);
     const before: ShardPlacement = { attachedNodeId: shard.attachedNodeId, secondaryNodeIds: [...shard.secondaryNodeIds] };
     const secondaryNodeIds = [...new Set(target.secondaryNodeIds)].filter((n) => n !== target.attachedNodeId).sort(compareNodeIds);
     await this.setPlacement(shard, { attachedNodeId: target.attachedNodeId, secondaryNodeIds });
@@ -106,6 +113,23 @@ export class ShardMoves {
       }
       return this.rollForward(shard, dest, failure, options);
     }
+  }
+
+  /** neon:W10: a move waits, named on its step, until the tenant's config is read from a pageserver that holds it (its activation). */
+  private async whenConfigKnown(shard: ShardIntent, options: PlaceOptions): Promise<void> {
+    options.onProgress?.({
+      phase: 'TENANT_CONFIG',
+      description: `waiting for tenant ${shard.tenantId}'s config: no pageserver holding it has answered since start-up`,
+      nodeId: null,
+    });
+    await new Promise<void>((resolve, reject) => {
+      const waiter = { shard, resolve };
+      this.configWaiters.add(waiter);
+      options.signal?.addEventListener('abort', () => {
+        this.configWaiters.delete(waiter);
+        reject(new BackendError('Unavailable', `cancelled while waiting for tenant ${shard.tenantId}'s config`, { kind: 'shard', id: shard.id }));
+      });
+    });
   }
 
   private async rollForward(shard: ShardIntent, dest: string, failure: ReconcileFailure, options: PlaceOptions): Promise<CutOverResult> {
