@@ -177,6 +177,7 @@ export class PageserverBackend implements ClusterBackend {
       now: () => clock.now(),
       log,
       reattached: (nodeId) => this.reattached(nodeId),
+      record: (upcall) => this.emit({ type: 'nodeUpcall', upcall }),
     });
     await discover({ http: this.http, intents: this.intents, nodes: this.nodes, observed: this.observed, log }, this.discoveryReport);
     // ha:L3: what follows (heartbeats, reconciles, upcalls, registrations, actions) writes through the fence.

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ClusterEvent, ClusterNode, NodeAvailability } from '../../cluster/types.ts';
+import type { ClusterEvent, ClusterNode, NodeAvailability, NodeUpcall } from '../../cluster/types.ts';
 import { isBackendError } from '../../cluster/errors.ts';
 import { NotFoundError, PreconditionFailedError, UnavailableError } from '../../domain/errors.ts';
 import { countsOf, newOperation, type OperationOutcome, type OperationSnapshot, type RequestMeta, type StepRecord } from '../../domain/operations.ts';
@@ -146,6 +146,10 @@ export class FailoverEngine implements OperationKindEngine {
   /** Returns, for a `nodeLost` it takes up, the promise of its admission: the backend then knows the loss was heard. */
   private onClusterEvent(event: ClusterEvent): Promise<void> | undefined {
     if (this.core.stopped) return undefined;
+    if (event.type === 'nodeUpcall') {
+      void this.recordUpcall(event.upcall);
+      return undefined;
+    }
     if (event.type === 'nodeRemoved') {
       this.nodes.delete(event.nodeId);
       return undefined;
@@ -170,6 +174,32 @@ export class FailoverEngine implements OperationKindEngine {
         this.scheduleSweep();
       });
     return this.admitting;
+  }
+
+  /**
+   * neon:L10: every upcall a node made (re-attach, validate), answered or refused, as an event
+   * (`UPCALL_RE_ATTACH`, `UPCALL_VALIDATE`) and an audit entry, each naming the caller's
+   * address, the node, the outcome and what it did. Best effort: a refused write is logged.
+   */
+  private async recordUpcall(upcall: NodeUpcall): Promise<void> {
+    const { store, audit, clock, log } = this.deps;
+    const at = clock.now();
+    const payload = { caller: upcall.caller, outcome: upcall.outcome, status: upcall.status, detail: upcall.detail };
+    try {
+      await store.events.append({ at, type: `UPCALL_${upcall.kind}`, nodeId: upcall.nodeId, operationId: null, payload });
+      await audit.record({
+        actor: `upcall@${upcall.caller}`,
+        action: upcall.kind === 'RE_ATTACH' ? 'upcall re-attach' : 'upcall validate',
+        arguments: { nodeId: upcall.nodeId, caller: upcall.caller, status: upcall.status },
+        reason: upcall.detail,
+        outcome: upcall.outcome,
+        nodeId: upcall.nodeId,
+        at: new Date(at),
+      });
+    } catch (e) {
+      log.warn({ err: e, upcall }, 'an upcall could not be recorded');
+    }
+    if (upcall.outcome !== 'OK') log.warn({ upcall }, `upcall ${upcall.kind} from ${upcall.caller} refused (${upcall.outcome}): ${upcall.detail}`);
   }
 
   private planNodes(): Map<string, PlanNode> {
