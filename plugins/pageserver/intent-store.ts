@@ -106,6 +106,11 @@ export class IntentStore {
     for (const s of shards) Object.assign(s, change);
   }
 
+  /** neon:L9: the generations as the database holds them, read with the lease check. */
+  leaderGenerations(shardIds: readonly string[]): Promise<Map<string, number>> {
+    return this.store.leaderGenerations(shardIds);
+  }
+
   /** neon:C4: generation + 1, issued to `nodeId`, committed before it is returned. */
   async issueGeneration(shard: ShardIntent, nodeId: string): Promise<number> {
     const generation = await this.store.incrementGeneration(shard.id, nodeId);

@@ -191,7 +191,9 @@ export class Upcalls implements UpcallHandlers {
   }
 
   async validate(request: ValidateRequest, caller: string): Promise<ValidateResponse> {
-    const answer = { tenants: request.tenants.map((t) => ({ id: t.id, valid: this.deps.intents.shards.get(t.id)?.generation === t.gen })) };
+    // neon:L9: from the database, in the read that checks the lease: never a deposed leader's memory.
+    const stored = await this.deps.intents.leaderGenerations(request.tenants.map((t) => t.id));
+    const answer = { tenants: request.tenants.map((t) => ({ id: t.id, valid: stored.get(t.id) === t.gen })) };
     const invalid = answer.tenants.filter((t) => !t.valid).length;
     this.deps.record({
       kind: 'VALIDATE',

@@ -28,6 +28,7 @@ function storeWith(overrides: Partial<PluginStore>) {
       'putIntents',
       'removeShards',
       'incrementGeneration',
+      'leaderGenerations',
       'raiseGeneration',
       'reAttach',
       'getMeta',
