@@ -70,7 +70,7 @@ export class ReconcileRun {
 }
 
 /** neon:W11: the config a location of the shard gets in `mode` (Neon's `attached_location_conf` / `secondary_location_conf`); null while unknown. */
-export function wantedTenantConf(shard: ShardIntent, mode: LocationConfigMode): TenantConfig | null {
+function wantedTenantConf(shard: ShardIntent, mode: LocationConfigMode): TenantConfig | null {
   if (shard.tenantConfig === null) return null;
   return haAwareTenantConfig(shard.tenantConfig, locationHasSecondaries(mode, shard.secondaryCount, shard.secondaryNodeIds.length));
 }
@@ -86,7 +86,7 @@ export function confHeld(deps: ReconcileDeps, shard: ShardIntent, nodeId: string
 }
 
 /** neon:W10: nothing is sent for a tenant whose config is unknown (its pageservers were unreachable at start-up). */
-export class TenantConfigUnknown extends BackendError {
+class TenantConfigUnknown extends BackendError {
   constructor(shard: ShardIntent) {
     super(
       'Unavailable',

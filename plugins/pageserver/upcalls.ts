@@ -10,8 +10,8 @@ import type { NodeUpcall } from '../../src/cluster/types.ts';
 import type { UpcallAnswer, UpcallHandlers } from './upcall-server.ts';
 
 /** neon:L10: at most this many re-attaches of one node in any window of RE_ATTACH_WINDOW_MS. */
-export const RE_ATTACH_LIMIT = 10;
-export const RE_ATTACH_WINDOW_MS = 60_000;
+const RE_ATTACH_LIMIT = 10;
+const RE_ATTACH_WINDOW_MS = 60_000;
 import type { NodeRegisterRequest, ReAttachRequest, ReAttachResponse, ValidateRequest, ValidateResponse } from './wire.ts';
 
 /** The HTTP status of a registration refusal inside a re-attach (as the REST facade answers it). */

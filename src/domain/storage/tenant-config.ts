@@ -88,7 +88,7 @@ export function applyTenantConfigPatch(base: TenantConfig, patch: Record<string,
 }
 
 /** Neon's `DEFAULT_HEATMAP_PERIOD` (60 s) as `humantime_serde` writes it. */
-export const DEFAULT_HEATMAP_PERIOD = '1m';
+const DEFAULT_HEATMAP_PERIOD = '1m';
 
 /**
  * neon:W11 (`ha_aware_config`): with secondaries, `heatmap_period` is the tenant's own or
@@ -109,9 +109,4 @@ export function haAwareTenantConfig(config: TenantConfig, hasSecondaries: boolea
 export function locationHasSecondaries(mode: string, secondaryCount: number, secondaries: number): boolean {
   if (mode === 'Secondary') return true;
   return secondaryCount > 0 || secondaries > 0;
-}
-
-/** The same config, whatever the order of its keys. */
-export function sameTenantConfig(a: TenantConfig, b: TenantConfig): boolean {
-  return JSON.stringify(normaliseTenantConfig(a)) === JSON.stringify(normaliseTenantConfig(b));
 }

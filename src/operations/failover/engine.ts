@@ -18,7 +18,7 @@ const KINDS = ['FAILOVER'] as const;
  * neon:H9: how soon a failover that could not be admitted, or that left shards attached to
  * an OFFLINE node, is tried again (Neon's heartbeat interval: the loss would be seen again then).
  */
-export const FAILOVER_RETRY_MS = 5_000;
+const FAILOVER_RETRY_MS = 5_000;
 /** Failovers start by themselves: the audit log and the operation name this actor. */
 const SYSTEM_ACTOR = 'system';
 
