@@ -68,6 +68,7 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
     const backend = await createBackendFromConfig(config.plugins, {
       ...context,
       ...(db.dialect === 'sqlite' && { dataDir: dataDirOf(db.file) }),
+      insecure: config.server.insecure,
       // ha:L8: the plugins' own requests that change the cluster are gated by the lease too.
       ...(leadership && {
         mayAct: () => leadership.canAct(),

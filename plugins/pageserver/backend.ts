@@ -31,6 +31,10 @@ import { Registration, registrationOf, resolveWithDns, type ResolveHost } from '
 import { ShardMoves } from './shard-moves.ts';
 import { Upcalls } from './upcalls.ts';
 import type { SecondaryProgress } from './wire.ts';
+import { normaliseTenantConfig, type TenantConfig } from '../../src/domain/storage/tenant-config.ts';
+
+/** Neon's `SHORT_RECONCILE_TIMEOUT`: how long a tenant config change waits for its reconciles. */
+const SHORT_RECONCILE_TIMEOUT_MS = 5_000;
 
 export interface PageserverBackendConfig extends Omit<PageserverOptions, 'stateFile' | 'upcall'> {
   /** Absolute path of a legacy state file to import once, if any. */
@@ -102,6 +106,8 @@ export class PageserverBackend implements ClusterBackend {
       setShardPolicy: (id, c) => this.setShardPolicy(id, c),
       setPreferredZone: (id, z) => this.setPreferredZone(id, z),
       describeShard: async (id) => this.describeShard(id),
+      getTenantConfig: async (tenantId) => this.tenantShards(tenantId)[0]!.tenantConfig,
+      setTenantConfig: (tenantId, config) => this.setTenantConfig(tenantId, config),
     };
     this.registry = {
       register: (r) => this.registration.register(r),
@@ -171,6 +177,7 @@ export class PageserverBackend implements ClusterBackend {
       now: () => clock.now(),
       log,
       reattached: (nodeId) => this.reattached(nodeId),
+      record: (upcall) => this.emit({ type: 'nodeUpcall', upcall }),
     });
     await discover({ http: this.http, intents: this.intents, nodes: this.nodes, observed: this.observed, log }, this.discoveryReport);
     // ha:L3: what follows (heartbeats, reconciles, upcalls, registrations, actions) writes through the fence.
@@ -468,7 +475,8 @@ export class PageserverBackend implements ClusterBackend {
       throw new BackendError('Conflict', `shard ${id} is attached to node ${shard.attachedNodeId}, not ${fromNodeId}`, { kind: 'shard', id });
     if (!this.nodes.available(toNodeId)) throw new BackendError('Unavailable', `pageserver ${toNodeId} is OFFLINE`, { kind: 'node', id: toNodeId });
     const secondaries = [...shard.secondaryNodeIds.filter((n) => n !== toNodeId), ...(this.nodes.get(fromNodeId) ? [fromNodeId] : [])];
-    return this.moves.place(shard, { attachedNodeId: toNodeId, secondaryNodeIds: secondaries }, { priority: 'normal' });
+    // neon:H9: the intent stays on the target whatever fails before its generation is issued.
+    return this.moves.place(shard, { attachedNodeId: toNodeId, secondaryNodeIds: secondaries }, { priority: 'normal', keepIntent: true, failover: true });
   }
 
   private async placeShard(id: string, placement: ShardPlacement, options: PlaceOptions = {}): Promise<CutOverResult | void> {
@@ -489,6 +497,37 @@ export class PageserverBackend implements ClusterBackend {
     if (next.policy === shard.policy && next.secondaryCount === shard.secondaryCount) return;
     await this.intents.update(shard, next);
     this.emit({ type: 'shardChanged', shard: toShard(shard) });
+  }
+
+  private tenantShards(tenantId: string): ShardIntent[] {
+    const shards = this.intents.sortedShards().filter((s) => s.tenantId === tenantId);
+    if (!shards.length) throw new BackendError('NotFound', `Tenant ${tenantId} not found`, { kind: 'shard', id: tenantId });
+    return shards;
+  }
+
+  /**
+   * neon:W10 (Neon's `set_tenant_config_and_reconcile`): the config is written for every shard
+   * of the tenant in one write, then each shard is reconciled at high priority (its locations
+   * get the config, neon:W11); the call waits at most 5 s (`SHORT_RECONCILE_TIMEOUT`) and a
+   * reconcile that fails or takes longer is only logged: the config is stored, the background
+   * pass goes on sending it.
+   */
+  private async setTenantConfig(tenantId: string, config: TenantConfig): Promise<void> {
+    this.assertOpen();
+    const shards = this.tenantShards(tenantId);
+    await this.intents.updateMany(shards, { tenantConfig: normaliseTenantConfig(config) });
+    for (const shard of shards) for (const nodeId of this.observed.of(shard.id).keys()) this.observed.markConfStale(shard.id, nodeId);
+    const reconciles = shards.filter((s) => s.policy !== 'STOP').map((s) => this.reconciler.run(s.id, { priority: 'high' }).then(() => undefined));
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      const cancel = this.config.clock.setTimer(SHORT_RECONCILE_TIMEOUT_MS, () => resolve('timeout'));
+      void Promise.allSettled(reconciles).then(cancel);
+    });
+    const outcome = await Promise.race([Promise.all(reconciles).then(() => 'done' as const), timedOut]).catch((e: unknown) => e);
+    if (outcome !== 'done')
+      this.config.log.warn(
+        { tenant: tenantId, err: outcome === 'timeout' ? undefined : outcome },
+        `tenant ${tenantId}'s config stored; its reconcile ${outcome === 'timeout' ? 'takes longer than 5 s' : 'failed'} (the background pass goes on)`,
+      );
   }
 
   private async setPreferredZone(id: string, zone: string | null): Promise<void> {

@@ -1,3 +1,5 @@
+import { normaliseTenantConfig, type TenantConfig } from '../../src/domain/storage/tenant-config.ts';
+import { confKey } from './location-calls.ts';
 import { compareNodeIds } from '../../src/domain/compare.ts';
 import { checkLocationConfigList } from './checks.ts';
 import type { PageserverHttp } from './http-client.ts';
@@ -65,6 +67,8 @@ export async function importStateFile(intents: IntentStore, path: string, log: L
     generationNodeId: s.attachedNodeId,
     secondaryCount: defaultSecondaryCount(s.secondaryNodeIds.length),
     pendingComputeNotification: false,
+    // Read from the pageservers by discovery, which follows (neon:W10).
+    tenantConfig: null,
   }));
   await intents.create(shards);
   for (const shard of shards) await intents.raiseGeneration(intents.shards.get(shard.id)!, shard.generation);
@@ -109,6 +113,21 @@ export async function seedNodes(intents: IntentStore, seeds: PageserverOptions['
 }
 
 /**
+ * neon:W10: the tenant config a shard is adopted with: its attached location's (the newest
+ * generation, AttachedSingle first), else a secondary's (lowest node id).
+ */
+export function configOf(locations: readonly { nodeId: string; config: LocationConfig }[]): TenantConfig {
+  const ranked = [...locations].sort(
+    (a, b) =>
+      Number(ATTACHED_MODES.includes(b.config.mode)) - Number(ATTACHED_MODES.includes(a.config.mode)) ||
+      (b.config.generation ?? 0) - (a.config.generation ?? 0) ||
+      Number(b.config.mode === 'AttachedSingle') - Number(a.config.mode === 'AttachedSingle') ||
+      compareNodeIds(a.nodeId, b.nodeId),
+  );
+  return normaliseTenantConfig(ranked[0]?.config.tenant_conf ?? {});
+}
+
+/**
  * Reads each pageserver's `GET /v1/location_config`: fills what the controller observes,
  * raises generations seen above the persisted ones, and adopts shards only the
  * pageservers know (the attached location with the newest generation wins; ties:
@@ -134,7 +153,7 @@ export async function discover(
           const list = found.get(shardId) ?? [];
           list.push({ nodeId: node.nodeId, config });
           found.set(shardId, list);
-          observed.set(shardId, node.nodeId, { mode: config.mode, generation: config.generation });
+          observed.set(shardId, node.nodeId, { mode: config.mode, generation: config.generation, conf: confKey(config.tenant_conf) });
         }
       } catch (e) {
         report.unreachable.push(node.nodeId);
@@ -143,11 +162,13 @@ export async function discover(
     }),
   );
   const adopted: ShardIntent[] = [];
+  const configsRead: { shard: ShardIntent; config: TenantConfig }[] = [];
   for (const [shardId, locations] of [...found].sort(([a], [b]) => byId(a, b))) {
     const intent = intents.shards.get(shardId);
     const attached = locations.filter((l) => ATTACHED_MODES.includes(l.config.mode));
     const seen = Math.max(0, ...locations.map((l) => l.config.generation ?? 0));
     if (intent) {
+      if (intent.tenantConfig === null) configsRead.push({ shard: intent, config: configOf(locations) });
       for (const l of attached) {
         if (l.nodeId !== intent.attachedNodeId)
           report.extraAttachments.push({ shardId, nodeId: l.nodeId, mode: l.config.mode, generation: l.config.generation });
@@ -188,10 +209,18 @@ export async function discover(
       policy: policyOf(undefined),
       secondaryCount: defaultSecondaryCount(secondaryNodeIds.length),
       pendingComputeNotification: false,
+      tenantConfig: configOf(locations),
     });
     report.adopted.push(shardId);
   }
   if (adopted.length) await intents.create(adopted);
+  for (const { shard, config } of configsRead) await intents.update(shard, { tenantConfig: config });
+  const unknown = intents.sortedShards().filter((s) => s.tenantConfig === null);
+  if (unknown.length)
+    log.warn(
+      { shards: unknown.map((s) => s.id) },
+      `pageserver discovery: the config of ${unknown.length} shard(s) is unknown (no pageserver holding them answered); nothing is sent for them until one does`,
+    );
   for (const intent of intents.shards.values()) {
     const here = new Map((found.get(intent.id) ?? []).map((l) => [l.nodeId, l.config.mode]));
     if (reachable.has(intent.attachedNodeId) && !ATTACHED_MODES.includes(here.get(intent.attachedNodeId) as LocationConfigMode)) {

@@ -30,9 +30,29 @@ export class PageserverConfigError extends Error {
 }
 
 /** Creates the backend (intent in `context.store`), starts the upcall listener, discovers, starts heartbeats. */
+const isLoopback = (host: string) => /^(localhost|127(\.\d{1,3}){3}|::1|::ffff:127(\.\d{1,3}){3})$/i.test(host.replace(/^\[|\]$/g, ''));
+
+/**
+ * neon:L10: the upcall listener is as guarded as the main server: beyond loopback it needs
+ * `upcall.token` (re-attach bumps generations), unless the gateway's explicit insecure
+ * opt-in (`server.insecure` / `LOCKKEEPER_INSECURE=1`) is set, which is logged as such.
+ */
+function checkUpcallListener(upcall: PageserverOptions['upcall'], context: Pick<PluginContext, 'log' | 'insecure'>): void {
+  if (upcall.token || isLoopback(upcall.host)) return;
+  if (!context.insecure)
+    throw new PageserverConfigError(
+      `refusing to listen for pageserver upcalls on ${upcall.host} without upcall.token: anyone who reaches it could force generation bumps. ` +
+        "Set upcall.token (the pageservers' control_plane_api_token), listen on loopback, or allow it explicitly with server.insecure: true / LOCKKEEPER_INSECURE=1",
+    );
+  context.log.warn(
+    { upcallHost: upcall.host },
+    `INSECURE: pageserver upcalls on ${upcall.host} without upcall.token: anyone who reaches this port can re-attach a node (server.insecure / LOCKKEEPER_INSECURE)`,
+  );
+}
+
 export async function createPageserverBackend(
   options: PageserverOptions,
-  context: Pick<PluginContext, 'configDir' | 'log' | 'store' | 'mayAct' | 'sender'> & {
+  context: Pick<PluginContext, 'configDir' | 'log' | 'store' | 'mayAct' | 'sender' | 'insecure'> & {
     clock?: Clock;
     onListenerError?: (e: unknown) => void;
     resolveHost?: ResolveHost;
@@ -54,8 +74,13 @@ export async function createPageserverBackend(
     ...(context.resolveHost && { resolveHost: context.resolveHost }),
     onListenerError: context.onListenerError ?? ((e) => context.log.warn({ err: e }, 'a cluster event listener threw')),
   });
+  checkUpcallListener(options.upcall, context);
   const upcalls = new UpcallServer(
-    { reAttach: (r) => backend.upcalls.reAttach(r), validate: (r) => backend.upcalls.validate(r) },
+    {
+      reAttach: (r, caller) => backend.upcalls.reAttach(r, caller),
+      validate: (r, caller) => backend.upcalls.validate(r, caller),
+      refused: (kind, caller, status, why) => backend.upcalls.refused(kind, caller, status, why),
+    },
     { token: options.upcall.token, ...(context.mayAct && { mayAct: context.mayAct }) },
   );
   try {

@@ -38,7 +38,13 @@ export class IntentStore {
     for (const row of await store.shards()) {
       const parsed = storedIntentSchema.safeParse(row.intent);
       if (!parsed.success) throw new PageserverStoreError(`stored shard ${row.id} is unreadable (${describeSchemaIssues(parsed.error)})`);
-      s.shards.set(row.id, { id: row.id, generation: row.generation, generationNodeId: row.generationNodeId, ...parsed.data });
+      s.shards.set(row.id, {
+        id: row.id,
+        generation: row.generation,
+        generationNodeId: row.generationNodeId,
+        ...parsed.data,
+        tenantConfig: parsed.data.tenantConfig ?? null,
+      });
     }
     return s;
   }
@@ -92,6 +98,17 @@ export class IntentStore {
     const next = { ...shard, ...change };
     await this.store.putIntents([{ id: shard.id, intent: intentJson(next) }]);
     Object.assign(shard, change);
+  }
+
+  /** neon:W10: the same change to several shards (a tenant's), in one write. */
+  async updateMany(shards: readonly ShardIntent[], change: Partial<Omit<ShardIntent, 'id' | 'generation' | 'generationNodeId'>>): Promise<void> {
+    await this.store.putIntents(shards.map((s) => ({ id: s.id, intent: intentJson({ ...s, ...change }) })));
+    for (const s of shards) Object.assign(s, change);
+  }
+
+  /** neon:L9: the generations as the database holds them, read with the lease check. */
+  leaderGenerations(shardIds: readonly string[]): Promise<Map<string, number>> {
+    return this.store.leaderGenerations(shardIds);
   }
 
   /** neon:C4: generation + 1, issued to `nodeId`, committed before it is returned. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SHARD_POLICIES } from '../../src/cluster/types.ts';
 import type { ShardPolicy } from '../../src/domain/storage/shards.ts';
+import type { TenantConfig } from '../../src/domain/storage/tenant-config.ts';
 import type { LocationConfigMode } from './wire.ts';
 
 /**
@@ -26,6 +27,12 @@ export interface ShardIntent {
   secondaryCount: number;
   /** neon:C14. */
   pendingComputeNotification: boolean;
+  /**
+   * neon:W10: the tenant's config (the same on every shard of the tenant, as Neon's
+   * `tenant_shards.config`); null while unknown (its pageservers were unreachable when it was
+   * adopted, or it was stored by a version that kept none): nothing is sent for it then.
+   */
+  tenantConfig: TenantConfig | null;
 }
 
 /** The JSON part of a stored shard (generation and its node are columns of their own). */
@@ -40,6 +47,8 @@ export const storedIntentSchema = z.object({
   policy: z.enum(SHARD_POLICIES),
   secondaryCount: z.number().int().nonnegative(),
   pendingComputeNotification: z.boolean(),
+  // Absent in rows of earlier versions: unknown until discovery reads it from a pageserver.
+  tenantConfig: z.record(z.string(), z.unknown()).nullable().optional(),
 });
 
 export function intentJson(s: ShardIntent): Record<string, unknown> {
@@ -84,8 +93,12 @@ export function nodeJson(n: NodeRecord): Record<string, unknown> {
   return rest;
 }
 
-/** What the controller believes a node holds for a shard; `unknown` after a call that may have changed it, after a failure, while the node is offline. */
-export type Observed = { mode: LocationConfigMode; generation: number | null } | 'unknown';
+/**
+ * What the controller believes a node holds for a shard; `unknown` after a call that may have
+ * changed it, after a failure, while the node is offline. `conf`: the tenant config the
+ * location holds (canonical JSON), when known (neon:W10: a differing one is sent again).
+ */
+export type Observed = { mode: LocationConfigMode; generation: number | null; conf?: string } | 'unknown';
 
 export const describeObserved = (o: Observed) => (o === 'unknown' ? 'unknown' : o.generation === null ? o.mode : `${o.mode}@${o.generation}`);
 

@@ -13,6 +13,7 @@ import { CALLS } from './neon-retry.ts';
 import type { NodeSet } from './nodes.ts';
 import type { ObservedState } from './observed.ts';
 import type { LocationConfig, LocationConfigMode } from './wire.ts';
+import { haAwareTenantConfig, locationHasSecondaries, normaliseTenantConfig, type TenantConfig } from '../../src/domain/storage/tenant-config.ts';
 
 /** What a reconcile is built from. */
 export interface ReconcileDeps {
@@ -68,7 +69,39 @@ export class ReconcileRun {
   }
 }
 
+/** neon:W11: the config a location of the shard gets in `mode` (Neon's `attached_location_conf` / `secondary_location_conf`); null while unknown. */
+function wantedTenantConf(shard: ShardIntent, mode: LocationConfigMode): TenantConfig | null {
+  if (shard.tenantConfig === null) return null;
+  return haAwareTenantConfig(shard.tenantConfig, locationHasSecondaries(mode, shard.secondaryCount, shard.secondaryNodeIds.length));
+}
+
+export const confKey = (conf: Record<string, unknown>) => JSON.stringify(normaliseTenantConfig(conf));
+
+/** Observed holds the config the shard's location there should have (an unknown observed config counts as holding it). */
+export function confHeld(deps: ReconcileDeps, shard: ShardIntent, nodeId: string): boolean {
+  const o = deps.observed.get(shard.id, nodeId);
+  if (o === undefined || o === 'unknown' || o.conf === undefined) return true;
+  const wanted = wantedTenantConf(shard, o.mode);
+  return wanted === null || o.conf === confKey(wanted);
+}
+
+/** neon:W10: nothing is sent for a tenant whose config is unknown (its pageservers were unreachable at start-up). */
+class TenantConfigUnknown extends BackendError {
+  constructor(shard: ShardIntent) {
+    super(
+      'Unavailable',
+      `tenant ${shard.tenantId}'s config is unknown (its pageservers were unreachable): nothing is sent for shard ${shard.id} until it is read`,
+      {
+        kind: 'shard',
+        id: shard.id,
+      },
+    );
+  }
+}
+
 function locationBody(shard: ShardIntent, mode: LocationConfigMode, generation: number | null): LocationConfig {
+  const conf = mode === 'Detached' ? {} : wantedTenantConf(shard, mode);
+  if (conf === null) throw new TenantConfigUnknown(shard);
   return {
     mode,
     generation,
@@ -76,7 +109,7 @@ function locationBody(shard: ShardIntent, mode: LocationConfigMode, generation: 
     shard_number: shard.shardNumber,
     shard_count: shard.shardCount,
     shard_stripe_size: shard.stripeSize,
-    tenant_conf: {},
+    tenant_conf: conf,
   };
 }
 
@@ -103,20 +136,21 @@ export async function putLocation(
     });
   }
   run.checkCancelled();
+  const body = locationBody(shard, mode, generation);
   deps.observed.set(shard.id, nodeId, 'unknown');
   const params = new URLSearchParams();
   if (query.flushMs !== undefined) params.set('flush_ms', String(query.flushMs));
   if (query.lazy) params.set('lazy', 'true');
   const qs = params.size ? `?${params}` : '';
   const r = await deps.http.request(node, 'PUT', `/v1/tenant/${shard.id}/location_config${qs}`, {
-    body: locationBody(shard, mode, generation),
+    body,
     check: checkLocationConfigResponse,
     ...CALLS.locationConfig,
     signal: run.cancel,
   });
   if (r.attempts > 1) run.notes.push(`retried: PUT location_config ${mode} on node ${nodeId} took ${r.attempts} attempts (${r.failures.join(', ')})`);
   if (mode === 'Detached') deps.observed.delete(shard.id, nodeId);
-  else deps.observed.set(shard.id, nodeId, { mode, generation });
+  else deps.observed.set(shard.id, nodeId, { mode, generation, conf: confKey(body.tenant_conf) });
 }
 
 /** One compute notification for the shard's intended attached node (neon:C12). */

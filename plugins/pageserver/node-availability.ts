@@ -1,3 +1,7 @@
+import type { TenantConfig } from '../../src/domain/storage/tenant-config.ts';
+import { configOf } from './discovery.ts';
+import { confKey } from './location-calls.ts';
+import type { ShardIntent } from './intent.ts';
 import type { NodeAvailability } from '../../src/cluster/types.ts';
 import { BackendError } from '../../src/cluster/errors.ts';
 import { checkLocationConfigList, checkUtilization } from './checks.ts';
@@ -172,6 +176,14 @@ export class NodeAvailabilityKeeper {
    * the node out of ACTIVE. Then ACTIVE, and its unknown locations are reconciled (by the
    * caller when `reconcile` is false: a heartbeat round, once all its nodes are activated).
    */
+  /** Every shard of the tenant whose config is still unknown takes it (one write). */
+  private async adoptConfig(shard: ShardIntent, config: TenantConfig): Promise<void> {
+    const { intents } = this.deps;
+    const same = [...intents.shards.values()].filter((s) => s.tenantId === shard.tenantId && s.tenantConfig === null);
+    await intents.updateMany(same, { tenantConfig: config });
+    this.deps.log.info({ tenant: shard.tenantId }, `tenant ${shard.tenantId}'s config read from a pageserver`);
+  }
+
   async activate(node: NodeRuntime, { reconcile = true }: { reconcile?: boolean } = {}): Promise<void> {
     if (this.activating.has(node.nodeId)) return;
     this.activating.add(node.nodeId);
@@ -200,8 +212,19 @@ export class NodeAvailabilityKeeper {
           continue;
         }
         const mine = observed.get(shardId, node.nodeId);
-        const same = mine !== undefined && mine !== 'unknown' && config !== null && mine.mode === config.mode && mine.generation === config.generation;
+        const conf = config === null ? undefined : confKey(config.tenant_conf);
+        const same =
+          mine !== undefined &&
+          mine !== 'unknown' &&
+          config !== null &&
+          mine.mode === config.mode &&
+          mine.generation === config.generation &&
+          (mine.conf === undefined || mine.conf === conf);
         if (!same) observed.set(shardId, node.nodeId, 'unknown');
+        // neon:W10: a tenant whose config was unknown (its pageservers unreachable at start-up) takes this location's.
+        const shard = intents.shards.get(shardId)!;
+        if (shard.tenantConfig === null && config !== null && config.mode !== 'Detached')
+          await this.adoptConfig(shard, configOf([{ nodeId: node.nodeId, config }]));
       }
       // What the node no longer holds: it holds nothing of it.
       for (const shardId of observed.shardsOn(node.nodeId)) if (!reported.has(shardId)) observed.delete(shardId, node.nodeId);

@@ -24,6 +24,12 @@ export class ObservedState {
     m.set(nodeId, observed);
   }
 
+  /** neon:W10: the location's config no longer counts as the wanted one (a config change): the next reconcile sends it. */
+  markConfStale(shardId: string, nodeId: string): void {
+    const o = this.get(shardId, nodeId);
+    if (o !== undefined && o !== 'unknown') this.set(shardId, nodeId, { ...o, conf: 'stale' });
+  }
+
   delete(shardId: string, nodeId: string): void {
     this.byShard.get(shardId)?.delete(nodeId);
   }

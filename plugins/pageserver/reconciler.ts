@@ -4,7 +4,18 @@ import { describeNotify, notifySucceeded } from './compute-hook.ts';
 import { PageserverRequestError } from './http-client.ts';
 import type { ShardIntent } from './intent.ts';
 import { liveMigrate } from './live-migration.ts';
-import { Cancelled, notifyCompute, observedAs, putLocation, reasonOf, ReconcileFailure, ReconcileRun, type ReconcileDeps } from './location-calls.ts';
+import {
+  Cancelled,
+  confHeld,
+  confKey,
+  notifyCompute,
+  observedAs,
+  putLocation,
+  reasonOf,
+  ReconcileFailure,
+  ReconcileRun,
+  type ReconcileDeps,
+} from './location-calls.ts';
 import { CALLS, RECONCILER_CONCURRENCY } from './neon-retry.ts';
 import type { LocationConfig } from './wire.ts';
 
@@ -82,6 +93,10 @@ export class Reconciler {
     private readonly backgroundIntervalMs: number,
   ) {}
 
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   reconciling(shardId: string): boolean {
     return this.inFlight.has(shardId);
   }
@@ -139,10 +154,14 @@ export class Reconciler {
   needsReconcile(shard: ShardIntent): boolean {
     const { observed, nodes } = this.deps;
     if (shard.pendingComputeNotification) return true;
+    // neon:W10: nothing can be sent while the tenant's config is unknown.
+    if (shard.tenantConfig === null) return false;
     const here = observed.of(shard.id);
     for (const [nodeId, o] of here) if (o === 'unknown' && nodes.available(nodeId)) return true;
-    if (nodes.available(shard.attachedNodeId) && !observedAs(this.deps, shard.id, shard.attachedNodeId, 'AttachedSingle', shard.generation)) return true;
-    for (const s of shard.secondaryNodeIds) if (nodes.available(s) && !observedAs(this.deps, shard.id, s, 'Secondary')) return true;
+    const held = (nodeId: string, mode: 'AttachedSingle' | 'Secondary', generation?: number) =>
+      observedAs(this.deps, shard.id, nodeId, mode, generation) && confHeld(this.deps, shard, nodeId);
+    if (nodes.available(shard.attachedNodeId) && !held(shard.attachedNodeId, 'AttachedSingle', shard.generation)) return true;
+    for (const s of shard.secondaryNodeIds) if (nodes.available(s) && !held(s, 'Secondary')) return true;
     for (const nodeId of here.keys()) {
       if (nodeId !== shard.attachedNodeId && !shard.secondaryNodeIds.includes(nodeId) && nodes.available(nodeId)) return true;
     }
@@ -208,7 +227,7 @@ export class Reconciler {
     try {
       const { json } = await http.request<LocationConfig | null>(node, 'GET', `/v1/location_config/${shard.id}`, { ...CALLS.refresh, signal: run.cancel });
       if (json === null) observed.set(shard.id, nodeId, 'unknown');
-      else observed.set(shard.id, nodeId, { mode: json.mode, generation: json.generation });
+      else observed.set(shard.id, nodeId, { mode: json.mode, generation: json.generation, conf: confKey(json.tenant_conf) });
     } catch (e) {
       if (e instanceof PageserverRequestError && e.status === 404) observed.delete(shard.id, nodeId);
       else throw e;
@@ -241,6 +260,11 @@ export class Reconciler {
     const { intents } = this.deps;
     const dest = shard.attachedNodeId;
     const exact = observedAs(this.deps, shard.id, dest, 'AttachedSingle', shard.generation) && shard.generationNodeId === dest;
+    if (exact && !confHeld(this.deps, shard, dest)) {
+      // neon:W10: the same location with the tenant's config as stored now; no new generation.
+      run.progress('DIRECT_ATTACH', `sending tenant ${shard.tenantId}'s config to node ${dest}`, dest);
+      await putLocation(this.deps, run, shard, dest, 'AttachedSingle', shard.generation);
+    }
     if (exact) {
       if (refreshed || shard.pendingComputeNotification) await this.notifyOrFail(shard, run);
       return;
@@ -297,7 +321,7 @@ export class Reconciler {
     const { observed, nodes } = this.deps;
     const changes: { nodeId: string; mode: 'Secondary' | 'Detached' }[] = [];
     for (const nodeId of shard.secondaryNodeIds) {
-      if (observedAs(this.deps, shard.id, nodeId, 'Secondary')) continue;
+      if (observedAs(this.deps, shard.id, nodeId, 'Secondary') && confHeld(this.deps, shard, nodeId)) continue;
       if (nodes.available(nodeId)) changes.push({ nodeId, mode: 'Secondary' });
       else if (nodes.get(nodeId)) observed.set(shard.id, nodeId, 'unknown');
     }

@@ -23,6 +23,7 @@ interface Waiter {
  */
 export class ShardMoves {
   private readonly waiters = new Set<Waiter>();
+  private readonly configWaiters = new Set<{ shard: ShardIntent; resolve(): void }>();
 
   constructor(
     private readonly deps: ReconcileDeps,
@@ -34,6 +35,11 @@ export class ShardMoves {
 
   /** Looks at every waiter again (a reconcile ended, a node changed). */
   recheck(): void {
+    for (const w of [...this.configWaiters]) {
+      if (w.shard.tenantConfig === null) continue;
+      this.configWaiters.delete(w);
+      w.resolve();
+    }
     for (const w of [...this.waiters]) {
       const shard = this.deps.intents.shards.get(w.shardId);
       if (!shard || shard.attachedNodeId !== w.nodeId) {
@@ -72,7 +78,12 @@ export class ShardMoves {
    * node holds it; rejects only when nothing was issued to it (the intent is then put back,
    * unless `keepIntent`).
    */
-  async place(shard: ShardIntent, target: ShardPlacement, options: PlaceOptions & { priority?: 'normal' | 'high' } = {}): Promise<CutOverResult> {
+  async place(
+    shard: ShardIntent,
+    target: ShardPlacement,
+    options: PlaceOptions & { priority?: 'normal' | 'high'; failover?: boolean } = {},
+  ): Promise<CutOverResult> {
+    if (shard.tenantConfig === null) await this.whenConfigKnown(shard, options);
     const before: ShardPlacement = { attachedNodeId: shard.attachedNodeId, secondaryNodeIds: [...shard.secondaryNodeIds] };
     const secondaryNodeIds = [...new Set(target.secondaryNodeIds)].filter((n) => n !== target.attachedNodeId).sort(compareNodeIds);
     await this.setPlacement(shard, { attachedNodeId: target.attachedNodeId, secondaryNodeIds });
@@ -85,6 +96,12 @@ export class ShardMoves {
       return noteOf(out.notes);
     } catch (e) {
       const failure = e instanceof ReconcileFailure ? e : null;
+      if (failure && !failure.issued && options.failover && !this.reconciler.isClosed && shard.attachedNodeId === dest && this.deps.nodes.available(dest)) {
+        // neon:H9: a failover never falls back onto the lost node. Whatever failed before the
+        // generation (a database error, a superseding reconcile) leaves the intent on the target;
+        // the newer reconcile or the background pass attaches it there.
+        return this.rollForward(shard, dest, failure, options);
+      }
       if (!failure?.issued) {
         // Nothing was issued to the new node: the shard stays on the old one.
         // (Not to a node that is gone meanwhile: a deleted one keeps nothing.)
@@ -94,19 +111,40 @@ export class ShardMoves {
         }
         throw e;
       }
-      options.onProgress?.({
-        phase: 'ROLLING_FORWARD',
-        description: `rolling forward to node ${dest} after: ${failure.message}`,
-        nodeId: dest,
-      });
-      this.deps.log.warn({ shard: shard.id, node: dest, err: e }, `shard ${shard.id}: ${failure.message}; rolling forward to node ${dest}`);
-      if (failure.cause instanceof OperationCancelled) {
-        // The operation's cancel: complete what was issued now, by a direct attach.
-        this.reconciler.spawn(shard.id, 'cancelled operation', { priority: 'high' });
-      }
-      await this.whenAttached(shard.id, dest);
-      return { note: `rolled forward: ${failure.message}` };
+      return this.rollForward(shard, dest, failure, options);
     }
+  }
+
+  /** neon:W10: a move waits, named on its step, until the tenant's config is read from a pageserver that holds it (its activation). */
+  private async whenConfigKnown(shard: ShardIntent, options: PlaceOptions): Promise<void> {
+    options.onProgress?.({
+      phase: 'TENANT_CONFIG',
+      description: `waiting for tenant ${shard.tenantId}'s config: no pageserver holding it has answered since start-up`,
+      nodeId: null,
+    });
+    await new Promise<void>((resolve, reject) => {
+      const waiter = { shard, resolve };
+      this.configWaiters.add(waiter);
+      options.signal?.addEventListener('abort', () => {
+        this.configWaiters.delete(waiter);
+        reject(new BackendError('Unavailable', `cancelled while waiting for tenant ${shard.tenantId}'s config`, { kind: 'shard', id: shard.id }));
+      });
+    });
+  }
+
+  private async rollForward(shard: ShardIntent, dest: string, failure: ReconcileFailure, options: PlaceOptions): Promise<CutOverResult> {
+    options.onProgress?.({
+      phase: 'ROLLING_FORWARD',
+      description: `rolling forward to node ${dest} after: ${failure.message}`,
+      nodeId: dest,
+    });
+    this.deps.log.warn({ shard: shard.id, node: dest, err: failure }, `shard ${shard.id}: ${failure.message}; rolling forward to node ${dest}`);
+    if (failure.cause instanceof OperationCancelled) {
+      // The operation's cancel: complete what was issued now, by a direct attach.
+      this.reconciler.spawn(shard.id, 'cancelled operation', { priority: 'high' });
+    }
+    await this.whenAttached(shard.id, dest);
+    return { note: `rolled forward: ${failure.message}` };
   }
 
   private async setPlacement(shard: ShardIntent, p: ShardPlacement): Promise<void> {

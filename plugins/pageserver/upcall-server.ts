@@ -8,9 +8,14 @@ import type { ReAttachRequest, ReAttachResponse, ValidateRequest, ValidateRespon
 export type UpcallAnswer<T> = { status: 200; body: T } | { status: number; body: { msg: string } };
 
 export interface UpcallHandlers {
-  reAttach(request: ReAttachRequest): Promise<UpcallAnswer<ReAttachResponse>>;
-  validate(request: ValidateRequest): ValidateResponse;
+  reAttach(request: ReAttachRequest, caller: string): Promise<UpcallAnswer<ReAttachResponse>>;
+  validate(request: ValidateRequest, caller: string): Promise<ValidateResponse>;
+  /** neon:L10: an upcall refused before its handler (no or a wrong token). */
+  refused?(kind: 'RE_ATTACH' | 'VALIDATE', caller: string, status: number, why: string): void;
 }
+
+/** `ip:port` of the caller as the listener saw it. */
+const callerOf = (req: IncomingMessage) => `${req.socket.remoteAddress ?? 'unknown'}:${req.socket.remotePort ?? 0}`;
 
 const MAX_BODY = 1024 * 1024;
 
@@ -95,8 +100,10 @@ export class UpcallServer {
     const route = path === '/upcall/v1/re-attach' ? 'reAttach' : path === '/upcall/v1/validate' ? 'validate' : null;
     if (!route) return send(res, 404, { msg: `no upcall at ${path}` });
     const refusal = this.refusal(req);
+    const caller = callerOf(req);
     if (refusal) {
       req.resume();
+      this.handlers.refused?.(route === 'reAttach' ? 'RE_ATTACH' : 'VALIDATE', caller, 401, refusal);
       return send(res, 401, { msg: `Unauthorized: ${refusal}` });
     }
     if (req.method !== 'POST') return send(res, 405, { msg: `${path} takes POST` });
@@ -118,7 +125,7 @@ export class UpcallServer {
         return send(res, 400, { msg: 're-attach: "register" must be an object' });
       }
       try {
-        const answer = await this.handlers.reAttach(body as unknown as ReAttachRequest);
+        const answer = await this.handlers.reAttach(body as unknown as ReAttachRequest, caller);
         return send(res, answer.status, answer.body);
       } catch (e) {
         return send(res, 500, { msg: `re-attach failed: ${e instanceof Error ? e.message : String(e)}` });
@@ -128,6 +135,10 @@ export class UpcallServer {
     if (!Array.isArray(tenants) || !tenants.every((t) => isObject(t) && typeof t.id === 'string' && typeof t.gen === 'number')) {
       return send(res, 400, { msg: 'validate: expected {"tenants": [{"id": …, "gen": <integer>}]}' });
     }
-    send(res, 200, this.handlers.validate(body as unknown as ValidateRequest));
+    try {
+      send(res, 200, await this.handlers.validate(body as unknown as ValidateRequest, caller));
+    } catch (e) {
+      send(res, 503, { msg: `validate failed: ${e instanceof Error ? e.message : String(e)}` });
+    }
   }
 }

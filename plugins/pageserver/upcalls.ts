@@ -6,7 +6,12 @@ import type { NodeAvailabilityKeeper } from './node-availability.ts';
 import type { NodeSet } from './nodes.ts';
 import type { ObservedState } from './observed.ts';
 import type { Registration } from './registration.ts';
+import type { NodeUpcall } from '../../src/cluster/types.ts';
 import type { UpcallAnswer, UpcallHandlers } from './upcall-server.ts';
+
+/** neon:L10: at most this many re-attaches of one node in any window of RE_ATTACH_WINDOW_MS. */
+const RE_ATTACH_LIMIT = 10;
+const RE_ATTACH_WINDOW_MS = 60_000;
 import type { NodeRegisterRequest, ReAttachRequest, ReAttachResponse, ValidateRequest, ValidateResponse } from './wire.ts';
 
 /** The HTTP status of a registration refusal inside a re-attach (as the REST facade answers it). */
@@ -68,8 +73,59 @@ export class Upcalls implements UpcallHandlers {
       log: { info(obj: object, msg?: string): void };
       /** Resolves once the gateway has acted on the re-attach (its policy change recorded, neon:L3). */
       reattached(nodeId: string): Promise<void>;
+      /** neon:L10: every upcall, answered or refused, for the gateway to record (event and audit). */
+      record(upcall: NodeUpcall): void;
     },
   ) {}
+
+  /** neon:L10: per node, when its recent re-attaches were answered (a sliding window). */
+  private readonly reAttaches = new Map<string, number[]>();
+
+  refused(kind: 'RE_ATTACH' | 'VALIDATE', caller: string, status: number, why: string): void {
+    this.deps.record({ kind, nodeId: null, caller, outcome: 'UNAUTHORIZED', status, detail: why });
+  }
+
+  /**
+   * neon:L10: the re-attach, rate-limited per node (at most RE_ATTACH_LIMIT in any
+   * RE_ATTACH_WINDOW_MS: a pageserver in a restart loop, or anyone who reaches the port,
+   * cannot bump generations without end; a refused one is answered 429, which a pageserver
+   * retries), and recorded with the caller's address.
+   */
+  async reAttach(request: ReAttachRequest, caller: string): Promise<UpcallAnswer<ReAttachResponse>> {
+    const nodeId = String(request.node_id);
+    const now = this.deps.now();
+    const recent = (this.reAttaches.get(nodeId) ?? []).filter((t) => now - t < RE_ATTACH_WINDOW_MS);
+    if (recent.length >= RE_ATTACH_LIMIT) {
+      this.reAttaches.set(nodeId, recent);
+      const detail = `re-attach of node ${nodeId} rate-limited: ${RE_ATTACH_LIMIT} in the last ${RE_ATTACH_WINDOW_MS / 1000} s`;
+      this.deps.record({ kind: 'RE_ATTACH', nodeId, caller, outcome: 'RATE_LIMITED', status: 429, detail });
+      return { status: 429, body: { msg: `Too Many Requests: ${detail}; retry later` } };
+    }
+    let answer: UpcallAnswer<ReAttachResponse>;
+    try {
+      answer = await this.answerReAttach(request);
+    } catch (e) {
+      this.deps.record({ kind: 'RE_ATTACH', nodeId, caller, outcome: 'ERROR', status: 500, detail: e instanceof Error ? e.message : String(e) });
+      throw e;
+    }
+    if (answer.status === 200) {
+      recent.push(now);
+      const tenants = (answer.body as ReAttachResponse).tenants;
+      const bumped = tenants.filter((t) => t.gen !== null).length;
+      this.deps.record({
+        kind: 'RE_ATTACH',
+        nodeId,
+        caller,
+        outcome: 'OK',
+        status: 200,
+        detail: `${bumped} generation(s) bumped, ${tenants.length} location(s) answered`,
+      });
+    } else {
+      this.deps.record({ kind: 'RE_ATTACH', nodeId, caller, outcome: 'REFUSED', status: answer.status, detail: (answer.body as { msg: string }).msg });
+    }
+    this.reAttaches.set(nodeId, recent);
+    return answer;
+  }
 
   /**
    * `POST /upcall/v1/re-attach`: a tombstoned node is refused (409 with `register`, else
@@ -78,7 +134,7 @@ export class Upcalls implements UpcallHandlers {
    * `AttachedSingle`, its intended secondaries `Secondary`; shards failed over elsewhere
    * are left out, so the pageserver detaches them. The node is WARMING_UP from now.
    */
-  async reAttach(request: ReAttachRequest): Promise<UpcallAnswer<ReAttachResponse>> {
+  private async answerReAttach(request: ReAttachRequest): Promise<UpcallAnswer<ReAttachResponse>> {
     const { intents, nodes, observed } = this.deps;
     const nodeId = String(request.node_id);
     if (intents.tombstones.has(nodeId)) {
@@ -127,7 +183,26 @@ export class Upcalls implements UpcallHandlers {
    * `POST /upcall/v1/validate`: a generation is valid only if it is the one last issued for
    * the shard. Older ones are stale; newer ones were never issued by this controller.
    */
-  validate(request: ValidateRequest): ValidateResponse {
-    return { tenants: request.tenants.map((t) => ({ id: t.id, valid: this.deps.intents.shards.get(t.id)?.generation === t.gen })) };
+  /** Neon's validate body names no node: the registered node listening at the caller's address, when exactly one does. */
+  private nodeAt(caller: string): string | null {
+    const ip = caller.slice(0, caller.lastIndexOf(':')).replace(/^::ffff:/, '');
+    const at = [...this.deps.intents.nodes.values()].filter((n) => n.listenHttpAddr === ip);
+    return at.length === 1 ? at[0]!.id : null;
+  }
+
+  async validate(request: ValidateRequest, caller: string): Promise<ValidateResponse> {
+    // neon:L9: from the database, in the read that checks the lease: never a deposed leader's memory.
+    const stored = await this.deps.intents.leaderGenerations(request.tenants.map((t) => t.id));
+    const answer = { tenants: request.tenants.map((t) => ({ id: t.id, valid: stored.get(t.id) === t.gen })) };
+    const invalid = answer.tenants.filter((t) => !t.valid).length;
+    this.deps.record({
+      kind: 'VALIDATE',
+      nodeId: this.nodeAt(caller),
+      caller,
+      outcome: 'OK',
+      status: 200,
+      detail: `${request.tenants.length} generation(s) checked, ${invalid} not valid`,
+    });
+    return answer;
   }
 }

@@ -17,6 +17,8 @@ export interface SimShardSpec {
   generation?: number;
   /** Per secondary node: bytes still to download (default 0) and whether it has a heatmap. */
   lag?: Record<number, { bytes: number; heatmap?: boolean }>;
+  /** The tenant config every location of the shard holds at the start (default: `{heatmap_period: "1m"}` with secondaries, else `{}`). */
+  tenantConf?: Record<string, unknown>;
 }
 
 export interface SimClusterSpec {
@@ -88,7 +90,9 @@ export async function startPageserverFleet(spec: SimClusterSpec): Promise<Pagese
   }
   for (const s of spec.shards) {
     const id = shardIdOf(s);
-    sims.get(s.attached)!.seed(id, { mode: 'AttachedSingle', generation: s.generation ?? 1 });
+    // As a controller leaves them (neon:W11): heatmaps every 60 s where the shard has secondaries.
+    const tenantConf = s.tenantConf ?? (s.secondaries.length ? { heatmap_period: '1m' } : {});
+    sims.get(s.attached)!.seed(id, { mode: 'AttachedSingle', generation: s.generation ?? 1, tenantConf });
     for (const sec of s.secondaries) {
       const lag = s.lag?.[sec];
       const seed: SeedLocation = {
@@ -96,6 +100,7 @@ export async function startPageserverFleet(spec: SimClusterSpec): Promise<Pagese
         bytesTotal: 4 * 1024 * 1024,
         bytesDownloaded: 4 * 1024 * 1024 - (lag?.bytes ?? 0),
         heatmap: lag?.heatmap ?? true,
+        tenantConf,
       };
       sims.get(sec)!.seed(id, seed);
     }

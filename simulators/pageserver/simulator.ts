@@ -95,6 +95,8 @@ export interface SeedLocation {
   bytesDownloaded?: number;
   /** Secondaries: false = no heatmap yet (lag unknown). */
   heatmap?: boolean;
+  /** The location's tenant config (default `{}`). */
+  tenantConf?: Record<string, unknown>;
 }
 
 /** What a pageserver's `metadata.json` holds (Neon `pageserver/src/bin/pageserver.rs`), from which its re-attach `register` is built. */
@@ -219,7 +221,7 @@ export class PageserverSim {
       shardNumber: shard.shardNumber,
       shardCount: shard.shardCount,
       stripeSize: shard.shardCount ? 32768 : 0,
-      tenantConf: {},
+      tenantConf: structuredClone(seed.tenantConf ?? {}),
       bytesTotal: total,
       bytesDownloadedAt: seed.mode === 'Secondary' ? Math.min(total, seed.bytesDownloaded ?? total) : total,
       at: this.clock.now(),
@@ -238,6 +240,12 @@ export class PageserverSim {
     const out: Record<string, { mode: Mode; generation: number | null }> = {};
     for (const [id, l] of [...this.locations].sort(([a], [b]) => (a < b ? -1 : 1))) out[id] = { mode: l.mode, generation: l.generation };
     return out;
+  }
+
+  /** The tenant config this pageserver holds for the shard (what the last `location_config` body said), or null when it holds nothing. */
+  tenantConf(shardId: string): Record<string, unknown> | null {
+    const l = this.locations.get(shardId);
+    return l ? structuredClone(l.tenantConf) : null;
   }
 
   location(shardId: string): { mode: Mode; generation: number | null; warm: boolean } | null {
@@ -762,7 +770,11 @@ export class PageserverSim {
       return this.reply(res, 200, { shards: [], stripe_size: null });
     }
     const now = this.clock.now();
-    const base: Location = prev ?? this.emptyLocation(shard, Number(body.shard_stripe_size ?? 0));
+    // A pageserver applies the body's tenant_conf as the tenant's whole config (it replaces, never merges).
+    const base: Location = {
+      ...(prev ?? this.emptyLocation(shard, Number(body.shard_stripe_size ?? 0))),
+      tenantConf: structuredClone(body.tenant_conf as Record<string, unknown>),
+    };
     if (mode === 'Secondary') {
       const warm = Boolean((body.secondary_conf as { warm?: boolean } | null)?.warm);
       const bytes = prev && ATTACHED.includes(prev.mode) ? prev.bytesTotal : this.downloaded(base, now);

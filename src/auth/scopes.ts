@@ -48,6 +48,9 @@ const FIELD_SCOPES: Readonly<Record<string, Scope>> = {
   'Mutation.cancelShardReconcile': 'admin',
   'Mutation.setShardPolicy': 'admin',
   'Mutation.setPreferredZone': 'admin',
+  // neon:W10: Neon's tenant config routes need its admin scope, reads included.
+  'Mutation.setTenantConfig': 'admin',
+  'Query.tenantConfig': 'admin',
 };
 
 /** The scope a root field needs when it states none itself. */

@@ -83,6 +83,12 @@ export interface PluginStore {
    * in one atomic statement (neon:C4). Resolves with the new generation once committed.
    */
   incrementGeneration(shardId: string, nodeId: string): Promise<number>;
+  /**
+   * neon:L9: the stored generation of each shard named, read in the same transaction as this
+   * replica's lease check (a stand-by's or a deposed leader's read is refused, typed
+   * `PluginStoreFencedError`). Shards not stored are left out.
+   */
+  leaderGenerations(shardIds: readonly string[]): Promise<Map<string, number>>;
   /** Raises the generation to at least `atLeast` (a generation seen on a pageserver was issued); resolves with the generation now stored. */
   raiseGeneration(shardId: string, atLeast: number): Promise<number>;
   /**

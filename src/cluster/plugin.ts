@@ -42,6 +42,12 @@ export interface PluginContext {
    * Absent where no database is open (some tests); a plugin that needs it says so.
    */
   store?: PluginStore;
+  /**
+   * The gateway's explicit opt-in to listen beyond loopback without authentication
+   * (`server.insecure` / `LOCKKEEPER_INSECURE=1`): a plugin's own listener refuses a
+   * non-loopback address without its token unless it is set (neon:L10). Absent: false.
+   */
+  insecure?: boolean;
 }
 
 /** What a plugin module exports as default. */

@@ -6,6 +6,7 @@
  */
 import type { NodeAvailability } from './types.ts';
 import type { ShardPolicy } from '../domain/storage/shards.ts';
+import type { TenantConfig } from '../domain/storage/tenant-config.ts';
 
 /** What a backend may say about a cut-over that succeeded, e.g. that requests had to be retried. */
 export interface CutOverResult {
@@ -26,6 +27,8 @@ const CUT_OVER_PHASES = [
   'DESTINATION_SINGLE',
   'ROLLING_FORWARD',
   'DIRECT_ATTACH',
+  // neon:W10: waiting for the tenant's config, unknown while its pageservers were unreachable.
+  'TENANT_CONFIG',
 ] as const;
 export type CutOverPhase = (typeof CUT_OVER_PHASES)[number];
 
@@ -110,6 +113,14 @@ export interface PlacementControl {
   /** neon:W9: persists the preferred zone; moves nothing. */
   setPreferredZone(id: string, zone: string | null): Promise<void>;
   describeShard(id: string): Promise<ShardDetails | null>;
+  /**
+   * neon:W10: the tenant's stored config (the same for all its shards); null while unknown
+   * (its pageservers were unreachable when it was adopted). NotFound for an unknown tenant.
+   * Absent: the backend keeps no tenant config.
+   */
+  getTenantConfig?(tenantId: string): Promise<TenantConfig | null>;
+  /** neon:W10: stores the tenant's whole config for every shard at once, then reconciles them (waiting at most 5 s; a failure is only logged: the config is stored). */
+  setTenantConfig?(tenantId: string, config: TenantConfig): Promise<void>;
 }
 
 /** Neon's node registration fields (neon:L1, neon:L8). */

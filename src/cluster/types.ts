@@ -126,7 +126,26 @@ export type ClusterEvent =
   | { type: 'nodeLost'; nodeId: string }
   | { type: 'vmChanged'; vm: ClusterVm }
   | { type: 'vmRemoved'; vmId: string }
-  | { type: 'shardChanged'; shard: ClusterShard };
+  | { type: 'shardChanged'; shard: ClusterShard }
+  /**
+   * neon:L10: a call a node made to the controller (a pageserver's re-attach or validate
+   * upcall), answered or refused, with the caller's address: the gateway records it as an
+   * event and an audit entry.
+   */
+  | { type: 'nodeUpcall'; upcall: NodeUpcall };
+
+export interface NodeUpcall {
+  kind: 'RE_ATTACH' | 'VALIDATE';
+  /** The node the call named (null when its body named none). */
+  nodeId: string | null;
+  /** The caller's address as the listener saw it (`ip:port`). */
+  caller: string;
+  /** `OK`, or why it was refused: `UNAUTHORIZED`, `RATE_LIMITED`, `REFUSED`, `ERROR`. */
+  outcome: 'OK' | 'UNAUTHORIZED' | 'RATE_LIMITED' | 'REFUSED' | 'ERROR';
+  status: number;
+  /** What it did or why it was refused, e.g. `3 generation(s) bumped`. */
+  detail: string;
+}
 
 /**
  * A listener may return a promise (the type is `void` so that any function fits): it says

@@ -32,10 +32,10 @@ import { tenantRoutes } from './neon-tenant-routes.ts';
 
 export type { NeonFacadeDeps } from './neon-route.ts';
 
-/** Handles requests under `/control/v1/` and `/debug/v1/`; resolves false (leaving `res` untouched) for any other path. Never rejects. */
+/** Handles requests under `/control/v1/`, `/debug/v1/` and `/v1/tenant/` (neon:W10); resolves false (leaving `res` untouched) for any other path. Never rejects. */
 export type NeonFacadeHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
-const PREFIXES = ['/control/v1', '/debug/v1'];
+const PREFIXES = ['/control/v1', '/debug/v1', '/v1/tenant'];
 const REASON_HEADER = 'x-lockkeeper-reason';
 
 /** A route's segments matched against the path's: null when they differ, else the parameters. */

@@ -25,7 +25,18 @@ export interface NeonFacadeDeps {
   /** Node deletes (neon:L4–L7); absent: those routes answer 412. */
   deletes?: Pick<DeleteEngine, 'startDelete' | 'cancelDelete' | 'deleteNow' | 'dropNode'>;
   /** Per-shard controls (neon:W1–W9); absent: those routes answer 412. */
-  shardControls?: Pick<ShardControls, 'migrate' | 'migrateSecondary' | 'cancelReconcile' | 'setTenantPolicy' | 'setPreferredZones' | 'describeTenant'>;
+  shardControls?: Pick<
+    ShardControls,
+    | 'migrate'
+    | 'migrateSecondary'
+    | 'cancelReconcile'
+    | 'setTenantPolicy'
+    | 'setPreferredZones'
+    | 'describeTenant'
+    | 'getTenantConfig'
+    | 'setTenantConfig'
+    | 'patchTenantConfig'
+  >;
   backend: Pick<ClusterBackend, 'listNodes' | 'getNode' | 'listShards' | 'registry'>;
   audit: AuditLog;
   clock: Clock;

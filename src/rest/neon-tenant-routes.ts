@@ -2,12 +2,18 @@
  * Neon's per-shard controls (neon:W1–W9, all admin) and the tenant describe that shows
  * what they did (`is_pending_compute_notification` of neon:C14, `preferred_az_id` of neon:W9).
  */
+import { z } from 'zod';
 import { InvalidInputError, PreconditionFailedError } from '../domain/errors.ts';
+import { tenantConfigPatchSchema, tenantConfigSchema } from '../domain/storage/tenant-config.ts';
 import { OK, parseJsonBody, type NeonFacadeDeps, type Route } from './neon-route.ts';
 import { migrateRequestSchema, NEON_SHARD_POLICY, neonNodeId, preferredAzsRequestSchema, tenantPolicyRequestSchema } from './neon-shapes.ts';
 
 const SHARD_POLICY_NAMES: Record<string, string> = Object.fromEntries(Object.entries(NEON_SHARD_POLICY).map(([neon, ours]) => [ours, neon]));
 const T = '/control/v1/tenant/:tenant_shard_id';
+const tenantIdField = z.string().regex(/^[0-9a-f]{32}$/, 'a tenant id: 32 hex digits');
+/** Neon's `TenantConfigRequest` and `TenantConfigPatchRequest`: the tenant id beside the (flattened) fields, unknown ones refused. */
+const tenantConfigRequestSchema = tenantConfigSchema.extend({ tenant_id: tenantIdField }).strict();
+const tenantConfigPatchRequestSchema = tenantConfigPatchSchema.extend({ tenant_id: tenantIdField }).strict();
 
 export function tenantRoutes(deps: NeonFacadeDeps): Route[] {
   function controls() {
@@ -105,6 +111,35 @@ export function tenantRoutes(deps: NeonFacadeDeps): Route[] {
             ...(r.placement != null && { secondaryCount: r.placement.Attached }),
           });
           return OK;
+        },
+      },
+    },
+    // neon:W10: Neon's tenant config routes, at Neon's paths beside /control/v1.
+    {
+      pattern: '/v1/tenant/config',
+      methods: {
+        /** The whole config; 200 `null` once stored (reconciles follow). */
+        PUT: async ({ body }) => {
+          const { tenant_id, ...config } = parseJsonBody(body, tenantConfigRequestSchema);
+          await controls().setTenantConfig(tenant_id, config);
+          return OK;
+        },
+        /** Neon's `FieldPatch`: a value sets, `null` removes, a field left out is kept. */
+        PATCH: async ({ body }) => {
+          const { tenant_id, ...patch } = parseJsonBody(body, tenantConfigPatchRequestSchema);
+          await controls().patchTenantConfig(tenant_id, patch);
+          return OK;
+        },
+      },
+    },
+    {
+      pattern: '/v1/tenant/:tenant_id/config',
+      scopes: { GET: 'admin' },
+      methods: {
+        GET: async ({ params }) => {
+          const config = await controls().getTenantConfig(params.tenant_id!);
+          // As Neon's controller: no global defaults, so both are the tenant's own config.
+          return { status: 200, body: { tenant_specific_overrides: config, effective_config: config } };
         },
       },
     },

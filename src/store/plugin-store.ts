@@ -115,6 +115,13 @@ export class PrismaPluginStore implements PluginStore {
     await this.fenced([this.prisma.pluginShard.deleteMany({ where: { plugin: this.plugin, id: { in: [...ids] } } })]);
   }
 
+  async leaderGenerations(shardIds: readonly string[]): Promise<Map<string, number>> {
+    const [rows] = (await this.fenced([
+      this.prisma.pluginShard.findMany({ where: { plugin: this.plugin, id: { in: [...shardIds] } }, select: { id: true, generation: true } }),
+    ])) as [{ id: string; generation: number }[]];
+    return new Map(rows.map((r) => [r.id, r.generation]));
+  }
+
   async incrementGeneration(shardId: string, nodeId: string): Promise<number> {
     const [row] = (await this.fenced([
       this.prisma.pluginShard.update({

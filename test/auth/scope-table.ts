@@ -44,6 +44,7 @@ export const MUTATIONS: Record<string, Entry> = {
   cancelShardReconcile: { scope: 'admin', query: 'mutation { cancelShardReconcile(shardId: "404") { __typename } }' },
   setShardPolicy: { scope: 'admin', query: 'mutation { setShardPolicy(tenantId: "404", policy: PAUSE) { __typename } }' },
   setPreferredZone: { scope: 'admin', query: 'mutation { setPreferredZone(shardIds: ["404"], zone: "z") { __typename } }' },
+  setTenantConfig: { scope: 'admin', query: 'mutation { setTenantConfig(tenantId: "404", config: {}) { __typename } }' },
   // On SQLite there is no stand-by: an allowed call answers a typed PreconditionFailedError.
   stepDown: { scope: 'admin', query: 'mutation { stepDown(reason: "scope test") { __typename } }' },
 };
@@ -58,6 +59,7 @@ export const SUBSCRIPTIONS: Record<string, Entry> = {
 /** Queries needing more than viewer; every other query field must need exactly viewer. */
 export const QUERIES_ABOVE_VIEWER: Record<string, Entry> = {
   tokens: { scope: 'admin', query: '{ tokens { name } }' },
+  tenantConfig: { scope: 'admin', query: '{ tenantConfig(tenantId: "404") { __typename } }' },
 };
 
 /**

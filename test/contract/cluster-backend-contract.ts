@@ -96,6 +96,8 @@ function concerns(e: ClusterEvent, s: Subject): boolean {
       return s.kind === 'vm' && e.vmId === s.id;
     case 'shardChanged':
       return s.kind === 'shard' && e.shard.id === s.id;
+    case 'nodeUpcall':
+      return s.kind === 'node' && e.upcall.nodeId === s.id;
   }
 }
 

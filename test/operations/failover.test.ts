@@ -295,6 +295,24 @@ describe('ha:R2 — a FAILOVER ends the lost node’s drain in the transaction t
     expect(await stepsOf()).toEqual(before);
   });
 
+  it('neon:H9: a failover the database refused is admitted again (every 5 s) until the lost node’s shards have an attached intent elsewhere', async () => {
+    t = await createTestApp({ topology: THREE_ZONES });
+    const allow = await refuseOperationsOfKind(t.db, 'FAILOVER');
+    await t.cluster.simulation.setNodeOnline('1', false);
+    await t.app.failover.idle();
+    expect(await t.app.operations.listOperations({ nodeId: '1', kind: 'FAILOVER' })).toEqual([]);
+    // Still refused at the first retry: nothing is written, and it is tried again.
+    await driveUntil(t, () => false, { maxMs: 5_000 }).catch(() => {});
+    await t.app.failover.idle();
+    expect(await t.app.operations.listOperations({ nodeId: '1', kind: 'FAILOVER' })).toEqual([]);
+    await allow();
+    await driveUntil(t, async () => (await t!.app.operations.listOperations({ nodeId: '1', kind: 'FAILOVER' })).length === 1, { maxMs: 5_050 });
+    const op = await failoverOf(t, '1');
+    expect(op).toMatchObject({ kind: 'FAILOVER', state: 'SUCCEEDED' });
+    const movable = (await t.cluster.listShards({ attachedNodeId: '1' })).filter((s) => s.policy !== 'PAUSE' && s.policy !== 'STOP');
+    expect(movable).toEqual([]);
+  });
+
   it('the drain part of a maintenance (hyperconverged node) ends with the failover’s admission; the maintenance then ends FAILED', async () => {
     t = await createTestApp({
       topology: { ...THREE_ZONES, vms: [{ namespace: 'default', name: 'web', nodeId: '1' }] },

@@ -30,7 +30,13 @@ export interface SimCluster extends PageserverFleet {
   /** Starts (or restarts on the same database) the plugin against the simulators. */
   startController(
     extra?: Partial<PageserverOptionsInput>,
-    options?: { hook?: boolean; wrapStore?: (store: PluginStore) => PluginStore; mayAct?: () => boolean },
+    options?: {
+      hook?: boolean;
+      wrapStore?: (store: PluginStore) => PluginStore;
+      mayAct?: () => boolean;
+      insecure?: boolean;
+      log?: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
+    },
   ): Promise<PageserverController>;
   controller: PageserverController | undefined;
   /** Waits until nothing is in flight except what waits on the clock. */
@@ -82,7 +88,7 @@ export async function startSimCluster(spec: SimClusterSpec & { hookToken?: strin
     dir,
     unresolvable,
     controller: undefined,
-    async startController(extra = {}, { hook: withHook = true, wrapStore = (s: PluginStore) => s, mayAct } = {}) {
+    async startController(extra = {}, { hook: withHook = true, wrapStore = (s: PluginStore) => s, mayAct, insecure, log: logger } = {}) {
       const options = pageserverOptionsSchema.parse({
         pageservers: spec.nodes.map((n) => ({ id: n.id, url: sims.get(n.id)!.url, availabilityZone: n.zone ?? 'az-a' })),
         upcall: { host: '127.0.0.1', port: 0 },
@@ -91,8 +97,9 @@ export async function startSimCluster(spec: SimClusterSpec & { hookToken?: strin
       });
       const starting = createPageserverBackend(options, {
         configDir: dir,
-        log: createLogger('silent'),
+        log: logger ?? createLogger('silent'),
         clock,
+        ...(insecure !== undefined && { insecure }),
         store: wrapStore(new PrismaPluginStore(db.prisma, 'pageserver')),
         resolveHost: async (host) => !unresolvable.has(host),
         ...(mayAct && { mayAct }),

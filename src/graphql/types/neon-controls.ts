@@ -16,6 +16,7 @@ import {
 import type { RequestMeta } from '../../domain/operations.ts';
 import { audited } from '../../operations/core/audited.ts';
 import type { MigrateResult } from '../../operations/shard-controls/service.ts';
+import { tenantConfigPatchSchema, tenantConfigSchema } from '../../domain/storage/tenant-config.ts';
 import { builder } from '../builder.ts';
 import type { GraphQLContext } from '../context.ts';
 import { ClusterNodeType, NodeAvailabilityEnum } from './cluster-node.ts';
@@ -197,5 +198,65 @@ builder.mutationField('setPreferredZone', (t) =>
       auditedCall(ctx, 'setPreferredZone', args, null, async () => ({
         updated: await ctx.shardControls.setPreferredZones(Object.fromEntries(args.shardIds.map((id) => [String(id), args.zone ?? null]))),
       })),
+  }),
+);
+
+/** neon:W10: a tenant's stored config (Neon's `TenantConfig` fields, humantime strings for durations). */
+const TenantConfigResultType = builder.objectRef<{ tenantId: string; config: Record<string, unknown> }>('TenantConfigResult').implement({
+  fields: (t) => ({
+    tenantId: t.exposeString('tenantId'),
+    config: t.field({
+      type: 'JSON',
+      description: 'The config as stored, sent in every location_config with heatmap_period made HA-aware (neon:W11).',
+      resolve: (r) => r.config,
+    }),
+  }),
+});
+
+const TenantConfigModeEnum = builder.enumType('TenantConfigMode', {
+  description:
+    'neon:W10: REPLACE sets the whole config (PUT /v1/tenant/config); PATCH applies Neon’s field-patch rules (null removes a field, a field left out is kept).',
+  values: ['REPLACE', 'PATCH'] as const,
+});
+
+/** The config argument parsed as Neon parses the REST body: unknown fields and wrong types are an InvalidInputError naming the field. */
+function parseTenantConfigArg(value: unknown, mode: 'REPLACE' | 'PATCH'): Record<string, unknown> {
+  const parsed = (mode === 'PATCH' ? tenantConfigPatchSchema : tenantConfigSchema).safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const field = issue.code === 'unrecognized_keys' ? (issue.keys[0] ?? 'config') : issue.path.map(String).join('.') || 'config';
+  throw new InvalidInputError(`config.${field}`, JSON.stringify(value), `config: ${issue.message}`);
+}
+
+builder.queryField('tenantConfig', (t) =>
+  t.field({
+    type: TenantConfigResultType,
+    description: 'neon:W10: a tenant’s stored config (GET /v1/tenant/:tenant_id/config); admin, as Neon’s.',
+    args: { tenantId: t.arg.string({ required: true }) },
+    errors: { types: [NotFoundError, PreconditionFailedError, UnavailableError] },
+    resolve: async (_, args, ctx) => ({ tenantId: args.tenantId, config: await ctx.shardControls.getTenantConfig(args.tenantId) }),
+  }),
+);
+
+builder.mutationField('setTenantConfig', (t) =>
+  t.field({
+    type: TenantConfigResultType,
+    description:
+      'neon:W10: stores a tenant’s config for every shard (PUT or PATCH /v1/tenant/config) and answers once it is stored; every location_config sends it from then on (reconciles follow).',
+    args: {
+      tenantId: t.arg.string({ required: true }),
+      config: t.arg({ type: 'JSON', required: true }),
+      mode: t.arg({ type: TenantConfigModeEnum, required: false, defaultValue: 'REPLACE' }),
+      reason: t.arg.string({ required: false }),
+    },
+    errors: { types: SHARD_CONTROL_ERRORS },
+    resolve: (_, args, ctx) =>
+      auditedCall(ctx, 'setTenantConfig', args, null, async () => {
+        const mode = args.mode ?? 'REPLACE';
+        const config = parseTenantConfigArg(args.config, mode);
+        const stored =
+          mode === 'PATCH' ? await ctx.shardControls.patchTenantConfig(args.tenantId, config) : await ctx.shardControls.setTenantConfig(args.tenantId, config);
+        return { tenantId: args.tenantId, config: stored };
+      }),
   }),
 );

@@ -169,7 +169,7 @@ const StepType = builder.objectRef<StepRecord>('OperationStep').implement({
     phase: t.string({
       nullable: true,
       description:
-        'A shard move: the phase it is in or ended in (neon:C1–C9: ORIGIN_STALE, BASELINE, WARM_UP, GENERATION, DESTINATION_MULTI, WAL_CATCH_UP, COMPUTE_NOTIFY, ORIGIN_SECONDARY, DESTINATION_SINGLE; ROLLING_FORWARD, DIRECT_ATTACH).',
+        'A shard move: the phase it is in or ended in (neon:C1–C9: ORIGIN_STALE, BASELINE, WARM_UP, GENERATION, DESTINATION_MULTI, WAL_CATCH_UP, COMPUTE_NOTIFY, ORIGIN_SECONDARY, DESTINATION_SINGLE; ROLLING_FORWARD, DIRECT_ATTACH; TENANT_CONFIG while the tenant config is unknown, neon:W10).',
       resolve: (s) => shardPhase(s)?.phase ?? null,
     }),
     phaseDescription: t.string({

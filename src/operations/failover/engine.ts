@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ClusterEvent, ClusterNode, NodeAvailability } from '../../cluster/types.ts';
+import type { ClusterEvent, ClusterNode, NodeAvailability, NodeUpcall } from '../../cluster/types.ts';
 import { isBackendError } from '../../cluster/errors.ts';
 import { NotFoundError, PreconditionFailedError, UnavailableError } from '../../domain/errors.ts';
 import { countsOf, newOperation, type OperationOutcome, type OperationSnapshot, type RequestMeta, type StepRecord } from '../../domain/operations.ts';
@@ -14,6 +14,11 @@ import { failoverStepEvent, FailoverRun, type FailoverRunHost } from './run.ts';
 import { planSkipEvents } from '../core/plan-skip-events.ts';
 
 const KINDS = ['FAILOVER'] as const;
+/**
+ * neon:H9: how soon a failover that could not be admitted, or that left shards attached to
+ * an OFFLINE node, is tried again (Neon's heartbeat interval: the loss would be seen again then).
+ */
+const FAILOVER_RETRY_MS = 5_000;
 /** Failovers start by themselves: the audit log and the operation name this actor. */
 const SYSTEM_ACTOR = 'system';
 
@@ -66,6 +71,42 @@ export class FailoverEngine implements OperationKindEngine {
 
   stop(): void {
     this.unwatch?.();
+    this.cancelSweep?.();
+    this.cancelSweep = null;
+  }
+
+  private cancelSweep: (() => void) | null = null;
+
+  /**
+   * neon:H9 (Lockkeeper's decision beyond Neon): a failover that could not be admitted (a
+   * database error) or that ended with shards still attached to an OFFLINE node (a step that
+   * failed before its intent was written, a target lost before its own failover saw the
+   * shard) is admitted again until every OFFLINE node's movable shards have an attached
+   * intent elsewhere. One timer at a time; a sweep that finds nothing to do ends the retries.
+   */
+  private scheduleSweep(): void {
+    if (this.cancelSweep || this.core.stopped) return;
+    this.cancelSweep = this.deps.clock.setTimer(FAILOVER_RETRY_MS, () => {
+      this.cancelSweep = null;
+      void this.sweep().catch((e: unknown) => {
+        this.deps.log.error({ err: e }, 'failover retry sweep failed');
+        this.scheduleSweep();
+      });
+    });
+  }
+
+  private async sweep(): Promise<void> {
+    const { backend } = this.deps;
+    if (this.core.stopped || !this.core.leads) return;
+    const nodes = [...this.planNodes().values()];
+    const shards = await backend.listShards();
+    for (const node of await backend.listNodes()) {
+      if (node.availability !== 'OFFLINE' || this.activeFailover(node.id)) continue;
+      if (failoverRefusal(node.id, nodes)) continue;
+      if (!planFailover(node.id, shards, nodes).some((d) => d.action === 'move')) continue;
+      this.deps.log.warn({ node: node.id }, `node ${node.id} is OFFLINE and still holds attached shards: failing them over again`);
+      void this.admit(node.id);
+    }
   }
 
   /**
@@ -105,6 +146,10 @@ export class FailoverEngine implements OperationKindEngine {
   /** Returns, for a `nodeLost` it takes up, the promise of its admission: the backend then knows the loss was heard. */
   private onClusterEvent(event: ClusterEvent): Promise<void> | undefined {
     if (this.core.stopped) return undefined;
+    if (event.type === 'nodeUpcall') {
+      void this.recordUpcall(event.upcall);
+      return undefined;
+    }
     if (event.type === 'nodeRemoved') {
       this.nodes.delete(event.nodeId);
       return undefined;
@@ -115,14 +160,46 @@ export class FailoverEngine implements OperationKindEngine {
       return undefined;
     }
     if (event.type !== 'nodeLost') return undefined;
-    const { nodeId } = event;
+    return this.admit(event.nodeId);
+  }
+
+  private admit(nodeId: string): Promise<void> {
     const { store } = this.deps;
     this.admitting = this.admitting
       // A drain another replica admitted and this leader has not taken up yet is ended with the others (ha:R2).
       .then(() => (store.shared ? this.core.adopt() : undefined))
       .then(() => this.core.exclusive(() => this.nodeLost(nodeId)))
-      .catch((e: unknown) => this.deps.log.error({ err: e, node: nodeId }, `failover of node ${nodeId} could not start`));
+      .catch((e: unknown) => {
+        this.deps.log.error({ err: e, node: nodeId }, `failover of node ${nodeId} could not start; trying again in ${FAILOVER_RETRY_MS} ms`);
+        this.scheduleSweep();
+      });
     return this.admitting;
+  }
+
+  /**
+   * neon:L10: every upcall a node made (re-attach, validate), answered or refused, as an event
+   * (`UPCALL_RE_ATTACH`, `UPCALL_VALIDATE`) and an audit entry, each naming the caller's
+   * address, the node, the outcome and what it did. Best effort: a refused write is logged.
+   */
+  private async recordUpcall(upcall: NodeUpcall): Promise<void> {
+    const { store, audit, clock, log } = this.deps;
+    const at = clock.now();
+    const payload = { caller: upcall.caller, outcome: upcall.outcome, status: upcall.status, detail: upcall.detail };
+    try {
+      await store.events.append({ at, type: `UPCALL_${upcall.kind}`, nodeId: upcall.nodeId, operationId: null, payload });
+      await audit.record({
+        actor: `upcall@${upcall.caller}`,
+        action: upcall.kind === 'RE_ATTACH' ? 'upcall re-attach' : 'upcall validate',
+        arguments: { nodeId: upcall.nodeId, caller: upcall.caller, status: upcall.status },
+        reason: upcall.detail,
+        outcome: upcall.outcome,
+        nodeId: upcall.nodeId,
+        at: new Date(at),
+      });
+    } catch (e) {
+      log.warn({ err: e, upcall }, 'an upcall could not be recorded');
+    }
+    if (upcall.outcome !== 'OK') log.warn({ upcall }, `upcall ${upcall.kind} from ${upcall.caller} refused (${upcall.outcome}): ${upcall.detail}`);
   }
 
   private planNodes(): Map<string, PlanNode> {
@@ -210,6 +287,7 @@ export class FailoverEngine implements OperationKindEngine {
     await this.core.journal.flush();
     await this.core.exclusive(() => this.core.close(run, outcome, failure));
     const c = run.snapshot.counts;
+    if (c.failed > 0) this.scheduleSweep();
     this.deps.log.info(
       { operation: run.snapshot.id, node: run.nodeId, moved: c.moved, skipped: c.skipped, failed: c.failed },
       `failover of node ${run.nodeId} ${outcome.toLowerCase()}`,

@@ -17,6 +17,7 @@ import {
 import { countsOf, newOperation, type OperationOutcome, type OperationSnapshot, type RequestMeta, type StepRecord } from '../../domain/operations.ts';
 import { betterScoringNode, locationLoad, withSecondaryCount } from '../../domain/storage/scheduling.ts';
 import type { PlanNode, ShardPolicy } from '../../domain/storage/shards.ts';
+import { applyTenantConfigPatch, type TenantConfig } from '../../domain/storage/tenant-config.ts';
 import type { InterruptedOperation } from '../../store/operation-repository.ts';
 import type { EngineDeps } from '../core/engine-deps.ts';
 import type { OperationKindEngine } from '../core/operation-kind.ts';
@@ -248,6 +249,41 @@ export class ShardControls implements OperationKindEngine {
       updated.push(id);
     }
     return updated;
+  }
+
+  private tenantConfigs(): Required<Pick<PlacementControl, 'getTenantConfig' | 'setTenantConfig'>> {
+    const p = this.placement();
+    if (!p.getTenantConfig || !p.setTenantConfig) throw new PreconditionFailedError('NOT_SUPPORTED', 'this backend keeps no tenant config');
+    return { getTenantConfig: p.getTenantConfig.bind(p), setTenantConfig: p.setTenantConfig.bind(p) };
+  }
+
+  /** neon:W10: the tenant's stored config; Unavailable while it is unknown (its pageservers unreachable since start-up). */
+  async getTenantConfig(tenantId: string): Promise<TenantConfig> {
+    const config = await this.tenantConfigs()
+      .getTenantConfig(tenantId)
+      .catch((e: unknown) => {
+        if (e instanceof BackendError && e.code === 'NotFound') throw new NotFoundError('tenant', tenantId);
+        throw e;
+      });
+    if (config === null) throw new UnavailableError(`tenant ${tenantId}'s config is unknown: no pageserver holding it has answered since start-up`, null);
+    return config;
+  }
+
+  /** neon:W10 (PUT): the whole config, stored for every shard, then reconciled (answered once stored). */
+  async setTenantConfig(tenantId: string, config: TenantConfig): Promise<TenantConfig> {
+    await this.tenantConfigs()
+      .setTenantConfig(tenantId, config)
+      .catch((e: unknown) => {
+        if (e instanceof BackendError && e.code === 'NotFound') throw new NotFoundError('tenant', tenantId);
+        throw e;
+      });
+    return this.getTenantConfig(tenantId);
+  }
+
+  /** neon:W10 (PATCH): Neon's field-patch rules on the stored config (`null` removes a field, one left out is kept). */
+  async patchTenantConfig(tenantId: string, patch: Record<string, unknown>): Promise<TenantConfig> {
+    const base = await this.getTenantConfig(tenantId);
+    return this.setTenantConfig(tenantId, applyTenantConfigPatch(base, patch));
   }
 
   async describeTenant(tenantId: string): Promise<TenantDescription> {

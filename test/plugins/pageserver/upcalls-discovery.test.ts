@@ -104,7 +104,7 @@ describe('upcalls', () => {
     // A re-attach while a listener watches is answered only once it has acted (the handler called
     // directly: once the listener heard it, nothing but the listener's promise is left to wait for).
     let answered = false;
-    const answer = backend.upcalls.reAttach({ node_id: 2 }).then((a) => {
+    const answer = backend.upcalls.reAttach({ node_id: 2 }, '127.0.0.1:1').then((a) => {
       answered = true;
       return a;
     });
