@@ -1,14 +1,13 @@
 /**
  * KubeVirt's kinds checked against KubeVirt's own OpenAPI definitions (issue 26 point 6):
- * `api/openapi-spec/swagger.json` of kubevirt/kubevirt, kept as data outside this repository
- * (fetched data lives in the steering repository's shared/, see docs/testing.md) and
- * compiled here with ajv. No npm package carries validators for these kinds.
- *
- * Where the file is missing, `kubevirtSchemas()` is null and the kinds stay checked by the
- * simulator's own strictness only; the tests that prove the check bites skip with a notice.
+ * `api/openapi-spec/swagger.json` of kubevirt/kubevirt, kept as data in
+ * test/support/schemas/kubevirt/definitions.json (the definitions these kinds reach, unchanged,
+ * with the commit and the whole file's sha256) and compiled here with ajv. No npm package
+ * carries validators for these kinds. `LOCKKEEPER_KUBEVIRT_SWAGGER` points at another copy
+ * (a whole swagger.json of the same commit) to check against.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ValidateFunction } from 'ajv';
 
@@ -24,18 +23,11 @@ const ROOTS: Record<string, string> = {
   'migrations.kubevirt.io/v1alpha1/MigrationPolicy': 'v1alpha1.MigrationPolicy',
 };
 
-/** The swagger file: `LOCKKEEPER_KUBEVIRT_SWAGGER`, else `shared/kubevirt/swagger.json` beside the checkout or a parent of it. */
+/** The definitions: `LOCKKEEPER_KUBEVIRT_SWAGGER`, else the copy kept in this repository. */
 function kubevirtSwaggerPath(): string | null {
   const explicit = process.env.LOCKKEEPER_KUBEVIRT_SWAGGER;
   if (explicit) return existsSync(explicit) ? explicit : null;
-  let dir = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-  for (;;) {
-    const candidate = join(dir, 'shared', 'kubevirt', 'swagger.json');
-    if (existsSync(candidate)) return candidate;
-    const parent = dirname(dir);
-    if (parent === dir) return null;
-    dir = parent;
-  }
+  return resolve(dirname(fileURLToPath(import.meta.url)), 'schemas/kubevirt/definitions.json');
 }
 
 type Json = Record<string, unknown>;
@@ -77,10 +69,9 @@ export function kubevirtSchemas(): KubevirtSchemas | null {
   if (loaded !== undefined) return loaded;
   const path = kubevirtSwaggerPath();
   if (!path) return (loaded = null);
-  const swagger = JSON.parse(readFileSync(path, 'utf8')) as { definitions: Record<string, unknown> };
-  const commitFile = join(dirname(path), 'README.md');
-  if (existsSync(commitFile) && !readFileSync(commitFile, 'utf8').includes(KUBEVIRT_SWAGGER_COMMIT)) {
-    throw new Error(`${path}: its README names another commit than ${KUBEVIRT_SWAGGER_COMMIT}`);
+  const swagger = JSON.parse(readFileSync(path, 'utf8')) as { source?: { commit?: string }; definitions: Record<string, unknown> };
+  if (swagger.source && swagger.source.commit !== KUBEVIRT_SWAGGER_COMMIT) {
+    throw new Error(`${path}: its definitions come from ${swagger.source.commit}, not ${KUBEVIRT_SWAGGER_COMMIT}`);
   }
   const definitions = Object.fromEntries(Object.entries(swagger.definitions).map(([name, d]) => [name, asServed(d, name)]));
   const ajv = new Ajv({

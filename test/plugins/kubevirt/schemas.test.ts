@@ -75,11 +75,11 @@ describe('kubernetes-models schema checks', () => {
   });
 });
 
-/** KubeVirt's own OpenAPI definitions (issue 26 point 6): data kept in shared/, see docs/testing.md. */
+/** KubeVirt's own OpenAPI definitions (issue 26 point 6): kept as data in test/support/schemas/kubevirt/ with their commit. */
 const kubevirt = kubevirtSchemas();
 if (!kubevirt)
   console.warn(
-    `NOTICE: KubeVirt's swagger.json (commit ${KUBEVIRT_SWAGGER_COMMIT}) is not on this machine (shared/kubevirt/swagger.json or LOCKKEEPER_KUBEVIRT_SWAGGER): KubeVirt kinds are not schema-checked here`,
+    `NOTICE: KubeVirt's swagger.json (commit ${KUBEVIRT_SWAGGER_COMMIT}) is not where LOCKKEEPER_KUBEVIRT_SWAGGER points: KubeVirt kinds are not schema-checked here`,
   );
 
 describe.skipIf(!kubevirt)("KubeVirt's OpenAPI schema checks", () => {
