@@ -1,5 +1,6 @@
 import type { ClusterBackend } from './backend.ts';
 import { BackendError } from './errors.ts';
+import { combinedPart, OPTIONAL_PARTS } from './parts.ts';
 import type { ClusterNode } from './types.ts';
 import { compareNodeIds } from '../domain/compare.ts';
 
@@ -34,7 +35,7 @@ function mergeNodeLists(lists: ClusterNode[][]): ClusterNode[] {
  * Joins the configured backends into one. With a single backend it is returned as is.
  * Otherwise at most one backend serves VMs and at most one serves shards (the plugin
  * registry refuses other configs): workload calls go to that one, node reads and cordons
- * to all.
+ * to all, and each optional part to the backend its entry in BACKEND_PARTS names.
  */
 export function combineBackends(backends: ClusterBackend[]): ClusterBackend {
   if (backends.length === 1) return backends[0]!;
@@ -48,16 +49,9 @@ export function combineBackends(backends: ClusterBackend[]): ClusterBackend {
     if (!shard) throw new BackendError('Rejected', 'no configured backend serves tenant shards');
     return shard;
   };
-  const simulated = backends.find((b) => b.simulation);
-
   const composite: ClusterBackend = {
     name: backends.map((b) => b.name).join('+'),
     capabilities: { vms: Boolean(vm), shards: Boolean(shard) },
-    simulation: simulated?.simulation,
-    // Shard controls belong to the one backend serving shards.
-    failover: shard?.failover,
-    placement: shard?.placement,
-    registry: shard?.registry,
     listNodes: async () => mergeNodeLists(await Promise.all(backends.map((b) => b.listNodes()))),
     getNode: async (id) => (await composite.getNodes([id]))[0] ?? null,
     async getNodes(ids) {
@@ -86,9 +80,6 @@ export function combineBackends(backends: ClusterBackend[]): ClusterBackend {
     getShards: async (ids) => (shard ? shard.getShards(ids) : ids.map(() => null)),
     getSecondaryStatus: async (id, node) => needShard().getSecondaryStatus(id, node),
     cutOverShard: async (id, o) => needShard().cutOverShard(id, o),
-    async beforeLeading() {
-      await Promise.all(backends.map((b) => b.beforeLeading?.()));
-    },
     watch(listener) {
       const stops = backends.map((b) => b.watch(listener));
       return () => stops.forEach((stop) => stop());
@@ -97,7 +88,9 @@ export function combineBackends(backends: ClusterBackend[]): ClusterBackend {
       await Promise.allSettled(backends.map((b) => b.close()));
     },
   };
-  return composite;
+  // The optional parts, each from the backend the table (parts.ts) names as its owner.
+  const parts = Object.fromEntries(OPTIONAL_PARTS.map((part) => [part, combinedPart(part, backends)]).filter(([, value]) => value !== undefined));
+  return Object.assign(composite, parts);
 }
 
 async function forEachOwner(backends: ClusterBackend[], nodeId: string, act: (b: ClusterBackend) => Promise<void>) {
