@@ -91,6 +91,16 @@ export const BACKEND_PARTS = {
     shape: { kind: 'method', read: false },
     contract: 'an unknown node or a node-down handling that is off rejects with a BackendError (k8s:U7)',
   },
+  hosts: {
+    owner: 'shards',
+    shape: { kind: 'method', read: true },
+    contract: 'names only nodes the backend has, each on a distinct host',
+  },
+  nodeAliases: {
+    owner: 'sole',
+    shape: { kind: 'object', reads: /^\w+$/ },
+    contract: 'external and internal are inverse; an id that is not aliased maps to itself',
+  },
 } as const satisfies { [K in OptionalPart]: PartSpec };
 
 export const OPTIONAL_PARTS = Object.keys(BACKEND_PARTS) as OptionalPart[];

@@ -30,7 +30,13 @@ export interface SimCluster extends PageserverFleet {
   /** Starts (or restarts on the same database) the plugin against the simulators. */
   startController(
     extra?: Partial<PageserverOptionsInput>,
-    options?: { hook?: boolean; wrapStore?: (store: PluginStore) => PluginStore; mayAct?: () => boolean },
+    options?: {
+      hook?: boolean;
+      wrapStore?: (store: PluginStore) => PluginStore;
+      mayAct?: () => boolean;
+      /** Hyperconverged hosts (issue 26): the Kubernetes node each pageserver runs on (`pageservers[].kubernetesNode`). */
+      hosts?: Record<number, string>;
+    },
   ): Promise<PageserverController>;
   controller: PageserverController | undefined;
   /** Waits until nothing is in flight except what waits on the clock. */
@@ -45,8 +51,8 @@ export interface SimCluster extends PageserverFleet {
 
 const STEP_MS = 100;
 
-export async function startSimCluster(spec: SimClusterSpec & { hookToken?: string }): Promise<SimCluster> {
-  const clock = new VirtualClock();
+export async function startSimCluster(spec: SimClusterSpec & { hookToken?: string }, shared: { clock?: VirtualClock } = {}): Promise<SimCluster> {
+  const clock = shared.clock ?? new VirtualClock();
   const log = new RequestLog();
   const fleet = await startPageserverFleet({ ...spec, clock, log });
   const hook = await new ComputeHookSim({ clock, log, token: spec.hookToken }).start();
@@ -82,9 +88,14 @@ export async function startSimCluster(spec: SimClusterSpec & { hookToken?: strin
     dir,
     unresolvable,
     controller: undefined,
-    async startController(extra = {}, { hook: withHook = true, wrapStore = (s: PluginStore) => s, mayAct } = {}) {
+    async startController(extra = {}, { hook: withHook = true, wrapStore = (s: PluginStore) => s, mayAct, hosts = {} } = {}) {
       const options = pageserverOptionsSchema.parse({
-        pageservers: spec.nodes.map((n) => ({ id: n.id, url: sims.get(n.id)!.url, availabilityZone: n.zone ?? 'az-a' })),
+        pageservers: spec.nodes.map((n) => ({
+          id: n.id,
+          url: sims.get(n.id)!.url,
+          availabilityZone: n.zone ?? 'az-a',
+          ...(hosts[n.id] !== undefined && { kubernetesNode: hosts[n.id] }),
+        })),
         upcall: { host: '127.0.0.1', port: 0 },
         ...(withHook && { controlPlane: { url: hook.url, ...(spec.hookToken && { token: spec.hookToken }) } }),
         ...extra,
