@@ -26,7 +26,7 @@ export interface NeonFacadeDeps {
   deletes?: Pick<DeleteEngine, 'startDelete' | 'cancelDelete' | 'deleteNow' | 'dropNode'>;
   /** Per-shard controls (neon:W1–W9); absent: those routes answer 412. */
   shardControls?: Pick<ShardControls, 'migrate' | 'migrateSecondary' | 'cancelReconcile' | 'setTenantPolicy' | 'setPreferredZones' | 'describeTenant'>;
-  backend: Pick<ClusterBackend, 'listNodes' | 'getNode' | 'listShards' | 'registry'>;
+  backend: Pick<ClusterBackend, 'listNodes' | 'getNode' | 'listShards' | 'registry' | 'nodeAliases'>;
   audit: AuditLog;
   clock: Clock;
   /** What would lose service if a node restarted now; absent: the node objects carry no safety fields. */

@@ -22,6 +22,7 @@ afterEach(async () => {
 
 const HOSTS = { 1: 'n1', 2: 'n2', 3: 'n3' } as const;
 const SHARD: SimShardSpec = { tenant: 1, attached: 1, secondaries: [2] };
+const SHARD_TENANT = shardIdOf(SHARD);
 
 function seed(sim: K8sSim): void {
   for (const n of ['n1', 'n2', 'n3']) sim.addNode(n, { roles: ['worker'] });
@@ -72,6 +73,17 @@ describe('hyperconverged hosts: a pageserver on each Kubernetes node', () => {
     ]);
     expect(await t!.served.listShards({ attachedNodeId: 'n1' })).toMatchObject([{ id: shardIdOf(SHARD), attachedNodeId: 'n1', secondaryNodeIds: ['n2'] }]);
     expect(t!.served.nodeAliases?.external('n1')).toBe('1');
+  });
+
+  it("the Neon REST facade keeps the pageservers' integer node ids", async () => {
+    await hyperconverged();
+    const { port } = await t!.app.start(0, '127.0.0.1');
+    const get = async (path: string) => (await fetch(`http://127.0.0.1:${port}${path}`)).json();
+    expect((await get('/control/v1/node')).map((n: { id: number }) => n.id)).toEqual([1, 2, 3]);
+    expect((await get('/control/v1/node/1')).id).toBe(1);
+    expect((await get('/control/v1/node/1/shards')).node_id).toBe(1);
+    const tenant = await get(`/control/v1/tenant/${SHARD_TENANT}`);
+    expect(tenant.shards[0]).toMatchObject({ node_attached: 1, node_secondary: [2] });
   });
 
   it('maintenance of a host moves its VM, evicts its pods and moves its shard before COMPLETED; the DaemonSet pod stays', async () => {
