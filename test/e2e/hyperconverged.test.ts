@@ -66,11 +66,16 @@ describe('hyperconverged hosts: a pageserver on each Kubernetes node', () => {
     await hyperconverged();
     const nodes = (await gql('{ nodes { edges { node { id } } } }')).nodes.edges.map((e: { node: { id: string } }) => e.node.id);
     expect(nodes).toEqual(['n1', 'n2', 'n3']);
-    const n1 = await t!.served.getNode('n1');
-    expect(n1?.sides).toEqual([
-      { backend: 'kubevirt', availability: 'ACTIVE' },
-      { backend: 'pageserver', availability: 'ACTIVE' },
-    ]);
+    const n1 = (await gql('{ node(id: "n1") { ... on ClusterNode { id name availability sides { backend availability } } } }')).node;
+    expect(n1).toEqual({
+      id: 'n1',
+      name: 'n1',
+      availability: 'ACTIVE',
+      sides: [
+        { backend: 'kubevirt', availability: 'ACTIVE' },
+        { backend: 'pageserver', availability: 'ACTIVE' },
+      ],
+    });
     expect(await t!.served.listShards({ attachedNodeId: 'n1' })).toMatchObject([{ id: shardIdOf(SHARD), attachedNodeId: 'n1', secondaryNodeIds: ['n2'] }]);
     expect(t!.served.nodeAliases?.external('n1')).toBe('1');
   });
