@@ -1,5 +1,5 @@
 /**
- * `lockkeeper simulator [--config-out FILE] [--nodes N] [--vms-per-node N] [--tenants N] [--shards-per-tenant N] [--location-config-ms N]`
+ * `lockkeeper simulator [--config-out FILE] [--nodes N] [--vms-per-node N] [--tenants N] [--shards-per-tenant N] [--location-config-ms N] [--hyperconverged]`
  * (ha:B1): runs the simulated cluster until SIGTERM / SIGINT and prints one JSON line when
  * it is ready, naming the API server and the config to start gateways with.
  */
@@ -17,6 +17,7 @@ export async function runSimulatorCommand(argv: string[]): Promise<void> {
       tenants: { type: 'string' },
       'shards-per-tenant': { type: 'string' },
       'location-config-ms': { type: 'string' },
+      hyperconverged: { type: 'boolean', default: false },
     },
   });
   const count = (name: string, value: string | undefined) => {
@@ -37,7 +38,9 @@ export async function runSimulatorCommand(argv: string[]): Promise<void> {
     tenants: count('tenants', values.tenants),
     shardsPerTenant: atLeastOne('shards-per-tenant', count('shards-per-tenant', values['shards-per-tenant'])),
     locationConfigMs: count('location-config-ms', values['location-config-ms']),
+    hyperconverged: values.hyperconverged,
   });
+  if (values.hyperconverged && !values.tenants) throw new Error('--hyperconverged puts a pageserver on each node: give --tenants N too');
   process.stdout.write(
     `${JSON.stringify({
       msg: 'simulator ready: start gateways with LOCKKEEPER_CONFIG=<config>',

@@ -15,7 +15,7 @@ commands:
   serve     run the gateway (GraphQL, GraphiQL, WebSocket subscriptions) on LOCKKEEPER_PORT (default ${DEFAULT_PORT})
             --reset-demo   the demo starts over: deletes the demo's database and cluster state first
                            (refused unless every configured plugin is a demo)
-  simulator [--config-out FILE] [--nodes N] [--vms-per-node N] [--tenants N]
+  simulator [--config-out FILE] [--nodes N] [--vms-per-node N] [--tenants N] [--hyperconverged]
             run the simulated cluster (Kubernetes + KubeVirt API, pageservers) as its own process
             and write a gateway config for the real plugins: LOCKKEEPER_CONFIG=FILE lockkeeper serve
   db copy --from URL --to URL
