@@ -80,6 +80,17 @@ describe('hyperconverged hosts: a pageserver on each Kubernetes node', () => {
     expect(t!.served.nodeAliases?.external('n1')).toBe('1');
   });
 
+  it('safeToRestart is false on a host with a VM, a pod and a shard, naming each (the DaemonSet pod does not count)', async () => {
+    await hyperconverged();
+    const n1 = (await gql('{ node(id: "n1") { ... on ClusterNode { safeToRestart remainingWorkloads { id kind reason } } } }')).node;
+    expect(n1.safeToRestart).toBe(false);
+    expect(n1.remainingWorkloads.map((w: { id: string; kind: string; reason: string }) => `${w.kind} ${w.id} ${w.reason}`).sort()).toEqual([
+      'POD default/api-1 POD_EVICTABLE',
+      `SHARD ${shardIdOf(SHARD)} NOT_CUT_OVER`,
+      'VM default/web VM_RUNNING',
+    ]);
+  });
+
   it("the Neon REST facade keeps the pageservers' integer node ids", async () => {
     await hyperconverged();
     const { port } = await t!.app.start(0, '127.0.0.1');
