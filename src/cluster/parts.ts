@@ -19,7 +19,7 @@ export type OptionalPart = {
  *   error, since each would believe it alone drives it;
  * - `every`: each backend that has it, all called (a method resolving when all have).
  */
-export type PartOwner = 'vms' | 'shards' | 'sole' | 'every';
+type PartOwner = 'vms' | 'shards' | 'sole' | 'every';
 
 export type PartShape =
   /** A member object: `reads` names the members a stand-by may call; every other function is an action. */

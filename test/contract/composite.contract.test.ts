@@ -76,42 +76,16 @@ describePartContracts(
   'kubevirt + pageserver on separate hosts',
   ['podDrain', 'nodeMaintenance', 'confirmNodeDown', 'failover', 'placement', 'registry', 'beforeLeading', 'hosts'],
   async () => {
-    const sim = await K8sSim.start({ msPerGraceSecond: 1 });
-    for (const n of ['node-a', 'node-b']) sim.addNode(n, { roles: ['worker'] });
-    sim.addPod({ name: 'api-1', nodeName: 'node-a', owner: { kind: 'ReplicaSet', name: 'api' }, labels: { app: 'api' } });
-    const kubevirt = await createKubevirtBackend({ kubeconfigPath: sim.kubeconfigFile() });
-    const c = (cluster = await startSimCluster({ nodes: [{ id: 1 }, { id: 2 }, { id: 3 }], shards: [withSecondary] }));
-    const pageserver = await c.startController();
-    const backend = combineBackends([kubevirt, pageserver]);
     const shard = { shard: shardIdOf(withSecondary), from: '1', to: '2' };
     return {
-      backend,
-      // Kubernetes' side runs in real time, the pageservers' on the virtual clock: both move.
-      advance: async (ms) => {
-        await c.advance(ms, Math.min(ms, 100));
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      },
-      quiesce: async () => {
-        await caughtUp(sim, kubevirt);
-        await c.idle();
-      },
-      async takeNodeOffline(nodeId) {
-        c.sim(nodeId).stopAnswering();
-        await c.until(async () => (await backend.getNode(nodeId))?.availability === 'OFFLINE', { what: `node ${nodeId} OFFLINE` });
-      },
-      actionTimeoutMs: 120_000,
+      ...(await world({})),
       unknownNode: '99',
       parts: {
-        podDrain: { node: 'node-a', pod: { namespace: 'default', name: 'api-1' } },
-        nodeMaintenance: { node: 'node-b' },
+        podDrain: { node: 'n1', pod: { namespace: 'default', name: 'api-1' } },
+        nodeMaintenance: { node: 'n2' },
         failover: shard,
         placement: shard,
         registry: { node: '3' },
-      },
-      cleanup: async () => {
-        await kubevirt.close();
-        await sim.close();
-        await c.close();
       },
     };
   },

@@ -10,7 +10,7 @@ import { expectCode, expectIdempotent, quiet, record, settle, STEP_MS, waitForEv
  * pageserver. `PART_CONTRACTS` is typed by the parts table, so a part added there without a
  * contract here does not compile.
  */
-export interface PartFixtures {
+interface PartFixtures {
   /** A Kubernetes node with a pod a ReplicaSet owns (evictable, no PDB). */
   podDrain?: { node: string; pod: { namespace: string; name: string } };
   /** A Kubernetes node, ACTIVE, uncordoned, without marks, Lockkeeper acting itself (no Harvester). */
@@ -48,7 +48,7 @@ async function until(h: PartHarness, what: string, cond: () => Promise<boolean>)
 
 const ids = (rows: { id: string }[]) => rows.map((r) => r.id);
 
-export const PART_CONTRACTS: { [K in OptionalPart]: Contract } = {
+const PART_CONTRACTS: { [K in OptionalPart]: Contract } = {
   pageVms(get) {
     it('one page of listVms in its order, and the count of all, also filtered', async () => {
       const b = get().backend;
