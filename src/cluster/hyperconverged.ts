@@ -10,13 +10,18 @@ import { OPTIONAL_PARTS, type OptionalPart } from './parts.ts';
 import type { ShardDetails, ShardPlacement } from './shard-control.ts';
 import type { ClusterEvent, ClusterNode, ClusterShard } from './types.ts';
 
+/** Two of a backend's nodes are said to run on one host. */
+export class HostConflictError extends Error {
+  override readonly name = 'HostConflictError';
+}
+
 /** Names the host for each aliased id; refuses a host named twice (two pageservers cannot be one node). */
 export function nodeAliases(hosts: Record<string, string>): NodeAliases {
   const toName = new Map(Object.entries(hosts));
   const toId = new Map<string, string>();
   for (const [id, name] of toName) {
     const other = toId.get(name);
-    if (other !== undefined) throw new Error(`pageservers ${other} and ${id} are both on Kubernetes node ${name}: one host runs one pageserver`);
+    if (other !== undefined) throw new HostConflictError(`pageservers ${other} and ${id} are both on Kubernetes node ${name}: one host runs one pageserver`);
     toId.set(name, id);
   }
   return {

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ClusterBackend } from '../cluster/backend.ts';
 import { combineBackends } from '../cluster/composite.ts';
+import { HostConflictError, nodeAliases } from '../cluster/hyperconverged.ts';
 import { OPTIONAL_PARTS, PartConflictError, partProviders } from '../cluster/parts.ts';
 import type { ClusterPlugin, PluginContext } from '../cluster/plugin.ts';
 import type { PluginStore } from '../cluster/plugin-store.ts';
@@ -39,13 +40,12 @@ function checkOneServerPerWorkload(backends: readonly ClusterBackend[]): void {
   const shardBackends = backends.filter((b) => b.capabilities.shards);
   if (vmBackends.length > 1) throw new ConfigError(`plugins: more than one plugin serves VMs (${vmBackends.map((b) => b.name).join(', ')})`);
   if (shardBackends.length > 1) throw new ConfigError(`plugins: more than one plugin serves shards (${shardBackends.map((b) => b.name).join(', ')})`);
-  for (const part of OPTIONAL_PARTS) {
-    try {
-      partProviders(part, backends);
-    } catch (e) {
-      if (e instanceof PartConflictError) throw new ConfigError(e.message);
-      throw e;
-    }
+  try {
+    for (const part of OPTIONAL_PARTS) partProviders(part, backends);
+    for (const b of backends) nodeAliases(b.hosts?.() ?? {});
+  } catch (e) {
+    if (e instanceof PartConflictError || e instanceof HostConflictError) throw new ConfigError(`plugins: ${e.message.replace(/^plugins: /, '')}`);
+    throw e;
   }
 }
 

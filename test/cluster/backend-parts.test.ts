@@ -5,6 +5,7 @@ import { BackendError } from '../../src/cluster/errors.ts';
 import { BACKEND_PARTS, OPTIONAL_PARTS, PartConflictError } from '../../src/cluster/parts.ts';
 import { inProcessPlugins } from '../../src/config/plugin-registry.ts';
 import { leaderOnlyBackend } from '../../src/leadership/leader-only-backend.ts';
+import { HostConflictError, nodeAliases } from '../../src/cluster/hyperconverged.ts';
 
 /** A backend serving `serves`, with every optional part given as a recognisable value. */
 function stub(name: string, serves: { vms: boolean; shards: boolean }, parts: readonly string[]): ClusterBackend {
@@ -124,5 +125,14 @@ describe('in-process backends are what a plugin declares (ha:B3)', () => {
       ]),
     ).toEqual(['fake']);
     expect(await inProcessPlugins([{ name: 'kubevirt', options: {} }])).toEqual([]);
+  });
+});
+
+describe('hyperconverged hosts (issue 26)', () => {
+  it('two pageservers named on one Kubernetes node are refused, naming both', () => {
+    expect(() => nodeAliases({ '1': 'n1', '2': 'n1' })).toThrow(HostConflictError);
+    expect(() => nodeAliases({ '1': 'n1', '2': 'n1' })).toThrow('pageservers 1 and 2 are both on Kubernetes node n1: one host runs one pageserver');
+    const aliases = nodeAliases({ '1': 'n1', '2': 'n2' });
+    expect([aliases.external('n1'), aliases.internal('2'), aliases.external('3'), aliases.internal('n9')]).toEqual(['1', 'n2', '3', 'n9']);
   });
 });
