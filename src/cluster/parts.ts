@@ -79,12 +79,12 @@ export const BACKEND_PARTS = {
   podDrain: {
     owner: 'sole',
     shape: { kind: 'object', reads: KUBERNETES_READS },
-    contract: 'lists the node’s pods, evicts one (it goes), an unknown pod is gone (k8s:K1, K5, K8)',
+    contract: 'lists the node’s pods, evicts one (it goes), an unknown pod is gone (k8s:K1, k8s:K5, k8s:K8)',
   },
   nodeMaintenance: {
     owner: 'sole',
     shape: { kind: 'object', reads: KUBERNETES_READS },
-    contract: 'marks REQUESTED→RUNNING→COMPLETED read back on the node, clear removes them, unknown node NotFound (k8s:H3, H4)',
+    contract: 'marks REQUESTED→RUNNING→COMPLETED read back on the node, clear removes them, unknown node NotFound (k8s:H3, k8s:H4)',
   },
   confirmNodeDown: {
     owner: 'sole',
