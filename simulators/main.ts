@@ -26,6 +26,7 @@ options:
 ${Object.entries(OPTIONS)
   .map(([name, o]) => `  ${`--${name} ${o.value}`.padEnd(26)}${o.help}`)
   .join('\n')}
+  ${'--hyperconverged'.padEnd(26)}hyperconverged hosts: pageserver N runs on Kubernetes node node-N (needs --tenants)
   ${'-h, --help'.padEnd(26)}print this help and exit`;
 
 export async function runSimulatorCommand(argv: string[]): Promise<void> {
@@ -35,6 +36,7 @@ export async function runSimulatorCommand(argv: string[]): Promise<void> {
       args: argv,
       options: {
         ...(Object.fromEntries(Object.keys(OPTIONS).map((name) => [name, { type: 'string' }])) as Record<keyof typeof OPTIONS, { type: 'string' }>),
+        hyperconverged: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -63,7 +65,9 @@ export async function runSimulatorCommand(argv: string[]): Promise<void> {
     tenants: count('tenants', values.tenants),
     shardsPerTenant: atLeastOne('shards-per-tenant', count('shards-per-tenant', values['shards-per-tenant'])),
     locationConfigMs: count('location-config-ms', values['location-config-ms']),
+    hyperconverged: values.hyperconverged,
   });
+  if (values.hyperconverged && !values.tenants) throw new Error('--hyperconverged puts a pageserver on each node: give --tenants N too');
   process.stdout.write(
     `${JSON.stringify({
       msg: 'simulator ready: start gateways with LOCKKEEPER_CONFIG=<config>',

@@ -26,6 +26,11 @@ export interface SimulatorOptions {
   tenants?: number;
   /** Shards of each of those tenants (default 4); 1 makes unsharded tenants. */
   shardsPerTenant?: number;
+  /**
+   * Issue 26: pageserver N runs on Kubernetes node `node-N` (`pageservers[].kubernetesNode`),
+   * so each host carries VMs, pods and shards; default false: separate hosts.
+   */
+  hyperconverged?: boolean;
   /** How long each pageserver takes to answer a `PUT …/location_config` (ms; default 0), so that a cut-over lasts. */
   locationConfigMs?: number;
 }
@@ -68,7 +73,12 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
     plugins.push({
       name: 'pageserver',
       options: {
-        pageservers: ids.map((id) => ({ id, url: pageservers!.sim(id).url, availabilityZone: id % 2 ? 'zone-a' : 'zone-b' })),
+        pageservers: ids.map((id) => ({
+          id,
+          url: pageservers!.sim(id).url,
+          availabilityZone: id % 2 ? 'zone-a' : 'zone-b',
+          ...(options.hyperconverged && { kubernetesNode: `node-${id}` }),
+        })),
         controlPlane: { url: computeHook.url },
         stateFile: join(dirname(configFile), 'pageserver-state.json'),
       },

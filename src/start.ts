@@ -1,7 +1,7 @@
 import { systemClock, type Clock } from './cluster/clock.ts';
 import { loadConfig } from './config/load.ts';
 import { AdmissionWebhook } from './http/admission-webhook.ts';
-import { createBackendFromConfig } from './config/plugin-registry.ts';
+import { createBackendFromConfig, inProcessPlugins } from './config/plugin-registry.ts';
 import type { Logger } from './logger.ts';
 import { buildApp, type App } from './server.ts';
 import { dataDirOf, resetDemo } from './demo-data.ts';
@@ -64,7 +64,10 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
   try {
     if (db.dialect === 'sqlite') releaseServeLock = acquireServeLock(db.file);
     let advertised = config.ha.advertiseUrl ?? '';
-    const leadership = db.dialect === 'postgresql' ? await replicaLeadership(db, config, { address: () => advertised, log: options.log }) : undefined;
+    const leadership =
+      db.dialect === 'postgresql'
+        ? await replicaLeadership(db, config, await inProcessPlugins(config.plugins), { address: () => advertised, log: options.log })
+        : undefined;
     const backend = await createBackendFromConfig(config.plugins, {
       ...context,
       ...(db.dialect === 'sqlite' && { dataDir: dataDirOf(db.file) }),

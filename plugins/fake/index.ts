@@ -20,6 +20,8 @@ function demoStateFile(options: FakeOptions, context: PluginContext): string | n
 const fakePlugin = definePlugin<FakeOptions>({
   name: 'fake',
   optionsSchema: fakeOptionsSchema,
+  // The simulated cluster lives in this process: another replica would simulate another one (ha:B3).
+  inProcess: true,
   async create(options, context) {
     const demoState = demoStateFile(options, context);
     if (demoState) context.log.info({ statePath: demoState }, `demo cluster state: ${demoState} (lockkeeper serve --reset-demo starts over)`);

@@ -7,9 +7,9 @@ import { call, mergePatch, RESOURCES, type Resource } from './kube.ts';
 import { CONDITION_ANNOTATION, CONDITION_MESSAGE_ANNOTATION, DRAIN_TAINT, type KObject } from './mapping.ts';
 import type { KubevirtOptions } from './options.ts';
 
-export const OUT_OF_SERVICE_TAINT = 'node.kubernetes.io/out-of-service';
+const OUT_OF_SERVICE_TAINT = 'node.kubernetes.io/out-of-service';
 /** Ours: a person confirmed the node is really down (k8s:U7 Decision); on the node, so a restart keeps it. */
-export const NODE_DOWN_CONFIRMED = 'lockkeeper.io/node-down-confirmed';
+const NODE_DOWN_CONFIRMED = 'lockkeeper.io/node-down-confirmed';
 const DRAINED = 'Drained';
 /** Harvester's `HarvesterNodeDrainedCondMsg`, used for both stages. */
 const DRAINED_MESSAGE = 'Node is draining due to kubelet/node not ready.';

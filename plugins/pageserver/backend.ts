@@ -91,6 +91,11 @@ export class PageserverBackend implements ClusterBackend {
   /** beforeLeading() has read the previous leader's state for this leadership (reset while standing by). */
   private tookOver = false;
 
+  /** Issue 26: the Kubernetes node each configured pageserver runs on (`pageservers[].kubernetesNode`), for the composite to merge them. */
+  hosts(): Record<string, string> {
+    return Object.fromEntries(this.config.pageservers.flatMap((p) => (p.kubernetesNode ? [[String(p.id), p.kubernetesNode]] : [])));
+  }
+
   constructor(private readonly config: PageserverBackendConfig) {
     this.events = new EventFanout({ onListenerError: config.onListenerError ?? (() => {}) });
     const gate = { ...(config.mayAct && { mayAct: config.mayAct }), ...(config.sender && { sender: config.sender }) };

@@ -10,6 +10,12 @@ const pageserverSchema = z
     url: z.string().url(),
     availabilityZone: z.string().min(1),
     name: z.string().min(1).optional(),
+    /**
+     * Hyperconverged hosts (issue 26): the name of the Kubernetes node this pageserver runs on.
+     * Combined with the kubevirt plugin, the two are one node, named by this (the Neon REST
+     * facade keeps the integer id). Absent: a host of its own.
+     */
+    kubernetesNode: z.string().min(1).optional(),
     /** Where its libpq listener is (the REST facade's `listen_pg_*`); default: the URL's host, port 6400. */
     pg: z
       .object({ host: z.string().min(1), port: z.number().int().min(1).max(65535) })

@@ -3,6 +3,14 @@ import type { NodeMaintenanceBackend } from './node-maintenance.ts';
 import type { PodDrainBackend } from './pod-drain.ts';
 import type { ClusterEventListener, ClusterNode, ClusterShard, ClusterVm, RunStrategy, SecondaryStatus, VmMaintenanceTracking } from './types.ts';
 
+/** A merged node's id in a member backend's own terms, and back (hyperconverged hosts). */
+export interface NodeAliases {
+  /** The member's id for a node id (the integer for a pageserver on a Kubernetes node); the id itself when not aliased. */
+  external(nodeId: string): string;
+  /** The node id for a member's id; the id itself when not aliased. */
+  internal(externalId: string): string;
+}
+
 /** Which workload kinds a backend serves. Optional behaviour is found here, never by plugin name. */
 export interface BackendCapabilities {
   vms: boolean;
@@ -139,6 +147,17 @@ export interface ClusterBackend {
   readonly nodeMaintenance?: NodeMaintenanceBackend;
   /** k8s:U7: confirms that a node which stopped reporting is really down (stage 2 of node-down handling). */
   confirmNodeDown?(nodeId: string): Promise<void>;
+  /**
+   * Hyperconverged hosts (issue 26): for each of this backend's nodes that runs on a node of
+   * another backend (a Kubernetes node), that node's name. Combined, the two are one node
+   * under that name (src/cluster/hyperconverged.ts).
+   */
+  hosts?(): Record<string, string>;
+  /**
+   * Set by the composite on hyperconverged hosts: a node's id in its own backend's terms
+   * (`external`: the pageserver's integer id, for the Neon REST facade) and back.
+   */
+  readonly nodeAliases?: NodeAliases;
 
   close(): Promise<void>;
 }

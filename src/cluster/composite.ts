@@ -1,5 +1,7 @@
 import type { ClusterBackend } from './backend.ts';
 import { BackendError } from './errors.ts';
+import { aliasNodes, nodeAliases } from './hyperconverged.ts';
+import { combinedPart, OPTIONAL_PARTS } from './parts.ts';
 import type { ClusterNode } from './types.ts';
 import { compareNodeIds } from '../domain/compare.ts';
 
@@ -13,6 +15,7 @@ const AVAILABILITY_RANK = { ACTIVE: 0, WARMING_UP: 1, OFFLINE: 2 } as const;
 function mergeNodes(a: ClusterNode, b: ClusterNode): ClusterNode {
   return {
     ...a,
+    sides: [...(a.sides ?? []), ...(b.sides ?? [])],
     zone: a.zone ?? b.zone,
     roles: [...new Set([...a.roles, ...b.roles])],
     availability: AVAILABILITY_RANK[a.availability] >= AVAILABILITY_RANK[b.availability] ? a.availability : b.availability,
@@ -21,23 +24,48 @@ function mergeNodes(a: ClusterNode, b: ClusterNode): ClusterNode {
   };
 }
 
+/** The node as one backend sees it, naming that backend's side. */
+const sided = (backend: string, node: ClusterNode): ClusterNode => ({ ...node, sides: [{ backend, availability: node.availability }] });
+
+/** `sides` says something only where several backends know the node. */
+function single(node: ClusterNode): ClusterNode {
+  if ((node.sides?.length ?? 0) > 1) return node;
+  const { sides: _, ...rest } = node;
+  return rest;
+}
+
 function mergeNodeLists(lists: ClusterNode[][]): ClusterNode[] {
   const byId = new Map<string, ClusterNode>();
   for (const node of lists.flat()) {
     const seen = byId.get(node.id);
     byId.set(node.id, seen ? mergeNodes(seen, node) : node);
   }
-  return [...byId.values()].sort((x, y) => compareNodeIds(x.id, y.id));
+  return [...byId.values()].map(single).sort((x, y) => compareNodeIds(x.id, y.id));
 }
 
 /**
  * Joins the configured backends into one. With a single backend it is returned as is.
  * Otherwise at most one backend serves VMs and at most one serves shards (the plugin
  * registry refuses other configs): workload calls go to that one, node reads and cordons
- * to all.
+ * to all, and each optional part to the backend its entry in BACKEND_PARTS names.
  */
-export function combineBackends(backends: ClusterBackend[]): ClusterBackend {
-  if (backends.length === 1) return backends[0]!;
+export function combineBackends(members: ClusterBackend[]): ClusterBackend {
+  if (members.length === 1) return members[0]!;
+  const backends = members.map(hostedOnKubernetes);
+  /** Each backend's last word on each node, to merge a change of one side with the others' (events carry one side). */
+  const seen = new Map(backends.map((b) => [b, new Map<string, ClusterNode>()]));
+  const remember = (b: ClusterBackend, node: ClusterNode | null) => {
+    if (node) seen.get(b)!.set(node.id, node);
+    return node && sided(b.name, node);
+  };
+  /** The node after a change of `b`'s side, merged in config order with what the other sides said last. */
+  const mergedWithOthers = (b: ClusterBackend, node: ClusterNode): ClusterNode | null => {
+    const sides = backends.flatMap((x) => {
+      const n = x === b ? node : seen.get(x)!.get(node.id);
+      return n ? [sided(x.name, n)] : [];
+    });
+    return single(sides.reduce(mergeNodes));
+  };
   const vm = backends.find((b) => b.capabilities.vms);
   const shard = backends.find((b) => b.capabilities.shards);
   const needVm = (): ClusterBackend => {
@@ -48,23 +76,16 @@ export function combineBackends(backends: ClusterBackend[]): ClusterBackend {
     if (!shard) throw new BackendError('Rejected', 'no configured backend serves tenant shards');
     return shard;
   };
-  const simulated = backends.find((b) => b.simulation);
-
   const composite: ClusterBackend = {
     name: backends.map((b) => b.name).join('+'),
     capabilities: { vms: Boolean(vm), shards: Boolean(shard) },
-    simulation: simulated?.simulation,
-    // Shard controls belong to the one backend serving shards.
-    failover: shard?.failover,
-    placement: shard?.placement,
-    registry: shard?.registry,
-    listNodes: async () => mergeNodeLists(await Promise.all(backends.map((b) => b.listNodes()))),
+    listNodes: async () => mergeNodeLists(await Promise.all(backends.map(async (b) => (await b.listNodes()).map((n) => remember(b, n)!)))),
     getNode: async (id) => (await composite.getNodes([id]))[0] ?? null,
     async getNodes(ids) {
-      const results = await Promise.all(backends.map((b) => b.getNodes(ids)));
+      const results = await Promise.all(backends.map(async (b) => (await b.getNodes(ids)).map((n) => remember(b, n))));
       return ids.map((_, i) => {
         const found = results.map((r) => r[i]).filter((n): n is ClusterNode => Boolean(n));
-        return found.length ? found.reduce(mergeNodes) : null;
+        return found.length ? single(found.reduce(mergeNodes)) : null;
       });
     },
     async cordonNode(id) {
@@ -86,18 +107,35 @@ export function combineBackends(backends: ClusterBackend[]): ClusterBackend {
     getShards: async (ids) => (shard ? shard.getShards(ids) : ids.map(() => null)),
     getSecondaryStatus: async (id, node) => needShard().getSecondaryStatus(id, node),
     cutOverShard: async (id, o) => needShard().cutOverShard(id, o),
-    async beforeLeading() {
-      await Promise.all(backends.map((b) => b.beforeLeading?.()));
-    },
     watch(listener) {
-      const stops = backends.map((b) => b.watch(listener));
+      const stops = backends.map((b) =>
+        b.watch((event) => {
+          if (event.type === 'nodeChanged') {
+            remember(b, event.node);
+            return listener({ type: 'nodeChanged', node: mergedWithOthers(b, event.node)! });
+          }
+          if (event.type === 'nodeRemoved') seen.get(b)!.delete(event.nodeId);
+          return listener(event);
+        }),
+      );
       return () => stops.forEach((stop) => stop());
     },
     async close() {
       await Promise.allSettled(backends.map((b) => b.close()));
     },
   };
-  return composite;
+  // The optional parts, each from the backend the table (parts.ts) names as its owner.
+  const parts = Object.fromEntries(OPTIONAL_PARTS.map((part) => [part, combinedPart(part, backends)]).filter(([, value]) => value !== undefined));
+  return Object.assign(composite, parts);
+}
+
+/**
+ * Issue 26: a shard backend whose nodes run on Kubernetes nodes (`hosts`) is shown under the
+ * hosts' names, so that each host is one node (src/cluster/hyperconverged.ts).
+ */
+function hostedOnKubernetes(backend: ClusterBackend): ClusterBackend {
+  const hosts = backend.hosts?.() ?? {};
+  return Object.keys(hosts).length ? aliasNodes(backend, nodeAliases(hosts)) : backend;
 }
 
 async function forEachOwner(backends: ClusterBackend[], nodeId: string, act: (b: ClusterBackend) => Promise<void>) {

@@ -57,6 +57,12 @@ export interface ClusterPlugin<Options = unknown> {
   optionsSchema: z.ZodType<Options>;
   create(options: Options, context: PluginContext): Promise<ClusterBackend>;
   /**
+   * True when the cluster the plugin creates lives inside the gateway process (a simulated
+   * cluster in memory), so that another replica would see another cluster: such a replica
+   * refuses to start beside a live leader (ha:B3). Absent: the cluster is shared.
+   */
+  readonly inProcess?: boolean;
+  /**
    * For a plugin that can serve a throw-away demo: the file its demo keeps its state in with
    * these options (null when the options are not the demo). `lockkeeper serve --reset-demo`
    * deletes it, with the database, and refuses when any configured plugin is not a demo.

@@ -33,6 +33,20 @@ export interface ClusterNode {
    * Lockkeeper, k8s:H3); absent or null when none. Such a node takes no VM.
    */
   maintenanceMark?: 'REQUESTED' | 'RUNNING' | 'COMPLETED' | null;
+  /**
+   * A node several backends know (a hyperconverged host: a Kubernetes node that is also a
+   * pageserver, issue 26): each backend's own view of its availability. `availability` is the
+   * least available of them (nothing is scheduled on a host one side considers down); each
+   * side's rules act on its own (a pageserver lost fails its shards over, neon:H5; a
+   * Kubernetes node NotReady follows k8s:U). Absent on a node only one backend knows.
+   */
+  sides?: NodeSide[];
+}
+
+export interface NodeSide {
+  /** The backend's name (`kubevirt`, `pageserver`). */
+  backend: string;
+  availability: NodeAvailability;
 }
 
 export const VM_STATUSES = ['Running', 'Stopped', 'Starting', 'Stopping', 'Migrating'] as const;

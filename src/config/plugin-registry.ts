@@ -2,6 +2,8 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ClusterBackend } from '../cluster/backend.ts';
 import { combineBackends } from '../cluster/composite.ts';
+import { HostConflictError, nodeAliases } from '../cluster/hyperconverged.ts';
+import { OPTIONAL_PARTS, PartConflictError, partProviders } from '../cluster/parts.ts';
 import type { ClusterPlugin, PluginContext } from '../cluster/plugin.ts';
 import type { PluginStore } from '../cluster/plugin-store.ts';
 import { issueLines } from '../cluster/zod-issues.ts';
@@ -38,6 +40,23 @@ function checkOneServerPerWorkload(backends: readonly ClusterBackend[]): void {
   const shardBackends = backends.filter((b) => b.capabilities.shards);
   if (vmBackends.length > 1) throw new ConfigError(`plugins: more than one plugin serves VMs (${vmBackends.map((b) => b.name).join(', ')})`);
   if (shardBackends.length > 1) throw new ConfigError(`plugins: more than one plugin serves shards (${shardBackends.map((b) => b.name).join(', ')})`);
+  try {
+    for (const part of OPTIONAL_PARTS) partProviders(part, backends);
+    for (const b of backends) nodeAliases(b.hosts?.() ?? {});
+  } catch (e) {
+    if (e instanceof PartConflictError || e instanceof HostConflictError) throw new ConfigError(`plugins: ${e.message.replace(/^plugins: /, '')}`);
+    throw e;
+  }
+}
+
+/**
+ * The plugins of the config whose cluster lives inside the gateway process (`inProcess`,
+ * declared by the plugin), so that no other replica sees it (ha:B3).
+ */
+export async function inProcessPlugins(entries: readonly PluginEntry[]): Promise<string[]> {
+  const names = [...new Set(entries.map((e) => e.name))];
+  const plugins = await Promise.all(names.map((name, i) => loadPlugin(name, `plugins[${i}].name`)));
+  return plugins.filter((p) => p.inProcess === true).map((p) => p.name);
 }
 
 /** Creates the backends the config names and joins them into one (see combineBackends). */

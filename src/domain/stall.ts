@@ -14,7 +14,7 @@ const STALL_FACTOR = 2;
  * (or a median of a few ms) queueing alone would otherwise flag every step of a large drain,
  * flooding the journal with stall events that say nothing an operator can act on.
  */
-export const STALL_FLOOR_MS = 1_000;
+const STALL_FLOOR_MS = 1_000;
 
 export interface StalledStep {
   workloadKind: string;

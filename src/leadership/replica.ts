@@ -4,9 +4,6 @@ import type { Database } from '../store/index.ts';
 import { LeaseStore } from './lease-store.ts';
 import { PostgresLeadership } from './leadership.ts';
 
-/** Plugins whose cluster lives inside the gateway process, so that no other replica sees it. */
-const IN_PROCESS_BACKENDS = ['fake'];
-
 /** A replica started with an in-process backend while another replica leads on the same database (ha:B3). */
 class UnsharedBackendError extends Error {
   override readonly name = 'UnsharedBackendError';
@@ -19,11 +16,12 @@ class UnsharedBackendError extends Error {
  */
 export async function replicaLeadership(
   db: Database,
-  config: Pick<LockkeeperConfig, 'ha' | 'plugins'>,
+  config: Pick<LockkeeperConfig, 'ha'>,
+  /** The configured plugins that declare `inProcess` (src/cluster/plugin.ts). */
+  inProcess: readonly string[],
   deps: { address: () => string; log: Logger },
 ): Promise<PostgresLeadership> {
   const lease = new LeaseStore(db.prisma);
-  const inProcess = config.plugins.map((p) => p.name).filter((name) => IN_PROCESS_BACKENDS.includes(name));
   if (inProcess.length) {
     const current = await lease.current();
     if (current.live) {

@@ -26,7 +26,7 @@ import type { RequestMeta } from '../domain/operations.ts';
 import { headerOf, HttpError, PayloadTooLargeError, readBody, sendJson } from './http-io.ts';
 import { backendStatus, neonMessage, NeonRefusal, statusOf } from './neon-errors.ts';
 import { nodeRoutes } from './neon-node-routes.ts';
-import { parseNodeIdSegment } from './neon-shapes.ts';
+import { nodeIdOfNeon, parseNodeIdSegment } from './neon-shapes.ts';
 import type { Call, NeonFacadeDeps, Reply } from './neon-route.ts';
 import { tenantRoutes } from './neon-tenant-routes.ts';
 
@@ -106,7 +106,7 @@ export function createNeonFacade(deps: NeonFacadeDeps): NeonFacadeHandler {
           await discardBody(req);
           throw new HttpError(400, `node_id ${JSON.stringify(decodeSegment(value))} is not a non-negative integer`);
         }
-        params[name] = id;
+        params[name] = nodeIdOfNeon(id, deps.backend.nodeAliases);
       } else params[name] = decodeSegment(value);
     }
     const meta: RequestMeta = { actor: caller, reason: reasonOf(req, url) };

@@ -11,6 +11,7 @@ import {
   neonNodeId,
   nodeConfigureRequestSchema,
   nodeRegisterRequestSchema,
+  nodeIdOfNeon,
   toNeonNode,
   toNeonSafety,
   type NeonNode,
@@ -67,7 +68,7 @@ export function nodeRoutes(deps: NeonFacadeDeps): Route[] {
   async function configure({ params, body, meta }: Call): Promise<Reply> {
     const nodeId = params.node_id!;
     const request = parseJsonBody(body, nodeConfigureRequestSchema);
-    if (String(request.node_id) !== nodeId) {
+    if (nodeIdOfNeon(String(request.node_id), backend.nodeAliases) !== nodeId) {
       throw new InvalidInputError('node_id', String(request.node_id), `node_id ${request.node_id} in the body differs from node ${nodeId} in the path`);
     }
     const running = storage.runningNodeOperations();
@@ -114,9 +115,10 @@ export function nodeRoutes(deps: NeonFacadeDeps): Route[] {
       pattern: '/control/v1/node',
       methods: {
         GET: async () => {
-          const nodes = (await backend.listNodes()).sort((a, b) => compareNeonNodeIds(a.id, b.id));
+          const neon = (id: string) => backend.nodeAliases?.external(id) ?? id;
+          const nodes = (await backend.listNodes()).sort((a, b) => compareNeonNodeIds(neon(a.id), neon(b.id)));
           const safety = await safetyOf(nodes.map((n) => n.id));
-          return { status: 200, body: nodes.map((n, i) => ({ ...toNeonNode(n, storage.policyOf(n.id)), ...safety[i] })) };
+          return { status: 200, body: nodes.map((n, i) => ({ ...toNeonNode(n, storage.policyOf(n.id), backend.nodeAliases), ...safety[i] })) };
         },
         /** neon:L1: 200 null for a new or an unchanged registration. */
         POST: async ({ body }) => {
@@ -146,7 +148,7 @@ export function nodeRoutes(deps: NeonFacadeDeps): Route[] {
           const nodeId = params.node_id!;
           const node = await requireNode(nodeId);
           const [safety] = await safetyOf([nodeId]);
-          return { status: 200, body: { ...toNeonNode(node, storage.policyOf(nodeId)), ...safety } };
+          return { status: 200, body: { ...toNeonNode(node, storage.policyOf(nodeId), backend.nodeAliases), ...safety } };
         },
         /** neon:L6 (deprecated, still routed): synchronous; an unknown node is a retry (200). */
         DELETE: async ({ params, meta }) => {
@@ -196,7 +198,7 @@ export function nodeRoutes(deps: NeonFacadeDeps): Route[] {
             ...attached.map((s) => ({ tenant_shard_id: s.id, is_observed_secondary: false, is_intended_secondary: false })),
             ...secondary.map((s) => ({ tenant_shard_id: s.id, is_observed_secondary: true, is_intended_secondary: true })),
           ].sort((a, b) => (a.tenant_shard_id < b.tenant_shard_id ? -1 : a.tenant_shard_id > b.tenant_shard_id ? 1 : 0));
-          return { status: 200, body: { node_id: neonNodeId(nodeId), shards } };
+          return { status: 200, body: { node_id: neonNodeId(nodeId, backend.nodeAliases), shards } };
         },
       },
     },

@@ -37,7 +37,7 @@ export interface NeonFacadeDeps {
     | 'setTenantConfig'
     | 'patchTenantConfig'
   >;
-  backend: Pick<ClusterBackend, 'listNodes' | 'getNode' | 'listShards' | 'registry'>;
+  backend: Pick<ClusterBackend, 'listNodes' | 'getNode' | 'listShards' | 'registry' | 'nodeAliases'>;
   audit: AuditLog;
   clock: Clock;
   /** What would lose service if a node restarted now; absent: the node objects carry no safety fields. */

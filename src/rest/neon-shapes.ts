@@ -3,6 +3,7 @@
  * Neon `libs/pageserver_api/src/controller_api.rs`), and their mapping from ours.
  */
 import { z } from 'zod';
+import type { NodeAliases } from '../cluster/backend.ts';
 import type { ClusterNode } from '../cluster/types.ts';
 import { LISTEN_LABELS } from '../domain/labels.ts';
 import { isSafeToRestart, type RemainingWorkload } from '../domain/remaining.ts';
@@ -36,10 +37,18 @@ const DEFAULT_PAGESERVER_PG_PORT = 6400;
 const CANONICAL_INTEGER = /^(0|[1-9][0-9]*)$/;
 const U64_MAX = 2n ** 64n - 1n;
 
-/** `id` as Neon's clients expect it: a number when it is a canonical integer that JSON numbers carry exactly. */
-export function neonNodeId(id: string): number | string {
-  return CANONICAL_INTEGER.test(id) && Number.isSafeInteger(Number(id)) ? Number(id) : id;
+/**
+ * `id` as Neon's clients expect it: a number when it is a canonical integer that JSON numbers
+ * carry exactly. On a hyperconverged host (issue 26) the node's id is its Kubernetes name and
+ * Neon's is the pageserver's integer: `aliases` gives it.
+ */
+export function neonNodeId(id: string, aliases?: NodeAliases): number | string {
+  const neon = aliases ? aliases.external(id) : id;
+  return CANONICAL_INTEGER.test(neon) && Number.isSafeInteger(Number(neon)) ? Number(neon) : neon;
 }
+
+/** A Neon node id (from a path or a body) as the node's id here: the host's name on a hyperconverged host. */
+export const nodeIdOfNeon = (neonId: string, aliases?: NodeAliases): string => (aliases ? aliases.internal(neonId) : neonId);
 
 /**
  * A `:node_id` path segment as Neon parses it (a u64): our node id in canonical form
@@ -76,10 +85,10 @@ function port(label: string | undefined, fallback: number): number {
   return n >= 1 && n <= 65_535 ? n : fallback;
 }
 
-export function toNeonNode(node: ClusterNode, policy: SchedulingPolicy): NeonNode {
+export function toNeonNode(node: ClusterNode, policy: SchedulingPolicy, aliases?: NodeAliases): NeonNode {
   const labels = node.labels;
   return {
-    id: neonNodeId(node.id),
+    id: neonNodeId(node.id, aliases),
     availability: NEON_AVAILABILITY_NAMES[node.availability],
     scheduling: NEON_POLICY_NAMES[policy],
     // Neon's field is a plain string (every Neon node has an AZ); a node without a zone reports "".

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { InvalidInputError, PreconditionFailedError } from '../domain/errors.ts';
 import { tenantConfigPatchSchema, tenantConfigSchema } from '../domain/storage/tenant-config.ts';
 import { OK, parseJsonBody, type NeonFacadeDeps, type Route } from './neon-route.ts';
-import { migrateRequestSchema, NEON_SHARD_POLICY, neonNodeId, preferredAzsRequestSchema, tenantPolicyRequestSchema } from './neon-shapes.ts';
+import { migrateRequestSchema, NEON_SHARD_POLICY, neonNodeId, nodeIdOfNeon, preferredAzsRequestSchema, tenantPolicyRequestSchema } from './neon-shapes.ts';
 
 const SHARD_POLICY_NAMES: Record<string, string> = Object.fromEntries(Object.entries(NEON_SHARD_POLICY).map(([neon, ours]) => [ours, neon]));
 const T = '/control/v1/tenant/:tenant_shard_id';
@@ -33,8 +33,8 @@ export function tenantRoutes(deps: NeonFacadeDeps): Route[] {
               tenant_id: tenant.tenantId,
               shards: tenant.shards.map((s) => ({
                 tenant_shard_id: s.id,
-                node_attached: neonNodeId(s.attachedNodeId),
-                node_secondary: s.secondaryNodeIds.map(neonNodeId),
+                node_attached: neonNodeId(s.attachedNodeId, deps.backend.nodeAliases),
+                node_secondary: s.secondaryNodeIds.map((id) => neonNodeId(id, deps.backend.nodeAliases)),
                 generation: s.details?.generation ?? null,
                 is_reconciling: s.details?.reconciling ?? false,
                 is_pending_compute_notification: s.pendingComputeNotification ?? false,
@@ -60,8 +60,8 @@ export function tenantRoutes(deps: NeonFacadeDeps): Route[] {
           await controls().migrate(
             {
               shardId: params.tenant_shard_id!,
-              nodeId: String(r.node_id),
-              originNodeId: r.origin_node_id == null ? null : String(r.origin_node_id),
+              nodeId: nodeIdOfNeon(String(r.node_id), deps.backend.nodeAliases),
+              originNodeId: r.origin_node_id == null ? null : nodeIdOfNeon(String(r.origin_node_id), deps.backend.nodeAliases),
               overrideScheduler: c?.override_scheduler ?? false,
               prewarm: c?.prewarm ?? true,
               warmup:

@@ -49,14 +49,14 @@ export interface ContractHarness {
   cleanup(): Promise<void>;
 }
 
-const STEP_MS = 50;
+export const STEP_MS = 50;
 /** Virtual time in which a simulated backend delivers late events of an earlier action (see ContractHarness.quiesce). */
 const QUIET_MS = 200;
 
-const quiet = (h: ContractHarness): Promise<void> => (h.quiesce ? h.quiesce() : h.advance(QUIET_MS));
+export const quiet = (h: Pick<ContractHarness, 'quiesce' | 'advance'>): Promise<void> => (h.quiesce ? h.quiesce() : h.advance(QUIET_MS));
 
 /** Drives time until `promise` settles, so actions that take latency neither hang nor race. */
-async function settle<T>(h: ContractHarness, promise: Promise<T>): Promise<T> {
+export async function settle<T>(h: Pick<ContractHarness, 'advance' | 'actionTimeoutMs'>, promise: Promise<T>): Promise<T> {
   let done = false;
   promise.then(
     () => (done = true),
@@ -70,7 +70,11 @@ async function settle<T>(h: ContractHarness, promise: Promise<T>): Promise<T> {
   return promise;
 }
 
-async function expectCode(h: ContractHarness, promise: Promise<unknown>, ...codes: BackendErrorCode[]): Promise<BackendError> {
+export async function expectCode(
+  h: Pick<ContractHarness, 'advance' | 'actionTimeoutMs'>,
+  promise: Promise<unknown>,
+  ...codes: BackendErrorCode[]
+): Promise<BackendError> {
   const error = await settle(h, promise).then(
     () => expect.fail(`expected a BackendError ${codes.join(' or ')}, but the call succeeded`),
     (e: unknown) => e,
@@ -80,7 +84,7 @@ async function expectCode(h: ContractHarness, promise: Promise<unknown>, ...code
   return error as BackendError;
 }
 
-type Subject = { kind: 'node' | 'vm' | 'shard'; id: string };
+export type Subject = { kind: 'node' | 'vm' | 'shard'; id: string };
 
 function concerns(e: ClusterEvent, s: Subject): boolean {
   switch (e.type) {
@@ -102,7 +106,7 @@ function concerns(e: ClusterEvent, s: Subject): boolean {
 }
 
 /** Records events; `about` filters to one subject. */
-function record(backend: ClusterBackend) {
+export function record(backend: ClusterBackend) {
   const events: ClusterEvent[] = [];
   const stop = backend.watch((e) => events.push(e));
   return {
@@ -113,7 +117,11 @@ function record(backend: ClusterBackend) {
   };
 }
 
-async function waitForEvent(h: ContractHarness, rec: ReturnType<typeof record>, match: (e: ClusterEvent) => boolean): Promise<ClusterEvent> {
+export async function waitForEvent(
+  h: Pick<ContractHarness, 'advance' | 'actionTimeoutMs'>,
+  rec: ReturnType<typeof record>,
+  match: (e: ClusterEvent) => boolean,
+): Promise<ClusterEvent> {
   const limit = h.actionTimeoutMs ?? 60_000;
   for (let waited = 0; ; waited += STEP_MS) {
     const found = rec.events.find(match);
@@ -127,7 +135,11 @@ async function waitForEvent(h: ContractHarness, rec: ReturnType<typeof record>, 
  * The idempotency contract: once a result holds, asking again resolves and emits nothing.
  * Waits out late events of the first request before listening.
  */
-async function expectIdempotent(h: ContractHarness, subject: Subject, again: () => Promise<void>): Promise<void> {
+export async function expectIdempotent(
+  h: Pick<ContractHarness, 'backend' | 'advance' | 'actionTimeoutMs' | 'quiesce'>,
+  subject: Subject,
+  again: () => Promise<void>,
+): Promise<void> {
   await quiet(h);
   const rec = record(h.backend);
   await settle(h, again());

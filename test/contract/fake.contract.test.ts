@@ -1,13 +1,15 @@
 import { VirtualClock } from '../support/virtual-clock.ts';
 import { createSimulatedCluster } from '../../plugins/fake/index.ts';
-import { describeClusterBackendContract } from './cluster-backend-contract.ts';
+import { describeClusterBackendContract, type ContractHarness } from './cluster-backend-contract.ts';
+import { describePartContracts } from './part-contracts.ts';
 
-describeClusterBackendContract('fake (demo topology)', async () => {
+async function harness(): Promise<ContractHarness & { shardId: string }> {
   const clock = new VirtualClock();
   const backend = createSimulatedCluster({ topology: 'demo', clock });
   const [shard] = await backend.listShards({ attachedNodeId: '1', secondaryNodeId: '2' });
   return {
     backend,
+    shardId: shard!.id,
     advance: (ms) => clock.advance(ms),
     fixtures: {
       nodes: { source: '1', target: '2' },
@@ -15,5 +17,16 @@ describeClusterBackendContract('fake (demo topology)', async () => {
       shards: { withSecondary: shard!.id },
     },
     cleanup: () => backend.close(),
+  };
+}
+
+describeClusterBackendContract('fake (demo topology)', harness);
+
+describePartContracts('fake (demo topology)', ['simulation', 'failover', 'pageVms', 'pageShards'], async () => {
+  const h = await harness();
+  return {
+    ...h,
+    unknownNode: 'no-such-node',
+    parts: { simulation: { node: '3' }, failover: { shard: h.shardId, from: '1', to: '2' } },
   };
 });

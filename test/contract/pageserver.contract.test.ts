@@ -1,13 +1,15 @@
 import { afterEach } from 'vitest';
 import { shardIdOf, type SimShardSpec } from '../../simulators/pageserver/index.ts';
 import { startSimCluster, type SimCluster } from '../support/pageserver-cluster.ts';
-import { describeClusterBackendContract } from './cluster-backend-contract.ts';
+import { describeClusterBackendContract, type ContractHarness } from './cluster-backend-contract.ts';
+import { describePartContracts } from './part-contracts.ts';
 
 let cluster: SimCluster | undefined;
 afterEach(() => cluster?.safety.assertSafe());
 
-describeClusterBackendContract('pageserver (three simulated pageservers over HTTP)', async () => {
-  const withSecondary: SimShardSpec = { tenant: 1, shardNumber: 0, shardCount: 2, attached: 1, secondaries: [2] };
+const withSecondary: SimShardSpec = { tenant: 1, shardNumber: 0, shardCount: 2, attached: 1, secondaries: [2] };
+
+async function harness(): Promise<ContractHarness> {
   cluster = await startSimCluster({
     nodes: [{ id: 1 }, { id: 2 }, { id: 3 }],
     shards: [withSecondary, { tenant: 1, shardNumber: 1, shardCount: 2, attached: 2, secondaries: [3] }, { tenant: 2, attached: 3, secondaries: [1] }],
@@ -29,4 +31,11 @@ describeClusterBackendContract('pageserver (three simulated pageservers over HTT
     actionTimeoutMs: 120_000,
     cleanup: () => c.close(),
   };
+}
+
+describeClusterBackendContract('pageserver (three simulated pageservers over HTTP)', harness);
+
+describePartContracts('pageserver (three simulated pageservers over HTTP)', ['failover', 'placement', 'registry', 'beforeLeading', 'hosts'], async () => {
+  const shard = { shard: shardIdOf(withSecondary), from: '1', to: '2' };
+  return { ...(await harness()), unknownNode: '99', parts: { failover: shard, placement: shard, registry: { node: '3' } } };
 });

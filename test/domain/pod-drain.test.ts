@@ -37,7 +37,7 @@ describe('k8s:K1 candidates', () => {
   it("Harvester's skip selector, and launcher pods left out (VMs go per VM)", () => {
     expect(HARVESTER_SKIP_POD_SELECTOR).toBe('app!=csi-attacher,app!=csi-provisioner,kubevirt.io!=hotplug-disk');
     expect(LAUNCHER_POD_EXCLUSION).toBe('kubevirt.io!=virt-launcher');
-    expect(candidateSelector(DEFAULT_POD_DRAIN_OPTIONS)).toBe(`${HARVESTER_SKIP_POD_SELECTOR},kubevirt.io!=virt-launcher`);
+    expect(candidateSelector(DEFAULT_POD_DRAIN_OPTIONS)).toBe('app!=csi-attacher,app!=csi-provisioner,kubevirt.io!=hotplug-disk,kubevirt.io!=virt-launcher');
     expect(candidateSelector({ ...DEFAULT_POD_DRAIN_OPTIONS, podSelector: '' })).toBe('kubevirt.io!=virt-launcher');
   });
 });
@@ -141,7 +141,7 @@ describe('k8s:K3 refusal, k8s:K4 defaults', () => {
       force: true,
       gracePeriodSeconds: 180,
       skipWaitForDeleteTimeoutSeconds: 0,
-      podSelector: HARVESTER_SKIP_POD_SELECTOR,
+      podSelector: 'app!=csi-attacher,app!=csi-provisioner,kubevirt.io!=hotplug-disk',
     });
   });
 });

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { etaAt, expectedDuration, FinishedDurations, overBy, STALL_FLOOR_MS, stallsAt } from '../../src/domain/stall.ts';
+import { etaAt, expectedDuration, FinishedDurations, overBy, stallsAt } from '../../src/domain/stall.ts';
+
+// Literals, not imported from the code under test: a changed value must fail here (issue 26).
+const STALL_FLOOR_MS = 1_000;
 
 function medianOf(values: number[]): number | null {
   const durations = new FinishedDurations();

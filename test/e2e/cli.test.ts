@@ -77,6 +77,7 @@ describe('lockkeeper simulator as a process', () => {
         '--tenants N',
         '--shards-per-tenant N',
         '--location-config-ms N',
+        '--hyperconverged',
         '-h, --help',
       ]) {
         expect(stdout).toMatch(new RegExp(`^  ${option} +\\S`, 'm'));

@@ -1,10 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { MANAGED_BY, MANAGED_BY_LABEL, TRACKING_NODE_ANNOTATION } from '../../plugins/kubevirt/index.ts';
-import { MAINTENANCE_STRATEGY_LABEL } from '../../src/domain/labels.ts';
 import type { K8sSim } from '../../simulators/kubernetes/index.ts';
 import { kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
 import { VirtualClock } from '../support/virtual-clock.ts';
 import { drive } from '../support/virtual-drive.ts';
+
+// Literals, not imported from the code under test: a changed value must fail here (issue 26).
+const MAINTENANCE_STRATEGY_LABEL = 'harvesterhci.io/maintain-mode-strategy';
+const MANAGED_BY = 'lockkeeper';
+const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+const TRACKING_NODE_ANNOTATION = 'harvesterhci.io/maintain-mode-strategy-node-name';
 
 /** k8s:scenario-4 through GraphQL: Migrate/unlabelled VMs leave by their KubeVirt eviction strategy (k8s:E1, k8s:E4, k8s:E5). */
 let t: KubevirtTestApp;

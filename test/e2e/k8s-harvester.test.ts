@@ -1,10 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { TRACKING_NODE_ANNOTATION } from '../../plugins/kubevirt/index.ts';
-import { MAINTENANCE_STRATEGY_LABEL } from '../../src/domain/labels.ts';
 import { DRAIN_REQUESTED, MAINTAIN_STATUS, type K8sSim, type RecordedCall } from '../../simulators/kubernetes/index.ts';
 import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
 import { VirtualClock } from '../support/virtual-clock.ts';
 import { drive } from '../support/virtual-drive.ts';
+
+// Literals, not imported from the code under test: a changed value must fail here (issue 26).
+const MAINTENANCE_STRATEGY_LABEL = 'harvesterhci.io/maintain-mode-strategy';
+const TRACKING_NODE_ANNOTATION = 'harvesterhci.io/maintain-mode-strategy-node-name';
 
 /** k8s:scenario-9 through GraphQL: on a Harvester cluster Lockkeeper requests and follows; Harvester's controllers act (k8s:H2, k8s:H9). */
 let t: KubevirtTestApp;

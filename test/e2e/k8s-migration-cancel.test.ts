@@ -1,10 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { MANAGED_BY, MANAGED_BY_LABEL } from '../../plugins/kubevirt/index.ts';
 import { EVACUATION_ANNOTATION, MIGRATION_JOB_LABEL, type K8sObject, type K8sSim } from '../../simulators/kubernetes/index.ts';
 import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
 import type { OperationSettings } from '../../src/config/schema.ts';
 import { VirtualClock } from '../support/virtual-clock.ts';
 import { drive } from '../support/virtual-drive.ts';
+
+// Literals, not imported from the code under test: a changed value must fail here (issue 26).
+const MANAGED_BY = 'lockkeeper';
+const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 
 /** k8s:scenario-5 through GraphQL: Lockkeeper cancels its own migrations, and only those (k8s:C1–C5, k8s:C9). */
 let t: KubevirtTestApp;

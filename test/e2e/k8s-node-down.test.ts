@@ -1,9 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createKubevirtBackend, kubevirtOptionsSchema, type KubevirtBackend } from '../../plugins/kubevirt/index.ts';
-import { NODE_DOWN_CONFIRMED, OUT_OF_SERVICE_TAINT } from '../../plugins/kubevirt/node-down.ts';
+
 import type { K8sObject, K8sSim } from '../../simulators/kubernetes/index.ts';
 import { eventually, kubevirtApp, nodeDownSettled, type KubevirtTestApp } from '../support/kubevirt-app.ts';
 import { VirtualClock } from '../support/virtual-clock.ts';
+
+// Literals, not imported from the code under test: a changed value must fail here (issue 26).
+const NODE_DOWN_CONFIRMED = 'lockkeeper.io/node-down-confirmed';
+const OUT_OF_SERVICE_TAINT = 'node.kubernetes.io/out-of-service';
 
 /** k8s:scenario-8: node down (k8s:U1–U8), the kubevirt plugin's option, with one virtual clock for the simulator, plugin and engine. */
 let t: KubevirtTestApp;

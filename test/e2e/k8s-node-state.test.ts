@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAINTENANCE_STRATEGY_LABEL } from '../../src/domain/labels.ts';
 import { DRAIN_FORCED, DRAIN_REQUESTED, MAINTAIN_STATUS, type K8sObject, type K8sSim, type RecordedCall } from '../../simulators/kubernetes/index.ts';
 import { caughtUp, eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
+
+// Literals, not imported from the code under test: a changed value must fail here (issue 26).
+const MAINTENANCE_STRATEGY_LABEL = 'harvesterhci.io/maintain-mode-strategy';
 
 /** k8s:scenario-6 through GraphQL: Harvester's node state written by Lockkeeper on a cluster without Harvester (k8s:H1, k8s:H3, k8s:H4, k8s:H7). */
 let t: KubevirtTestApp;

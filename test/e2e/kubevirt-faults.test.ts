@@ -1,9 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { TRACKING_NODE_ANNOTATION } from '../../plugins/kubevirt/index.ts';
-import { MAINTENANCE_STRATEGY_LABEL } from '../../src/domain/labels.ts';
 import { clusterRoleRulesWithout } from '../support/deploy-rbac.ts';
 import type { K8sSim } from '../../simulators/kubernetes/index.ts';
 import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
+
+// Literals, not imported from the code under test: a changed value must fail here (issue 26).
+const MAINTENANCE_STRATEGY_LABEL = 'harvesterhci.io/maintain-mode-strategy';
+const TRACKING_NODE_ANNOTATION = 'harvesterhci.io/maintain-mode-strategy-node-name';
 
 /**
  * Issue 5, "Bad input and faults", through GraphQL with the kubevirt plugin against the

@@ -1,15 +1,16 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  MANAGED_BY,
-  MANAGED_BY_LABEL,
-  START_PREFERENCE_KEY,
-  TRACKING_NODE_ANNOTATION,
-  TRACKING_RUN_STRATEGY_ANNOTATION,
-  TRACKING_STRATEGY_ANNOTATION,
-} from '../../plugins/kubevirt/index.ts';
-import { HOSTNAME_LABEL, MAINTENANCE_STRATEGY_LABEL } from '../../src/domain/labels.ts';
 import type { K8sObject, K8sSim } from '../../simulators/kubernetes/index.ts';
 import { caughtUp, eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
+
+// Literals, not imported from the code under test: a changed value must fail here (issue 26).
+const HOSTNAME_LABEL = 'kubernetes.io/hostname';
+const MAINTENANCE_STRATEGY_LABEL = 'harvesterhci.io/maintain-mode-strategy';
+const MANAGED_BY = 'lockkeeper';
+const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+const START_PREFERENCE_KEY = 'lockkeeper.io/start-on';
+const TRACKING_NODE_ANNOTATION = 'harvesterhci.io/maintain-mode-strategy-node-name';
+const TRACKING_RUN_STRATEGY_ANNOTATION = 'harvesterhci.io/vmRunStrategy';
+const TRACKING_STRATEGY_ANNOTATION = 'lockkeeper.io/maintain-mode-recorded-strategy';
 
 /** vm:scenario-1–5 through GraphQL, with the kubevirt plugin against the API simulator; asserts on the Kubernetes objects. */
 let t: KubevirtTestApp;

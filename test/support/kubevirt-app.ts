@@ -1,7 +1,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ClusterBackend } from '../../src/cluster/backend.ts';
 import { systemClock, type Clock } from '../../src/cluster/clock.ts';
+import { combineBackends } from '../../src/cluster/composite.ts';
 import { createLogger } from '../../src/logger.ts';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
 import type { OperationSettings } from '../../src/config/schema.ts';
@@ -15,6 +17,8 @@ import { yogaClient } from './yoga-client.ts';
 export interface KubevirtTestApp {
   sim: K8sSim;
   backend: KubevirtBackend;
+  /** What the app runs on: the kubevirt backend, or its composite with `more.combine`'s backends. */
+  served: ClusterBackend;
   app: App;
   db: Database;
   gql<T = any>(query: string, variables?: Record<string, unknown>): Promise<{ data?: T; errors?: { message: string }[] }>;
@@ -69,7 +73,13 @@ export async function kubevirtApp(
   settings: Partial<OperationSettings> = {},
   simOptions: K8sSimOptions = {},
   /** One clock for the simulator, the plugin and the engine (a VirtualClock in tests of timing); plugin options on top. */
-  more: { clock?: Clock; plugin?: KubevirtOptionsInput; rbac?: 'shipped' | 'none' } = {},
+  more: {
+    clock?: Clock;
+    plugin?: KubevirtOptionsInput;
+    rbac?: 'shipped' | 'none';
+    /** Backends to combine with the kubevirt one (combineBackends, as a config naming several plugins does); closed by the caller. */
+    combine?: ClusterBackend[];
+  } = {},
 ): Promise<KubevirtTestApp> {
   const clock = more.clock ?? systemClock;
   const sim = await K8sSim.start({ clock, ...simOptions });
@@ -87,8 +97,9 @@ export async function kubevirtApp(
     clock,
   });
   const db = await openDatabase({ url: `file:${join(mkdtempSync(join(tmpdir(), 'lk-kv-')), 'lockkeeper.db')}` });
+  const served = more.combine?.length ? combineBackends([backend, ...more.combine]) : backend;
   const app = buildApp({
-    backend,
+    backend: served,
     log: createLogger('silent'),
     prisma: db.prisma,
     hotPath: db.hotPath,
@@ -100,6 +111,7 @@ export async function kubevirtApp(
   return {
     sim,
     backend,
+    served,
     app,
     db,
     gql: yogaClient(app.yoga),

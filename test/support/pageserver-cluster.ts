@@ -36,6 +36,8 @@ export interface SimCluster extends PageserverFleet {
       mayAct?: () => boolean;
       insecure?: boolean;
       log?: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
+      /** Hyperconverged hosts (issue 26): the Kubernetes node each pageserver runs on (`pageservers[].kubernetesNode`). */
+      hosts?: Record<number, string>;
     },
   ): Promise<PageserverController>;
   controller: PageserverController | undefined;
@@ -51,8 +53,8 @@ export interface SimCluster extends PageserverFleet {
 
 const STEP_MS = 100;
 
-export async function startSimCluster(spec: SimClusterSpec & { hookToken?: string }): Promise<SimCluster> {
-  const clock = new VirtualClock();
+export async function startSimCluster(spec: SimClusterSpec & { hookToken?: string }, shared: { clock?: VirtualClock } = {}): Promise<SimCluster> {
+  const clock = shared.clock ?? new VirtualClock();
   const log = new RequestLog();
   const fleet = await startPageserverFleet({ ...spec, clock, log });
   const hook = await new ComputeHookSim({ clock, log, token: spec.hookToken }).start();
@@ -88,9 +90,14 @@ export async function startSimCluster(spec: SimClusterSpec & { hookToken?: strin
     dir,
     unresolvable,
     controller: undefined,
-    async startController(extra = {}, { hook: withHook = true, wrapStore = (s: PluginStore) => s, mayAct, insecure, log: logger } = {}) {
+    async startController(extra = {}, { hook: withHook = true, wrapStore = (s: PluginStore) => s, mayAct, insecure, log: logger, hosts = {} } = {}) {
       const options = pageserverOptionsSchema.parse({
-        pageservers: spec.nodes.map((n) => ({ id: n.id, url: sims.get(n.id)!.url, availabilityZone: n.zone ?? 'az-a' })),
+        pageservers: spec.nodes.map((n) => ({
+          id: n.id,
+          url: sims.get(n.id)!.url,
+          availabilityZone: n.zone ?? 'az-a',
+          ...(hosts[n.id] !== undefined && { kubernetesNode: hosts[n.id] }),
+        })),
         upcall: { host: '127.0.0.1', port: 0 },
         ...(withHook && { controlPlane: { url: hook.url, ...(spec.hookToken && { token: spec.hookToken }) } }),
         ...extra,

@@ -1,5 +1,5 @@
 import { filter, pipe } from 'graphql-yoga';
-import type { ClusterNode } from '../../cluster/types.ts';
+import type { ClusterNode, NodeSide } from '../../cluster/types.ts';
 import { NotFoundError, UnavailableError } from '../../domain/errors.ts';
 import { typedBackendCall } from '../map-backend-error.ts';
 import { builder } from '../builder.ts';
@@ -13,6 +13,14 @@ export const NodeAvailabilityEnum = builder.enumType('NodeAvailability', {
 
 export const ClusterNodeType = builder.objectRef<ClusterNode>('ClusterNode');
 
+const NodeSideType = builder.objectRef<NodeSide>('NodeSide').implement({
+  description: 'One backend’s view of a node several backends know (a hyperconverged host: a Kubernetes node that is also a pageserver).',
+  fields: (t) => ({
+    backend: t.exposeString('backend', { description: 'The backend: `kubevirt`, `pageserver`.' }),
+    availability: t.field({ type: NodeAvailabilityEnum, resolve: (s) => s.availability }),
+  }),
+});
+
 ClusterNodeType.implement({
   description: 'A cluster node: a hypervisor, a storage node (pageserver), or both.',
   fields: (t) => ({
@@ -20,7 +28,17 @@ ClusterNodeType.implement({
     name: t.exposeString('name'),
     zone: t.exposeString('zone', { nullable: true }),
     roles: t.exposeStringList('roles'),
-    availability: t.field({ type: NodeAvailabilityEnum, resolve: (n) => n.availability }),
+    availability: t.field({
+      type: NodeAvailabilityEnum,
+      description: 'On a hyperconverged host, the least available of its sides (see `sides`).',
+      resolve: (n) => n.availability,
+    }),
+    sides: t.field({
+      type: [NodeSideType],
+      description:
+        'Issue 26: on a host several backends know, each side’s availability (a pageserver lost fails its shards over, neon:H5; a Kubernetes node NotReady follows k8s:U); empty on a node one backend knows.',
+      resolve: (n) => n.sides ?? [],
+    }),
     cordoned: t.exposeBoolean('cordoned'),
     controlPlane: t.boolean({
       description: 'Carries the control-plane or etcd role (counts toward control-plane quorum).',

@@ -1,9 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
-import { MAINTENANCE_STRATEGY_LABEL } from '../../../src/domain/labels.ts';
+
 import { clusterRoleRules } from '../../support/deploy-rbac.ts';
 import { K8sSim, type PolicyRule } from '../../../simulators/kubernetes/index.ts';
 import { eventually } from '../../support/kubevirt-app.ts';
+
+// Literals, not imported from the code under test: a changed value must fail here (issue 26).
+const MAINTENANCE_STRATEGY_LABEL = 'harvesterhci.io/maintain-mode-strategy';
 
 const triples = (rules: PolicyRule[]) =>
   new Set(rules.flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}.${g}`)))));
