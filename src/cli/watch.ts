@@ -38,10 +38,7 @@ const columnsOf = (io: CliIo) => (io.stream as { columns?: number }).columns || 
  * waiting-on text is cut with an ellipsis, so nothing wraps or is clipped mid-word by the
  * terminal (issue 30, point 2).
  */
-function progressLine(
-  columns: number,
-  p: { label: string; value: number; total: number; unit: string; eta: string; state: string; waiting: string },
-): string {
+function progressLine(columns: number, p: { label: string; value: number; total: number; unit: string; eta: string; state: string; waiting: string }): string {
   const head = `${p.label} [`;
   const tail = `] ${p.value}/${p.total} ${p.unit} | ETA ${p.eta} | ${p.state}`;
   const room = columns - 1 - head.length - tail.length;

@@ -39,7 +39,7 @@ async function hyperconverged(): Promise<{ clock: VirtualClock; drive: (cond: ()
     seed,
     {},
     { msPerGraceSecond: 1 },
-    { clock, combine: [pageserver], plugin: { vmActionTimeoutMs: 3_600_000, migrationTimeoutMs: 3_600_000 } },
+    { clock, combine: [pageserver], plugin: { vmActionTimeoutMs: 3_600_000, migrationBackstopMs: 3_600_000 } },
   );
   const world = c;
   return {
