@@ -10,7 +10,7 @@ import type { InterruptedOperation } from '../../store/operation-repository.ts';
 import type { EngineDeps } from '../core/engine-deps.ts';
 import type { OperationKindEngine } from '../core/operation-kind.ts';
 import type { StorageEngine } from '../storage/engine.ts';
-import { failoverStepEvent, FailoverRun, type FailoverRunHost } from './run.ts';
+import { failoverStepEvent, FailoverRun, placementDetail, type FailoverRunHost } from './run.ts';
 import { planSkipEvents } from '../core/plan-skip-events.ts';
 
 const KINDS = ['FAILOVER'] as const;
@@ -247,6 +247,8 @@ export class FailoverEngine implements OperationKindEngine {
       seq,
       startedAt: null,
       finishedAt: d.action === 'skip' ? now : null,
+      // neon:H10: the plan names why each node was chosen.
+      detail: d.action === 'move' ? placementDetail(d.why) : null,
     }));
     const meta = { actor: SYSTEM_ACTOR, reason: `node ${nodeId} went OFFLINE` };
     const snapshot = newOperation({ id: randomUUID(), kind: 'FAILOVER', nodeId, meta, steps, now });

@@ -1,7 +1,7 @@
 import type { ClusterBackend } from '../../cluster/backend.ts';
 import { isBackendError } from '../../cluster/errors.ts';
 import { nodeOf, type OperationSnapshot, type StepRecord } from '../../domain/operations.ts';
-import { chooseFailoverTarget } from '../../domain/storage/failover-plan.ts';
+import { chooseFailoverTarget, tenantLocationCounts } from '../../domain/storage/failover-plan.ts';
 import { maySchedule } from '../../domain/storage/policy.ts';
 import type { PlanNode } from '../../domain/storage/shards.ts';
 import { StepRun, type FinishedStepState, type StepRunHost } from '../core/step-run.ts';
@@ -83,15 +83,19 @@ export class FailoverRun extends StepRun<FailoverRun> {
     const nodes = this.host.planNodes();
     const planned = step.toNodeId === null ? undefined : nodes.get(step.toNodeId);
     let toNodeId: string;
+    const change: Partial<StepRecord> = {};
     if (planned && maySchedule(planned)) toNodeId = planned.id;
     else {
       const counts = new Map<string, number>();
-      for (const s of await backend.listShards()) counts.set(s.attachedNodeId, (counts.get(s.attachedNodeId) ?? 0) + 1);
-      const again = chooseFailoverTarget(shard, this.nodeId, nodes, counts);
+      const all = await backend.listShards();
+      for (const s of all) counts.set(s.attachedNodeId, (counts.get(s.attachedNodeId) ?? 0) + 1);
+      const again = chooseFailoverTarget(shard, this.nodeId, nodes, counts, tenantLocationCounts(all).get(shard.tenantId));
       if (!again) return this.finishStep(step, 'SKIPPED', 'NO_SCHEDULABLE_NODE', null);
       toNodeId = again.nodeId;
+      change.detail = placementDetail(again.why);
+      change.reason = again.cold ? 'COLD_ATTACH' : null;
     }
-    this.startStep(step, { fromNodeId: this.nodeId, toNodeId });
+    this.startStep(step, { fromNodeId: this.nodeId, toNodeId, ...change });
     this.host.observer.movesInFlight('FAILOVER', 1);
     try {
       const result = await backend.failover!.failOverShard(shard.id, { fromNodeId: this.nodeId, toNodeId });
@@ -108,5 +112,22 @@ export class FailoverRun extends StepRun<FailoverRun> {
 
 /** A failover's step on the event log (also what its admission writes for the plan's skips). */
 export function failoverStepEvent(step: StepRecord, state: FinishedStepState, reason: string | null, error: string | null) {
-  return { type: `SHARD_${state}`, payload: { shard: step.workloadId, from: step.fromNodeId, to: step.toNodeId, reason, error, failover: true } };
+  const placement = placementOf(step);
+  return {
+    type: `SHARD_${state}`,
+    payload: { shard: step.workloadId, from: step.fromNodeId, to: step.toNodeId, reason, error, failover: true, ...(placement ? { placement } : {}) },
+  };
+}
+
+/** neon:H10: a failover step's `detail`, naming why its node was chosen. */
+export const placementDetail = (why: string): string => JSON.stringify({ placement: why });
+
+function placementOf(step: StepRecord): string | null {
+  if (!step.detail) return null;
+  try {
+    const d = JSON.parse(step.detail) as { placement?: unknown };
+    return typeof d.placement === 'string' ? d.placement : null;
+  } catch {
+    return null;
+  }
 }
