@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { chooseDrainDestination, planDrain, warmthVerdict } from '../../src/domain/storage/drain-plan.ts';
+import { planFailover } from '../../src/domain/storage/failover-plan.ts';
 import { planFill } from '../../src/domain/storage/fill-plan.ts';
 import type { PlanNode, PlanShard } from '../../src/domain/storage/shards.ts';
 
@@ -143,5 +144,46 @@ describe('fill plan (storage:F1–F3)', () => {
         },
       ),
     );
+  });
+});
+
+describe('neon:H10 — a cold failover target ranked as Neon’s scheduler ranks attachments', () => {
+  const moves = (lost: string, shards: PlanShard[], nodes: PlanNode[]) =>
+    planFailover(lost, shards, nodes).map((d) => (d.action === 'move' ? [d.shard.id, d.toNodeId, d.cold, d.why] : [d.shard.id, d.reason]));
+
+  it('the preferred AZ first, even over a node in another AZ with fewer attached shards', () => {
+    // Node 2 (az-a) already holds two attached shards, node 3 (az-b) none.
+    const shards = [shard('cold', 0, '1', [], { preferredZone: 'az-a' }), shard('busy', 0, '2', ['3']), shard('busy', 1, '2', ['3'])];
+    expect(moves('1', shards, [n('1', 'az-a'), n('2', 'az-a'), n('3', 'az-b')])).toEqual([['cold-0008', '2', true, 'preferred AZ az-a']]);
+  });
+
+  it('then tenant affinity: within the AZ, the node holding fewer of the tenant’s locations, even when it is busier', () => {
+    // Nodes 2 and 3 are both in az-a; 3 has fewer attached shards but holds the tenant's other shard.
+    const shards = [
+      shard('t', 0, '1', [], { preferredZone: 'az-a' }),
+      shard('t', 1, '3', ['4'], { preferredZone: 'az-a' }),
+      shard('other', 0, '2', []),
+      shard('other', 1, '2', []),
+    ];
+    expect(moves('1', shards, [n('1', 'az-a'), n('2', 'az-a'), n('3', 'az-a'), n('4', 'az-b')])).toEqual([['t-0008', '2', true, 'tenant affinity']]);
+  });
+
+  it('then utilisation, then the lowest id; each placement weighs on the tenant’s next shard', () => {
+    const nodes = [n('1', 'az-a'), n('2', 'az-a'), n('3', 'az-a'), n('4', 'az-a')];
+    const shards = [shard('t', 0, '1', [], { preferredZone: 'az-a' }), shard('t', 1, '1', [], { preferredZone: 'az-a' })];
+    // t/0: nodes 3 and 4 tie on AZ, affinity and load: the lowest id. t/1: node 3 now holds a
+    // shard of t, so node 4 wins on affinity.
+    expect(moves('1', shards, [nodes[0]!, nodes[2]!, nodes[3]!])).toEqual([
+      ['t-0008', '3', true, 'lowest id'],
+      ['t-0108', '4', true, 'tenant affinity'],
+    ]);
+    expect(moves('1', [shard('t', 0, '1', [], { preferredZone: 'az-a' }), shard('u', 0, '3', [])], nodes.slice(0, 3))).toEqual([
+      ['t-0008', '2', true, 'least utilised'],
+    ]);
+  });
+
+  it('promoting a secondary keeps neon:H5’s order (outside the preferred AZ first), whatever the load', () => {
+    const shards = [shard('s', 0, '1', ['2', '3'], { preferredZone: 'az-a' }), shard('x', 0, '3', []), shard('x', 1, '3', [])];
+    expect(moves('1', shards, [n('1', 'az-a'), n('2', 'az-a'), n('3', 'az-b')])).toEqual([['s-0008', '3', false, 'secondary (neon:H5)']]);
   });
 });

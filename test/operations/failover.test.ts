@@ -28,7 +28,8 @@ const THREE_ZONES: TopologySpec = {
     { tenantId: 'outside', attachedNodeId: '1', preferredZone: 'a', secondaries: [{ nodeId: '2' }, { nodeId: '3' }] },
     // Two secondaries outside: the lowest id.
     { tenantId: 'lowest', attachedNodeId: '1', preferredZone: 'a', secondaries: [{ nodeId: '4' }, { nodeId: '3' }] },
-    // No secondary: a cold attach to a fresh node, the one with the fewest attached shards.
+    // No secondary: a cold attach to a fresh node, in its preferred AZ first (neon:H10): node 2
+    // (zone a), though node 4 (zone b) has fewer attached shards.
     { tenantId: 'cold', attachedNodeId: '1', preferredZone: 'a', secondaries: [] },
     // neon:H5f (the Decision): Pause and Stop keep their attachment.
     { tenantId: 'paused', attachedNodeId: '1', policy: 'PAUSE', secondaries: [{ nodeId: '2' }] },
@@ -54,7 +55,7 @@ describe('neon:H5 — a lost node fails over', () => {
     expect(op).toMatchObject({ kind: 'FAILOVER', state: 'SUCCEEDED', actor: 'system', reason: 'node 1 went OFFLINE' });
     const steps = await t.app.operations.getSteps(op!.id);
     expect(steps.map((s) => [s.workloadId, s.state, s.reason, s.toNodeId])).toEqual([
-      ['cold', 'MOVED', 'COLD_ATTACH', '4'],
+      ['cold', 'MOVED', 'COLD_ATTACH', '2'],
       ['lowest', 'MOVED', null, '3'],
       ['outside', 'MOVED', null, '3'],
       ['paused', 'SKIPPED', 'SHARD_POLICY_PAUSE', null],
@@ -63,7 +64,7 @@ describe('neon:H5 — a lost node fails over', () => {
     const shard = async (id: string) => t!.cluster.getShard(id);
     expect(await shard('outside')).toMatchObject({ attachedNodeId: '3', secondaryNodeIds: ['1', '2'] });
     expect(await shard('lowest')).toMatchObject({ attachedNodeId: '3', secondaryNodeIds: ['1', '4'] });
-    expect(await shard('cold')).toMatchObject({ attachedNodeId: '4', secondaryNodeIds: ['1'] });
+    expect(await shard('cold')).toMatchObject({ attachedNodeId: '2', secondaryNodeIds: ['1'] });
     expect(await shard('paused')).toMatchObject({ attachedNodeId: '1' });
     expect(await shard('elsewhere')).toMatchObject({ attachedNodeId: '2', secondaryNodeIds: ['1'] });
     // Events, audit and metrics say so.
@@ -81,6 +82,19 @@ describe('neon:H5 — a lost node fails over', () => {
     expect(events.filter((e) => e.type === 'SHARD_SKIPPED').map((e) => JSON.parse(e.payload))).toEqual([
       { shard: 'paused', from: '1', to: null, reason: 'SHARD_POLICY_PAUSE', error: null, failover: true },
       { shard: 'stopped', from: '1', to: null, reason: 'SHARD_POLICY_STOP', error: null, failover: true },
+    ]);
+    // neon:H10: the plan and the events name why each node was chosen.
+    expect(steps.map((s) => [s.workloadId, s.detail ?? null])).toEqual([
+      ['cold', '{"placement":"preferred AZ a"}'],
+      ['lowest', '{"placement":"secondary (neon:H5)"}'],
+      ['outside', '{"placement":"secondary (neon:H5)"}'],
+      ['paused', null],
+      ['stopped', null],
+    ]);
+    expect(events.filter((e) => e.type === 'SHARD_MOVED').map((e) => JSON.parse(e.payload))).toEqual([
+      { shard: 'cold', from: '1', to: '2', reason: null, error: null, failover: true, placement: 'preferred AZ a' },
+      { shard: 'lowest', from: '1', to: '3', reason: null, error: null, failover: true, placement: 'secondary (neon:H5)' },
+      { shard: 'outside', from: '1', to: '3', reason: null, error: null, failover: true, placement: 'secondary (neon:H5)' },
     ]);
     expect(await t.db.prisma.auditEntry.findMany({ where: { action: 'failover' } })).toMatchObject([{ actor: 'system', nodeId: '1', outcome: 'OK' }]);
     const res = await t.gql(`{ operation(id: "${op!.id}") { ... on Operation { kind startedBy counts { moved skipped } } } }`);
