@@ -61,6 +61,41 @@ describe('neon:scenario-6 — node loss with three nodes', { timeout: 240_000 },
   });
 });
 
+describe('neon:H10 — a cold failover attach ranked as Neon’s scheduler ranks it', { timeout: 240_000 }, () => {
+  it('an az-a shard with no secondary goes to an az-a node, not the emptier az-b one; within az-a, away from the node holding its tenant; the plan and the event say why', async () => {
+    // Tenant 5 has two shards: 5/0 on node 1 (lost, no secondary) and 5/1 on node 4 (az-a).
+    // Node 2 (az-a) holds two other attached shards, node 3 (az-b) none, node 4 one (tenant 5's).
+    const cold: SimShardSpec = { tenant: 5, shardNumber: 0, shardCount: 2, attached: 1, secondaries: [] };
+    const shards: SimShardSpec[] = [
+      cold,
+      { tenant: 5, shardNumber: 1, shardCount: 2, attached: 4, secondaries: [] },
+      { tenant: 6, attached: 2, secondaries: [3] },
+      { tenant: 7, attached: 2, secondaries: [3] },
+    ];
+    const nodes = [
+      { id: 1, zone: 'az-a' },
+      { id: 2, zone: 'az-a' },
+      { id: 3, zone: 'az-b' },
+      { id: 4, zone: 'az-a' },
+    ];
+    const w = await setUp({ nodes, shards });
+    const id = shardIdOf(cold);
+    const call = await restClient(w);
+    w.cluster.sim(1).stopAnswering();
+    expect(await call('PUT', '/control/v1/node/1/config', { node_id: 1, availability: 'Offline' })).toEqual({ status: 200, json: null });
+    await w.cluster.until(async () => (await failovers(w, '1'))[0]?.state === 'SUCCEEDED', { what: 'failover' });
+    expect(await w.backend.getShard(id)).toMatchObject({ attachedNodeId: '2', preferredZone: 'az-a' });
+    expect(w.cluster.view()[id]!['2']).toMatch(/^AttachedSingle@/);
+    const [op] = await failovers(w, '1');
+    const steps = await w.app.operations.getSteps(op.id);
+    expect(steps.map((s) => [s.workloadId, s.reason, s.toNodeId, s.detail])).toEqual([[id, 'COLD_ATTACH', '2', '{"placement":"tenant affinity"}']]);
+    const log = await w.gql(`{ eventLog(operationId: "${op.id}", types: ["SHARD_MOVED"]) { events { payload } } }`);
+    expect(log.eventLog.events.map((e: { payload: unknown }) => e.payload)).toEqual([
+      { shard: id, from: '1', to: '2', reason: null, error: null, failover: true, placement: 'tenant affinity' },
+    ]);
+  });
+});
+
 describe('neon:scenario-7 and scenario-8', { timeout: 240_000 }, () => {
   it('7. every node fails: OFFLINE, nothing rescheduled, detached or notified; a re-attach gives generation + 1 and AttachedSingle', async () => {
     const shards: SimShardSpec[] = [
