@@ -46,7 +46,7 @@ export function chooseFailoverTarget(
  * locations on the node, so a tenant's shards spread out — then utilisation (the fewest
  * attached shards), then the lowest id.
  */
-export function rankFreshNodes(
+function rankFreshNodes(
   shard: PlanShard,
   candidates: readonly PlanNode[],
   attachedCounts: ReadonlyMap<string, number>,
