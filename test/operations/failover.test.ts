@@ -177,6 +177,38 @@ describe('neon:H5 — a lost node fails over', () => {
     await a.db.close();
   });
 
+  it('neon:H10: a resumed step whose planned node may no longer schedule chooses again by the same ranking, and its step and event name the new reason', async () => {
+    const a = await createTestApp({ topology: THREE_ZONES });
+    t = a;
+    const slow = a.cluster.failover.failOverShard.bind(a.cluster.failover);
+    a.cluster.failover.failOverShard = () => new Promise(() => {});
+    await a.cluster.simulation.setNodeOnline('1', false);
+    await driveUntil(a, () => a.app.failover.activeFailover('1')?.counts.moving === 3);
+    const [first] = await a.app.operations.listOperations({ nodeId: '1', kind: 'FAILOVER' });
+    expect((await a.app.operations.getSteps(first!.id)).find((s) => s.workloadId === 'cold')).toMatchObject({
+      toNodeId: '2',
+      detail: '{"placement":"preferred AZ a"}',
+    });
+    // The planned node (2, zone a) is paused before the restart: zone a has no other node, so
+    // zone b's nodes tie on AZ and affinity and node 4 (no attached shard) wins on utilisation.
+    expect((await a.gql(`mutation { configureNode(nodeId: "2", policy: PAUSE) { __typename } }`)).data.configureNode.__typename).toBe('ClusterNode');
+    await a.app.operations.shutdown();
+    t = undefined;
+    a.cluster.failover.failOverShard = slow;
+    const b = await createTestApp({ clock: a.clock, databaseFile: a.db.file, backend: () => a.cluster });
+    t = b;
+    await driveUntil(b, () => b.app.operations.live.all(['FAILOVER']).length === 0);
+    expect((await b.app.operations.getSteps(first!.id)).find((s) => s.workloadId === 'cold')).toMatchObject({
+      state: 'MOVED',
+      reason: 'COLD_ATTACH',
+      toNodeId: '4',
+      detail: '{"placement":"least utilised"}',
+    });
+    const moved = await b.db.prisma.event.findMany({ where: { operationId: first!.id, type: 'SHARD_MOVED' } });
+    expect(moved.map((e) => JSON.parse(e.payload)).find((p) => p.shard === 'cold')).toMatchObject({ to: '4', placement: 'least utilised' });
+    await a.db.close();
+  });
+
   it('ha:L8: a loss told again to the restarted gateway as it watches (a backend replaying an unheard nodeLost) resumes the recorded failover and starts no second one', async () => {
     const a = await createTestApp({ topology: THREE_ZONES });
     t = a;
