@@ -54,6 +54,10 @@ export const DOCUMENTS = {
     result: migrateShardSecondary(shardId: $shardId, nodeId: $nodeId, reason: $reason) { __typename ... on TenantShard { ${SHARD} } ${BLOCKED} } }`,
   cancelShardReconcile: `mutation CancelReconcile($shardId: ID!, $reason: String) {
     result: cancelShardReconcile(shardId: $shardId, reason: $reason) { __typename ... on TenantShard { ${SHARD} } ${BLOCKED} } }`,
+  tenantConfig: `query TenantConfig($tenantId: String!) {
+    result: tenantConfig(tenantId: $tenantId) { __typename ... on TenantConfigResult { tenantId config } ${ERROR} } }`,
+  setTenantConfig: `mutation SetTenantConfig($tenantId: String!, $config: JSON!, $mode: TenantConfigMode, $reason: String) {
+    result: setTenantConfig(tenantId: $tenantId, config: $config, mode: $mode, reason: $reason) { __typename ... on TenantConfigResult { tenantId config } ${BLOCKED} } }`,
   setShardPolicy: `mutation ShardPolicy($tenantId: String!, $policy: ShardSchedulingPolicy, $secondaryCount: Int, $reason: String) {
     result: setShardPolicy(tenantId: $tenantId, policy: $policy, secondaryCount: $secondaryCount, reason: $reason) { __typename ... on ShardPolicyResult { shards { ${SHARD} } } ${BLOCKED} } }`,
   setPreferredZone: `mutation PreferredZone($shardIds: [ID!]!, $zone: String, $reason: String) {

@@ -123,6 +123,22 @@ describe('lockkeeper, the binary (issue 30, point 2)', () => {
     );
   });
 
+  it('shard config (neon:W10): bad JSON or --set with --patch is a usage error before any request; a backend without tenant configs gives the typed refusal as JSON', async () => {
+    const both = await run(['shard', 'config', 'a', '--set', '{}', '--patch', '{}', '--server', url, '--json']);
+    expect(both.code).toBe(2);
+    expect(JSON.parse(both.out).error).toMatchObject({ code: 'USAGE', message: 'give --set or --patch, not both (lockkeeper shard --help)' });
+    const notJson = await run(['shard', 'config', 'a', '--patch', '{pitr', '--server', url]);
+    expect(notJson.code).toBe(2);
+    expect(notJson.err).toContain('--patch: not JSON: {pitr');
+    const notObject = await run(['shard', 'config', 'a', '--set', '[1]', '--server', url]);
+    expect(notObject.code).toBe(2);
+    expect(notObject.err).toContain('the tenant config must be a JSON object');
+    // The simulated cluster keeps no tenant configs: the gateway's typed refusal, as JSON.
+    const read = await run(['shard', 'config', 'a', '--server', url, '--json']);
+    expect(read.code, read.err).toBe(2);
+    expect(JSON.parse(read.out).error.code).toMatch(/^[A-Z_]+$/);
+  });
+
   it('leader: a sentence, not "leader: none"', async () => {
     expect(await run(['leader', '--server', url])).toEqual({ code: 0, out: 'replica sole is the only replica and leads (no election)\n', err: '' });
   });

@@ -161,8 +161,9 @@ export const clusterVerbs: Verb[] = [
   shard migrate-secondary <shard> <node>   replace its secondaries by one on <node> (admin)
   shard cancel-reconcile <shard>           stop its reconcile in flight (admin)
   shard policy <tenant> [--policy P] [--secondaries N]   the tenant's shard policy and secondary count (admin)
-  shard zone <shard>… [--zone Z]           set (without --zone: clear) the preferred zone (admin)`,
-    subcommands: ['migrate', 'migrate-secondary', 'cancel-reconcile', 'policy', 'zone'],
+  shard zone <shard>… [--zone Z]           set (without --zone: clear) the preferred zone (admin)
+  shard config <tenant> [--set JSON | --patch JSON]   the tenant's config, sent with every location_config (admin)`,
+    subcommands: ['migrate', 'migrate-secondary', 'cancel-reconcile', 'policy', 'zone', 'config'],
     options: {
       'no-prewarm': { type: 'boolean', description: 'migrate: cut over at once, without warming a secondary on the target first' },
       'override-scheduler': { type: 'boolean', description: 'migrate: to a node the scheduler would not choose' },
@@ -170,15 +171,18 @@ export const clusterVerbs: Verb[] = [
       policy: { type: 'string', value: 'P', values: ENUMS.ShardSchedulingPolicy, description: 'policy: the tenant’s shard scheduling policy' },
       secondaries: { type: 'string', value: 'N', description: 'policy: how many secondaries each shard keeps' },
       zone: { type: 'string', value: 'Z', description: 'zone: the preferred availability zone (none: clear it)' },
+      set: { type: 'string', value: 'JSON', description: 'config: replace the tenant’s whole config by this JSON object' },
+      patch: { type: 'string', value: 'JSON', description: 'config: change only the fields given (null removes one), as Neon’s PATCH' },
     },
     examples: [
       'lockkeeper shard migrate t1-0001 3 --reason rebalance',
       'lockkeeper shard policy t1 --policy essential --secondaries 2',
       'lockkeeper shard zone t1-0001 t1-0002 --zone zone-b',
+      `lockkeeper shard config t1 --patch '{"pitr_interval": "7 days"}'`,
     ],
-    mutations: ['migrateShard', 'migrateShardSecondary', 'cancelShardReconcile', 'setShardPolicy', 'setPreferredZone'],
+    mutations: ['migrateShard', 'migrateShardSecondary', 'cancelShardReconcile', 'setShardPolicy', 'setPreferredZone', 'setTenantConfig'],
     async run(ctx) {
-      const sub = arg(ctx, 0, 'sub-command (migrate, migrate-secondary, cancel-reconcile, policy, zone)');
+      const sub = arg(ctx, 0, 'sub-command (migrate, migrate-secondary, cancel-reconcile, policy, zone, config)');
       const reason = stringOption(ctx, 'reason') ?? null;
       const printShards = (shards: any[]) =>
         ctx.io.out(
@@ -241,7 +245,30 @@ export const clusterVerbs: Verb[] = [
         ctx.io.out(ctx.json ? json(result) : `updated: ${result.updated.join(', ') || '(none)'}\n`);
         return EXIT.DONE;
       }
-      throw new UsageError(`unknown shard sub-command "${sub}" (migrate, migrate-secondary, cancel-reconcile, policy, zone)`);
+      if (sub === 'config') {
+        const tenantId = arg(ctx, 1, 'tenant id');
+        const set = stringOption(ctx, 'set');
+        const patch = stringOption(ctx, 'patch');
+        if (set !== undefined && patch !== undefined) throw new UsageError('give --set or --patch, not both');
+        const given = set ?? patch;
+        let config: unknown;
+        if (given !== undefined) {
+          try {
+            config = JSON.parse(given);
+          } catch {
+            throw new UsageError(`--${set !== undefined ? 'set' : 'patch'}: not JSON: ${given}`);
+          }
+          if (!config || typeof config !== 'object' || Array.isArray(config)) throw new UsageError('the tenant config must be a JSON object');
+        }
+        const result =
+          given === undefined
+            ? (await ctx.client.request(DOCUMENTS.tenantConfig, { tenantId })).result
+            : (await ctx.client.request(DOCUMENTS.setTenantConfig, { tenantId, config, mode: set !== undefined ? 'REPLACE' : 'PATCH', reason })).result;
+        if (result.__typename !== 'TenantConfigResult') throw refused(result);
+        ctx.io.out(ctx.json ? json(result) : `${JSON.stringify(result.config, null, 2)}\n`);
+        return EXIT.DONE;
+      }
+      throw new UsageError(`unknown shard sub-command "${sub}" (migrate, migrate-secondary, cancel-reconcile, policy, zone, config)`);
     },
   },
   {
