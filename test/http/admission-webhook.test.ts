@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -10,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMISSION_PATH, AdmissionWebhook } from '../../src/http/admission-webhook.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startLockkeeper } from '../../src/start.ts';
+import { makeSelfSignedCert } from '../support/self-signed-cert.ts';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 
@@ -20,27 +20,12 @@ let port = 0;
 let ca: Buffer;
 
 beforeAll(async () => {
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=lockkeeper-webhook.lockkeeper.svc',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1,DNS:lockkeeper-webhook.lockkeeper.svc',
-      '-keyout',
-      join(dir, 'tls.key'),
-      '-out',
-      join(dir, 'tls.crt'),
-    ],
-    { stdio: 'ignore' },
-  );
+  makeSelfSignedCert(dir, {
+    commonName: 'lockkeeper-webhook.lockkeeper.svc',
+    subjectAltName: 'IP:127.0.0.1,DNS:lockkeeper-webhook.lockkeeper.svc',
+    keyFile: 'tls.key',
+    certFile: 'tls.crt',
+  });
   ca = readFileSync(join(dir, 'tls.crt'));
   webhook = new AdmissionWebhook({ host: '127.0.0.1', port: 0, certFile: 'tls.crt', keyFile: 'tls.key' }, dir, createLogger('silent'));
   port = (await webhook.listen(0, '127.0.0.1')).port;

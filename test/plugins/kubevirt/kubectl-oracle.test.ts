@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createPrng } from '../../../plugins/fake/prng.ts';
 import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
 import { K8sSim } from '../../../simulators/kubernetes/index.ts';
+import { makeSelfSignedCert } from '../../support/self-signed-cert.ts';
 import { candidateSelector, DEFAULT_POD_DRAIN_OPTIONS, planPodDrain, type PodDrainOptions } from '../../../src/domain/pods/drain.ts';
 
 /**
@@ -37,27 +38,7 @@ let tls: { key: string; cert: string };
 beforeAll(() => {
   if (!kubectl) return;
   const dir = mkdtempSync(join(tmpdir(), 'lk-kubectl-'));
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      join(dir, 'k.pem'),
-      '-out',
-      join(dir, 'c.pem'),
-    ],
-    { stdio: 'ignore' },
-  );
+  makeSelfSignedCert(dir, { commonName: '127.0.0.1', subjectAltName: 'IP:127.0.0.1', keyFile: 'k.pem', certFile: 'c.pem' });
   tls = { key: readFileSync(join(dir, 'k.pem'), 'utf8'), cert: readFileSync(join(dir, 'c.pem'), 'utf8') };
 });
 
