@@ -20,9 +20,9 @@ const checkTimelines = (v: unknown): string | null =>
 
 /**
  * Neon's `Reconciler::live_migrate`, origin O to destination D (neon:C1–C9): O goes
- * `AttachedStale` (flushing a heatmap), O's LSNs are the baseline, D's secondary is warmed
- * (never failing the cut-over), a new generation is committed for D, D goes
- * `AttachedMulti`, D catches up with the baseline, compute is told (blocking), O becomes a
+ * `AttachedStale` (flushing a heatmap), O's LSNs are the baseline, D's secondary, if D holds
+ * one, is warmed (never failing the cut-over; a D holding nothing is not, neon:C15), a new
+ * generation is committed for D, D goes `AttachedMulti`, D catches up with the baseline, compute is told (blocking), O becomes a
  * secondary and D `AttachedSingle`. Each phase is reported through `run.progress`.
  */
 export async function liveMigrate(

@@ -235,7 +235,7 @@ export class Reconciler {
     return true;
   }
 
-  /** The live path: D (the intended attached node) observed Secondary or holding nothing, and an available node observed `AttachedSingle`. */
+  /** The live path (Neon's `maybe_live_migrate`): D (the intended attached node) observed Secondary or holding nothing, and an available node observed `AttachedSingle`. */
   private async maybeLiveMigrate(shard: ShardIntent, run: ReconcileRun, options: ReconcileOptions): Promise<void> {
     const { observed, nodes } = this.deps;
     const dest = shard.attachedNodeId;
@@ -246,12 +246,10 @@ export class Reconciler {
     )?.[0];
     if (!origin) return;
     if (!nodes.available(dest)) throw new BackendError('Unavailable', `pageserver ${dest} is OFFLINE`, { kind: 'node', id: dest });
-    if (atDest === undefined) {
-      // A pageserver takes AttachedMulti only for a shard it holds: a destination holding
-      // nothing gets a secondary first, which the warm-up then fills.
-      run.progress('WARM_UP', `creating a secondary on node ${dest}`, dest);
-      await putLocation(this.deps, run, shard, dest, 'Secondary', null);
-    }
+    // neon:C15: a destination holding nothing is not given a secondary to warm first: the
+    // cut-over attaches it AttachedMulti straight away (a pageserver takes it on an empty slot).
+    // Warming first is prewarm's job (neon:W2), which builds the secondary while the origin
+    // is still AttachedSingle.
     await liveMigrate(this.deps, run, shard, origin, dest, options.warmup ?? this.deps.warmup);
   }
 

@@ -145,8 +145,6 @@ export class PageserverSim {
   private readonly server: Server;
   private readonly locations = new Map<string, Location>();
   private readonly highestSeen = new Map<string, number>();
-  /** Shards this pageserver ever held a location of (AttachedMulti for one it never held is refused). */
-  private readonly everHeld = new Set<string>();
   /** Per shard: how long a location attached here next stays behind the WAL head. */
   private readonly catchUpHolds = new Map<string, number>();
   /** Per shard: timelines deleted here. */
@@ -467,10 +465,8 @@ export class PageserverSim {
   }
 
   private set(id: string, loc: Location | null): void {
-    if (loc) {
-      this.locations.set(id, loc);
-      this.everHeld.add(id);
-    } else this.locations.delete(id);
+    if (loc) this.locations.set(id, loc);
+    else this.locations.delete(id);
     this.options.safety.record(String(this.nodeId), id, loc ? { mode: loc.mode, generation: loc.generation } : null);
   }
 
@@ -762,8 +758,6 @@ export class PageserverSim {
     const prev = this.locations.get(shardId);
     if (mode === 'AttachedStale' && !(prev && ATTACHED.includes(prev.mode)))
       return this.reply(res, 400, { msg: `Bad request: AttachedStale for tenant shard ${shardId}, which is not attached here` });
-    if (mode === 'AttachedMulti' && !this.everHeld.has(shardId))
-      return this.reply(res, 400, { msg: `Bad request: AttachedMulti for tenant shard ${shardId}, which this pageserver never held` });
     this.onPut?.(shardId, body);
     if (mode === 'Detached') {
       this.set(shardId, null);

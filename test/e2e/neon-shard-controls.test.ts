@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { shardIdOf, type SimShardSpec } from '../../simulators/pageserver/index.ts';
 import { pageserverWorlds, THREE_NODES, type World, restClient, callsTo } from '../support/pageserver-e2e.ts';
+import { calls } from '../support/pageserver-cluster.ts';
 import { parseHumantime } from '../../src/rest/neon-shapes.ts';
 
 /**
@@ -27,6 +28,7 @@ async function gqlMigrate(w: World, args: string) {
 describe('neon:W1–W3 — migrate', { timeout: 240_000 }, () => {
   it('neon:W2: prewarm to a node without a secondary answers once the secondary exists; a MIGRATE operation waits until it is warm, cuts over and drops the extra secondary', async () => {
     const w = await setUp({ nodes: THREE_NODES(['az-a']), shards: [S], downloadBytesPerSecond: 0 }, { settings: {} });
+    const mark = w.cluster.log.entries.length;
     const r = await gqlMigrate(w, `shardId: "${ID}", nodeId: "3", overrideScheduler: true, reason: "rebalance"`);
     expect(r.__typename).toBe('ShardMigration');
     expect(r.shard).toMatchObject({ attachedNodeId: '1', secondaryNodeIds: ['2', '3'] });
@@ -40,6 +42,20 @@ describe('neon:W1–W3 — migrate', { timeout: 240_000 }, () => {
     await w.cluster.until(async () => (await w.app.operations.getOperation(r.operation.id))?.state === 'SUCCEEDED', { what: 'migration done' });
     expect(await w.backend.getShard(ID)).toMatchObject({ attachedNodeId: '3', secondaryNodeIds: ['2'] });
     expect(w.cluster.view()[ID]).toEqual({ '2': 'Secondary@-', '3': 'AttachedSingle@2' });
+    // neon:C15: prewarm keeps the old order: node 3's secondary is built (and warmed) while
+    // node 1 is still AttachedSingle; only then does the cut-over make node 1 AttachedStale.
+    expect(calls(w.cluster, mark).filter((l) => !l.includes('secondary/status'))).toEqual([
+      'node 3 PUT /v1/tenant/:id/location_config Secondary@-',
+      'node 1 PUT /v1/tenant/:id/location_config flush_ms=10000 AttachedStale@1',
+      'node 1 GET /v1/tenant/:id/timeline',
+      'node 3 POST /v1/tenant/:id/secondary/download wait_ms=20000',
+      'node 3 PUT /v1/tenant/:id/location_config AttachedMulti@2',
+      'node 3 POST /v1/tenant/:id/wait_lsn',
+      'hook PUT /notify-attach nodes=3',
+      'node 1 PUT /v1/tenant/:id/location_config Secondary@-',
+      'node 3 PUT /v1/tenant/:id/location_config AttachedSingle@2',
+      'node 1 PUT /v1/tenant/:id/location_config Detached@-',
+    ]);
   });
 
   it('neon:W2: a target that already holds a warm secondary is cut over at once, no operation; neon:W1: migrating to the attached node moves nothing and cancels a pending migration', async () => {

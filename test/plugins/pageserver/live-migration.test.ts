@@ -96,6 +96,54 @@ describe('neon:scenario-1 — the order of a cut-over (neon:C1–C9)', () => {
   });
 });
 
+describe('neon:C15 — a cut-over to a node that holds nothing', () => {
+  it('goes straight to AttachedMulti there: no secondary built or warmed, catch-up before AttachedSingle, the hook before the origin turns Secondary', async () => {
+    const { c, backend, mark } = await setUp();
+    expect(c.view()[ID]).toEqual({ '1': 'AttachedSingle@4', '2': 'Secondary@-' });
+    const phases: string[] = [];
+    // As a migrate without prewarm moves it (neon:W3): node 3 attached, node 1 its secondary.
+    await c.drive(
+      backend.placement.placeShard(ID, { attachedNodeId: '3', secondaryNodeIds: ['1'] }, { onProgress: (p: CutOverProgress) => phases.push(p.phase) }),
+    );
+    expect(calls(c, mark)).toEqual([
+      'node 1 PUT /v1/tenant/:id/location_config flush_ms=10000 AttachedStale@4',
+      'node 1 GET /v1/tenant/:id/timeline',
+      'node 3 PUT /v1/tenant/:id/location_config AttachedMulti@5',
+      'node 3 POST /v1/tenant/:id/wait_lsn',
+      'hook PUT /notify-attach nodes=3',
+      'node 1 PUT /v1/tenant/:id/location_config Secondary@-',
+      'node 3 PUT /v1/tenant/:id/location_config AttachedSingle@5',
+      'node 2 PUT /v1/tenant/:id/location_config Detached@-',
+    ]);
+    expect(phases).toEqual([
+      'ORIGIN_STALE',
+      'BASELINE',
+      'GENERATION',
+      'DESTINATION_MULTI',
+      'WAL_CATCH_UP',
+      'COMPUTE_NOTIFY',
+      'ORIGIN_SECONDARY',
+      'DESTINATION_SINGLE',
+    ]);
+    expect(c.view()[ID]).toEqual({ '1': 'Secondary@-', '3': 'AttachedSingle@5' });
+  });
+
+  it('AttachedMulti at once, not after a warm-up; the empty node catching up slowly holds the hook and AttachedSingle until wait_lsn is satisfied', async () => {
+    const { c, backend } = await setUp();
+    c.sim(3).holdCatchUp(ID, 2000);
+    // Nothing to download there would stall a warm-up until its timeout: there must be none.
+    c.sim(3).setDownloadRate(0);
+    const started = c.clock.now();
+    await c.drive(backend.placement.placeShard(ID, { attachedNodeId: '3', secondaryNodeIds: ['1'] }));
+    const multi = c.log.find({ source: 'node 3', method: 'PUT' }).find((e) => (e.body as { mode: string }).mode === 'AttachedMulti')!;
+    const hook = c.log.find({ source: 'hook' })[0]!;
+    const single = c.log.find({ source: 'node 3', method: 'PUT' }).find((e) => (e.body as { mode: string }).mode === 'AttachedSingle')!;
+    expect(multi.at - started).toBe(0);
+    expect(hook.at - started).toBe(2000);
+    expect(single.at).toBeGreaterThanOrEqual(hook.at);
+  });
+});
+
 describe('neon:scenario-2 — WAL catch-up (neon:C6)', () => {
   it('wait_lsn answers 200 once the destination caught up: no hook call and no neon:C8 before', async () => {
     const { c, backend } = await setUp();

@@ -55,22 +55,21 @@ describe('the pageserver simulator is strict as Neon', () => {
     expect(s.view()).toEqual({});
   });
 
-  it('AttachedMulti for a shard the node never held, and AttachedStale for one not attached there, are refused', async () => {
+  it('AttachedStale for a shard not attached there is refused; AttachedMulti on an empty slot is accepted, as a pageserver does (neon:C15)', async () => {
     const s = await sim();
-    expect(await put(s, SHARD, { mode: 'AttachedMulti', generation: 1 })).toEqual({
-      status: 400,
-      json: { msg: `Bad request: AttachedMulti for tenant shard ${SHARD}, which this pageserver never held` },
-    });
     expect(await put(s, SHARD, { mode: 'AttachedStale', generation: 1 })).toEqual({
       status: 400,
       json: { msg: `Bad request: AttachedStale for tenant shard ${SHARD}, which is not attached here` },
     });
-    // A secondary there is held but not attached: AttachedMulti is fine, AttachedStale is not.
+    // A secondary there is held but not attached: AttachedStale is still refused.
     expect((await put(s, SHARD, { mode: 'Secondary', secondary_conf: { warm: true } })).status).toBe(200);
     expect((await put(s, SHARD, { mode: 'AttachedStale', generation: 1 })).status).toBe(400);
     expect((await put(s, SHARD, { mode: 'AttachedMulti', generation: 1 })).status).toBe(200);
     expect((await put(s, SHARD, { mode: 'AttachedStale', generation: 1 })).status).toBe(200);
     expect(s.view()).toEqual({ [SHARD]: { mode: 'AttachedStale', generation: 1 } });
+    // A node that never held the shard takes AttachedMulti straight away.
+    expect((await put(s, OTHER, { mode: 'AttachedMulti', generation: 2 })).status).toBe(200);
+    expect(s.view()).toEqual({ [SHARD]: { mode: 'AttachedStale', generation: 1 }, [OTHER]: { mode: 'AttachedMulti', generation: 2 } });
   });
 
   it('wait_lsn for a shard not attached there is 404; attached and caught up is 200', async () => {
