@@ -14,6 +14,7 @@ import { Driver, type Task } from './driver.ts';
 import { computeMismatches, createPageserverCampaignCluster, findPageserverViolations, PAGESERVER_NODES, unsettledLocations } from './pageserver-cluster.ts';
 import { findViolations, readDatabase, viewCluster, type Ledger } from './invariants.ts';
 import { findBudgetViolations, findCutOverOrderViolations } from './order-invariants.ts';
+import { findOfflineIntentViolations, findTenantConfigViolations, heldLocations, logPlacementWrites, readIntentDatabase } from './intent-invariants.ts';
 
 export interface CampaignOptions {
   mode: 'crash' | 'faults';
@@ -64,6 +65,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   const result: CampaignResult = { rounds, clean: 0, kills: 0, operations: 0, operationsNamed: 0, stepsFailed: 0, violations: [] };
   try {
     await cluster.start();
+    if (ps) logPlacementWrites(cluster.dbPath);
     const ledger: Ledger = { initialRunStrategy: new Map(), startedOperations: new Set(), namedFailures: new Set() };
     const driver = new Driver(cluster, ledger, log, ps && ((id) => ps.restartNode(id)));
     const initial = await viewCluster(cluster.gateway!.url);
@@ -77,6 +79,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     // Where the previous round's checks ended: each round checks the order of its own cut-overs and rollout steps.
     let logFrom = 0;
     let eventsFrom = 0;
+    let writesFrom = 0;
     for (let round = 1; round <= rounds; round++) {
       // Fake backend: 40 % maintenance, 40 % drain and fill, 20 % a MAINTENANCE rollout of two nodes
       // (restart NONE, WAIT_FOR_REATTACH or CONFIRM, a third each); pageserver: 75 % drain, restart
@@ -133,6 +136,10 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
         for (const until = Date.now() + RECONCILE_GRACE_MS; unsettled() && Date.now() < until;) await pause(250);
         found.push(...findPageserverViolations(ps, view));
         found.push(...findCutOverOrderViolations(ps.fleet.log.entries, logFrom));
+        const intents = readIntentDatabase(cluster.dbPath);
+        found.push(...findTenantConfigViolations(intents.shards, heldLocations(ps.fleet)));
+        found.push(...findOfflineIntentViolations(intents.writes, intents.availability, writesFrom));
+        writesFrom = (intents.writes.at(-1)?.seq ?? 0) + 1;
         logFrom = ps.fleet.log.position;
       }
       if (!done || !quiet) found.push(`task ${task.kind}(node ${task.nodeId}) did not finish and quiesce`);
