@@ -7,7 +7,10 @@
  * of tsx, so it sees the TypeScript source before tsx compiles it.
  */
 
-/** name → the file, the text replaced (exactly once, or the load fails) and what the campaign must then report. */
+/**
+ * name → the file, the text replaced (exactly once, or the load fails) and what the campaign must
+ * then report; `also`: further edits of the same kind that the break needs.
+ */
 export const MUTANTS = {
   // neon:C6: the cut-over no longer waits for the destination to catch up.
   'no-catch-up': {
@@ -23,6 +26,31 @@ export const MUTANTS = {
     replace:
       "  run.progress('ORIGIN_SECONDARY', `setting node ${origin} Secondary`, origin);\n  await putLocation(deps, run, shard, origin, 'Secondary', null);\n  await notifyBlocking(deps, run, shard, origin, dest);\n",
     caught: '(neon:C7, neon:C8)',
+  },
+  // neon:W10/W11: secondaries are sent a wiped tenant config (`{}`), as before issue 28.
+  'wipe-secondary-config': {
+    file: 'plugins/pageserver/location-calls.ts',
+    find: '  return haAwareTenantConfig(shard.tenantConfig, locationHasSecondaries(mode, shard.secondaryCount, shard.secondaryNodeIds.length));\n',
+    replace:
+      "  return mode === 'Secondary' ? {} : haAwareTenantConfig(shard.tenantConfig, locationHasSecondaries(mode, shard.secondaryCount, shard.secondaryNodeIds.length));\n",
+    caught: '(neon:W10, neon:W11)',
+  },
+  // neon:H9: a failover keeps the shard attached to its lost node. The campaign loses no node by
+  // itself, so node 1 is also declared OFFLINE by one heartbeat round in every 20 s (the next good
+  // round brings it back), which makes the failovers happen.
+  'failover-onto-offline': {
+    file: 'plugins/pageserver/backend.ts',
+    find: "    return this.moves.place(shard, { attachedNodeId: toNodeId, secondaryNodeIds: secondaries }, { priority: 'normal', keepIntent: true, failover: true });\n",
+    replace: "    return this.moves.place(shard, { attachedNodeId: fromNodeId, secondaryNodeIds: secondaries }, { priority: 'normal', keepIntent: true, failover: true });\n",
+    also: [
+      {
+        file: 'plugins/pageserver/node-availability.ts',
+        find: '        const verdict = heartbeatVerdict(node.hb, ok, endedAt, this.deps.limits);\n',
+        replace:
+          "        const verdict = nodeId === '1' && node.hb.availability === 'ACTIVE' && Math.floor(endedAt / 1000) % 20 === 0 ? 'offline' : heartbeatVerdict(node.hb, ok, endedAt, this.deps.limits);\n",
+      },
+    ],
+    caught: 'when it was OFFLINE',
   },
   // rollout:O5: the budget lets one node more out.
   'budget-off-by-one': {
@@ -42,8 +70,13 @@ export function initialize(data) {
 
 export async function load(url, context, nextLoad) {
   const result = await nextLoad(url, context);
-  if (!url.startsWith('file:') || !url.endsWith(`/${mutant.file}`)) return result;
-  const source = String(result.source);
-  if (source.split(mutant.find).length !== 2) throw new Error(`mutant: the text to replace is not in ${mutant.file} exactly once`);
-  return { ...result, source: source.replace(mutant.find, mutant.replace) };
+  if (!url.startsWith('file:')) return result;
+  const edits = [mutant, ...(mutant.also ?? [])].filter((e) => url.endsWith(`/${e.file}`));
+  if (!edits.length) return result;
+  let source = String(result.source);
+  for (const e of edits) {
+    if (source.split(e.find).length !== 2) throw new Error(`mutant: the text to replace is not in ${e.file} exactly once`);
+    source = source.replace(e.find, e.replace);
+  }
+  return { ...result, source };
 }
