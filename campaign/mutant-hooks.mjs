@@ -41,7 +41,8 @@ export const MUTANTS = {
   'failover-onto-offline': {
     file: 'plugins/pageserver/backend.ts',
     find: "    return this.moves.place(shard, { attachedNodeId: toNodeId, secondaryNodeIds: secondaries }, { priority: 'normal', keepIntent: true, failover: true });\n",
-    replace: "    return this.moves.place(shard, { attachedNodeId: fromNodeId, secondaryNodeIds: secondaries }, { priority: 'normal', keepIntent: true, failover: true });\n",
+    replace:
+      "    return this.moves.place(shard, { attachedNodeId: fromNodeId, secondaryNodeIds: secondaries }, { priority: 'normal', keepIntent: true, failover: true });\n",
     also: [
       {
         file: 'plugins/pageserver/node-availability.ts',
