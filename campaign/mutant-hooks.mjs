@@ -36,8 +36,8 @@ export const MUTANTS = {
     caught: '(neon:W10, neon:W11)',
   },
   // neon:H9: a failover keeps the shard attached to its lost node. The campaign loses no node by
-  // itself, so node 1 is also declared OFFLINE by one heartbeat round in every 20 s (the next good
-  // round brings it back), which makes the failovers happen.
+  // itself, so node 3 is also declared OFFLINE by every fifth heartbeat round it passes ACTIVE
+  // (the next good round brings it back), which makes the failovers happen.
   'failover-onto-offline': {
     file: 'plugins/pageserver/backend.ts',
     find: "    return this.moves.place(shard, { attachedNodeId: toNodeId, secondaryNodeIds: secondaries }, { priority: 'normal', keepIntent: true, failover: true });\n",
@@ -48,7 +48,7 @@ export const MUTANTS = {
         file: 'plugins/pageserver/node-availability.ts',
         find: '        const verdict = heartbeatVerdict(node.hb, ok, endedAt, this.deps.limits);\n',
         replace:
-          "        const verdict = nodeId === '1' && node.hb.availability === 'ACTIVE' && Math.floor(endedAt / 1000) % 20 === 0 ? 'offline' : heartbeatVerdict(node.hb, ok, endedAt, this.deps.limits);\n",
+          "        const verdict = nodeId === '3' && node.hb.availability === 'ACTIVE' && (this.flapRounds = (this.flapRounds ?? 0) + 1) % 5 === 0 ? 'offline' : heartbeatVerdict(node.hb, ok, endedAt, this.deps.limits);\n",
       },
     ],
     caught: 'when it was OFFLINE',
