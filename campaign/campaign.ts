@@ -131,8 +131,10 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       eventsFrom = (db.events.at(-1)?.seq ?? 0) + 1;
       if (ps) {
         // A notification a kill cut off is sent again by the resumed gateway, and a location it left
-        // AttachedStale is made Secondary, by its background reconcile: wait for both (bounded), then check.
-        const unsettled = () => computeMismatches(ps).length + unsettledLocations(ps).length;
+        // AttachedStale is made Secondary, and a location whose tenant config differs is sent it again
+        // (neon:W11), by its background reconcile: wait for these (bounded), then check.
+        const configsDiffer = () => findTenantConfigViolations(readIntentDatabase(cluster.dbPath).shards, heldLocations(ps.fleet)).length;
+        const unsettled = () => computeMismatches(ps).length + unsettledLocations(ps).length + configsDiffer();
         for (const until = Date.now() + RECONCILE_GRACE_MS; unsettled() && Date.now() < until;) await pause(250);
         found.push(...findPageserverViolations(ps, view));
         found.push(...findCutOverOrderViolations(ps.fleet.log.entries, logFrom));
