@@ -53,12 +53,6 @@ export const MUTANTS = {
     ],
     caught: 'when it was OFFLINE',
   },
-  'flap-only': {
-    file: 'plugins/pageserver/node-availability.ts',
-    find: '        const verdict = heartbeatVerdict(node.hb, ok, endedAt, this.deps.limits);\n',
-    replace: "        const verdict = nodeId === '3' && node.hb.availability === 'ACTIVE' && (this.flapRounds = (this.flapRounds ?? 0) + 1) % 5 === 0 ? 'offline' : heartbeatVerdict(node.hb, ok, endedAt, this.deps.limits);\n",
-    caught: 'x',
-  },
   // rollout:O5: the budget lets one node more out.
   'budget-off-by-one': {
     file: 'src/domain/rollouts.ts',
