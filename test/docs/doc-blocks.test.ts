@@ -210,11 +210,15 @@ for (const page of PAGES) {
 
     async function firstEvent(query: string): Promise<{ errors?: unknown[]; data?: unknown }> {
       const client = createClient({ url: s.url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${TOKEN}` }, retryAttempts: 0 });
+      let timer: NodeJS.Timeout | undefined;
       try {
         return await new Promise((resolve, reject) => {
+          // A hang is the failure here, not a timing: the demo delivers a first event at once or never.
+          timer = setTimeout(() => reject(new Error(`${query.slice(0, 60)}: no event within 30 s`)), 30_000);
           client.subscribe({ query }, { next: resolve, error: reject, complete: () => reject(new Error(`${query.slice(0, 60)}: completed without an event`)) });
         });
       } finally {
+        clearTimeout(timer);
         await client.dispose();
       }
     }
