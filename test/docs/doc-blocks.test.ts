@@ -134,6 +134,12 @@ describe('every runnable block of the docs is marked (issue 30, point 1)', () =>
     expect(PAGES).toEqual(expect.arrayContaining(['README.md', 'docs/runbook.md', 'docs/operations.md', 'docs/rollouts-and-cli.md', 'docs/doc-tests.md']));
   });
 
+  it('the runbook’s triage query, the first thing pasted in an incident, is run', () => {
+    const [triage] = fencedBlocks(readDoc('docs/runbook.md'));
+    expect(triage!.body).toContain('waitingOn');
+    expect(markOf(triage!)).toEqual({ kind: 'run' });
+  });
+
   it('each block of a runnable language says run=demo, run-by=<file> or norun="<reason>"; run-by files exist and name the page', () => {
     const problems: string[] = [];
     for (const page of PAGES) {
