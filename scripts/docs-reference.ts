@@ -97,7 +97,10 @@ export function renderConfigReference(): string {
     rows(section, s, schema.required?.includes(section) ?? false, out);
     out.push('');
   }
-  return `${out.join('\n').replace(/\n{3,}/g, '\n\n').trimEnd()}\n`;
+  return `${out
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trimEnd()}\n`;
 }
 
 /** `[Type](#type)` for a named type that has its own heading; scalars and roots included. */
@@ -133,7 +136,13 @@ function typeSection(type: GraphQLNamedType): string[] {
     if (interfaces.length) out.push(`Implements ${interfaces.map((i) => link(i)).join(', ')}.`, '');
     out.push(...fieldTable(Object.values(type.getFields())));
   } else if (isInputObjectType(type)) out.push(...fieldTable(Object.values(type.getFields())));
-  else if (isUnionType(type)) out.push(`One of ${type.getTypes().map((t) => link(t)).join(', ')}.`);
+  else if (isUnionType(type))
+    out.push(
+      `One of ${type
+        .getTypes()
+        .map((t) => link(t))
+        .join(', ')}.`,
+    );
   else if (isEnumType(type))
     out.push('| value | description |', '|---|---|', ...type.getValues().map((v) => `| \`${v.name}\` | ${describe(v.description, v.deprecationReason)} |`));
   out.push('');
@@ -172,7 +181,10 @@ export function renderApiReference(sdl: string): string {
     out.push(`## ${title}`, '');
     for (const type of types.filter(is)) out.push(...typeSection(type));
   }
-  return `${out.join('\n').replace(/\n{3,}/g, '\n\n').trimEnd()}\n`;
+  return `${out
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trimEnd()}\n`;
 }
 
 /** The generated files, by path from the repository's root. */

@@ -151,7 +151,8 @@ describe('every runnable block of the docs is marked (issue 30, point 1)', () =>
         if (mark.kind === 'run' && !['graphql', ...SHELL].includes(block.lang)) problems.push(`${where}: run=demo runs graphql and shell blocks only`);
         if (mark.kind === 'run-by') {
           if (!existsSync(join(PROJECT_ROOT, mark.file))) problems.push(`${where}: run-by ${mark.file} does not exist`);
-          else if (!readFileSync(join(PROJECT_ROOT, mark.file), 'utf8').includes(page.replace(/^docs\//, ''))) problems.push(`${where}: ${mark.file} does not name ${page}`);
+          else if (!readFileSync(join(PROJECT_ROOT, mark.file), 'utf8').includes(page.replace(/^docs\//, '')))
+            problems.push(`${where}: ${mark.file} does not name ${page}`);
         }
         if (mark.kind === 'run' && SHELL.has(block.lang))
           for (const { command } of commandsOf(block.body))
@@ -184,7 +185,9 @@ describe('every runnable block of the docs is marked (issue 30, point 1)', () =>
 
 for (const page of PAGES) {
   const blocks = fencedBlocks(readDoc(page));
-  const runnable = blocks.map((block, i) => ({ block, output: blocks[i + 1] && markOf(blocks[i + 1]!).kind === 'output' ? blocks[i + 1]! : null })).filter(({ block }) => markOf(block).kind === 'run');
+  const runnable = blocks
+    .map((block, i) => ({ block, output: blocks[i + 1] && markOf(blocks[i + 1]!).kind === 'output' ? blocks[i + 1]! : null }))
+    .filter(({ block }) => markOf(block).kind === 'run');
   if (!runnable.length) continue;
 
   describe(`${page}: the run=demo blocks against a demo gateway, in order (issue 30, point 1)`, () => {
@@ -214,8 +217,13 @@ for (const page of PAGES) {
       );
     }
 
-    async function firstEvent(query: string): Promise<{ errors?: unknown[]; data?: unknown }> {
-      const client = createClient({ url: s.url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${TOKEN}` }, retryAttempts: 0 });
+    async function firstEvent(query: string): Promise<{ errors?: readonly unknown[]; data?: unknown }> {
+      const client = createClient({
+        url: s.url.replace(/^http/, 'ws'),
+        webSocketImpl: WebSocket,
+        connectionParams: { authorization: `Bearer ${TOKEN}` },
+        retryAttempts: 0,
+      });
       let timer: NodeJS.Timeout | undefined;
       try {
         return await new Promise((resolve, reject) => {
@@ -235,7 +243,14 @@ for (const page of PAGES) {
         const child = spawn('bash', ['-c', command.replaceAll('http://127.0.0.1:4000', origin)], {
           cwd: dir,
           stdio: ['ignore', 'pipe', 'pipe'],
-          env: { ...process.env, PATH: `${join(dir, 'bin')}:${process.env.PATH}`, LOCKKEEPER_URL: s.url, LOCKKEEPER_TOKEN: TOKEN, LOCKKEEPER_ADMIN_TOKEN: TOKEN, NO_COLOR: '1' },
+          env: {
+            ...process.env,
+            PATH: `${join(dir, 'bin')}:${process.env.PATH}`,
+            LOCKKEEPER_URL: s.url,
+            LOCKKEEPER_TOKEN: TOKEN,
+            LOCKKEEPER_ADMIN_TOKEN: TOKEN,
+            NO_COLOR: '1',
+          },
         });
         let output = '';
         child.stdout.on('data', (d: Buffer) => (output += d.toString()));
@@ -282,7 +297,11 @@ for (const page of PAGES) {
             expect(result.errors, `${where}: ${source}`).toBeUndefined();
             const { types, operations } = walk(result.data);
             if (example.expect) expect(types, `${where}: ${source}`).toContain(example.expect);
-            else expect(types.filter((t) => t.endsWith('Error')), `${where}: ${source}`).toEqual([]);
+            else
+              expect(
+                types.filter((t) => t.endsWith('Error')),
+                `${where}: ${source}`,
+              ).toEqual([]);
             last = result.data;
             if (example.operation.operation === 'mutation') {
               lastOperation = operations.at(-1) ?? lastOperation;
@@ -301,7 +320,8 @@ for (const page of PAGES) {
           const { code, output: printed } = await shell(command);
           expect(code, `${where}: ${command}\n${printed}`).toBe(expectedExit(command));
           const actual = normalise(printed, origin);
-          if (shown !== null) expect(matches(actual, normalise(shown, origin)), `${where}: ${command} no longer prints what the text shows:\n${actual}`).toBe(true);
+          if (shown !== null)
+            expect(matches(actual, normalise(shown, origin)), `${where}: ${command} no longer prints what the text shows:\n${actual}`).toBe(true);
           outputs.push(actual);
           lastOperation = /\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/.exec(printed)?.[1] ?? lastOperation;
           await settle(command);

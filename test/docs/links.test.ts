@@ -30,7 +30,8 @@ function brokenLinks(files: string[], read: (path: string) => string, exists: (p
   return broken;
 }
 
-const onDisk = (path: string) => existsSync(join(PROJECT_ROOT, path)) && (statSync(join(PROJECT_ROOT, path)).isFile() || statSync(join(PROJECT_ROOT, path)).isDirectory());
+const onDisk = (path: string) =>
+  existsSync(join(PROJECT_ROOT, path)) && (statSync(join(PROJECT_ROOT, path)).isFile() || statSync(join(PROJECT_ROOT, path)).isDirectory());
 
 describe('links between the Markdown files (issue 30, point 6)', () => {
   it('the docs link to each other: README, every docs/ page and the generated references', () => {
@@ -45,10 +46,17 @@ describe('links between the Markdown files (issue 30, point 6)', () => {
 
   it('finds a missing file, a missing anchor and a link outside the repository (the check checks)', () => {
     const docs: Record<string, string> = {
-      'a.md': '# Title\n\n## Safe to restart\n\nSee [b](docs/b.md#nope), [x](missing.md), [up](../../etc/passwd), [ok](#safe-to-restart) and `[code](nowhere.md)`.\n',
+      'a.md':
+        '# Title\n\n## Safe to restart\n\nSee [b](docs/b.md#nope), [x](missing.md), [up](../../etc/passwd), [ok](#safe-to-restart) and `[code](nowhere.md)`.\n',
       'docs/b.md': '# B\n\n## `server` (PostgreSQL)\n\n[back](../a.md#title) [here](#server-postgresql)\n\n```md\n[fenced](nowhere.md)\n```\n',
     };
-    expect(brokenLinks(Object.keys(docs), (p) => docs[p]!, (p) => p in docs)).toEqual([
+    expect(
+      brokenLinks(
+        Object.keys(docs),
+        (p) => docs[p]!,
+        (p) => p in docs,
+      ),
+    ).toEqual([
       'a.md:5: docs/b.md#nope (no heading #nope in docs/b.md)',
       'a.md:5: missing.md (no such file)',
       'a.md:5: ../../etc/passwd (outside the repository)',

@@ -32,7 +32,8 @@ export function fencedBlocks(text: string): FencedBlock[] {
     const [, indent, fence, lang, meta] = open as unknown as [string, string, string, string, string];
     const body: string[] = [];
     let j = i + 1;
-    for (; j < lines.length && !new RegExp(`^ *${fence[0]}{${fence.length},}\\s*$`).test(lines[j]!); j++) body.push(lines[j]!.slice(Math.min(indent.length, /^ */.exec(lines[j]!)![0].length)));
+    for (; j < lines.length && !new RegExp(`^ *${fence[0]}{${fence.length},}\\s*$`).test(lines[j]!); j++)
+      body.push(lines[j]!.slice(Math.min(indent.length, /^ */.exec(lines[j]!)![0].length)));
     blocks.push({ lang, meta: meta.trim(), body: body.join('\n'), line: i + 1 });
     i = j;
   }
