@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Lockkeeper's image with podman, without a daemon or a registry, and checks it
-# (issue 32): run by .ci/run and test/deploy/image.test.ts.
+# (issue 32): run by .ci/run and test/deploy/image.test.ts. It is what the podman build of
+# docs/ha-and-deployment.md runs (that block is marked run-by=deploy/check-image.sh).
 #
 #   deploy/check-image.sh [--base IMAGE] [--fresh] [--keep] [--image TAG]
 #                         [--containerfile FILE] [--allow-list FILE] [--lockfile FILE]

@@ -1,5 +1,5 @@
 /**
- * Makes docs/dashboard.png, the README's picture of the dashboard during a rollout, from
+ * Makes docs/dashboard.png, the picture of the dashboard in docs/operations.md during a rollout, from
  * the real page: a gateway over the simulated demo cluster, a MAINTENANCE rollout of all
  * four nodes, and Debian's Chromium once the first wave is under way.
  *

@@ -60,7 +60,7 @@ const byTenantAndNumber = (a: ShardIntent, b: ShardIntent) => (a.tenantId < b.te
 
 /**
  * Lockkeeper as the storage controller of a set of Neon pageservers, through their HTTP
- * API (README "Neon pageservers"): a thin facade over the modules that split Neon's
+ * API (docs/pageserver.md): a thin facade over the modules that split Neon's
  * controller — the intent store (`intent-store.ts`, in the gateway's database), observed
  * state, the heartbeater and node availability, the reconciler (live migration, direct
  * attach, background pass), registration, upcalls and the compute hook. Shards only.

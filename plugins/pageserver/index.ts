@@ -97,7 +97,7 @@ export async function createPageserverBackend(
   }
 }
 
-/** Lockkeeper as the storage controller of Neon pageservers (README "Neon pageservers"). */
+/** Lockkeeper as the storage controller of Neon pageservers (docs/pageserver.md). */
 const pageserverPlugin = definePlugin<PageserverOptions>({
   name: 'pageserver',
   optionsSchema: pageserverOptionsSchema as unknown as import('zod').ZodType<PageserverOptions>,

@@ -13,7 +13,7 @@ class DatabaseInUseError extends Error {
   constructor(readonly file: string) {
     super(
       `database ${file} is already served by another lockkeeper process: one gateway per SQLite file ` +
-        '(stop the other one, or run several replicas on PostgreSQL: see the README, "Several replicas")',
+        '(stop the other one, or run several replicas on PostgreSQL: see docs/ha-and-deployment.md)',
     );
   }
 }

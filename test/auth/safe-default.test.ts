@@ -55,6 +55,7 @@ describe('without a token: loopback only', () => {
     expect(row).toEqual([]);
   });
 
+  // The refusal docs/access-control.md shows (its block is marked run-by this file).
   it('refuses to bind another address, naming the ways out', async () => {
     await expect(start({ LOCKKEEPER_HOST: '0.0.0.0' })).rejects.toThrow(
       /refusing to listen on 0\.0\.0\.0 without authentication.*LOCKKEEPER_ADMIN_TOKEN.*LOCKKEEPER_INSECURE=1/,

@@ -109,7 +109,7 @@ describe('deploy/ manifests run the image as the READMEs build it', () => {
       // The image's USER: runAsNonRoot can check it because it is numeric.
       expect(d.spec.template.spec.securityContext, file).toMatchObject({ runAsNonRoot: true, runAsUser: 10001 });
     }
-    for (const readme of ['README.md', 'deploy/README.md']) {
+    for (const readme of ['docs/ha-and-deployment.md', 'deploy/README.md']) {
       const text = read(readme);
       expect(text, readme).toContain(`deploy/build-image.sh -t ${image}`);
       expect(text, readme).toMatch(new RegExp(`(podman|docker) push ${image.replace(/\./g, '\\.')}(\\s|$)`));

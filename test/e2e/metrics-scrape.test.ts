@@ -128,8 +128,8 @@ describe('/metrics after a hyperconverged maintenance', () => {
     expect(m.get('lockkeeper_operations{kind="MAINTENANCE",state="FAILED"}')).toBe(1);
     expect(m.get('lockkeeper_node_availability{node="3",availability="OFFLINE"}')).toBe(1);
 
-    // The README's alert rules (`expr: metric{label="value"} == 1`) fire on this scrape.
-    const readme = readFileSync(`${PROJECT_ROOT}/README.md`, 'utf8');
+    // The alert rules of docs/operations.md (`expr: metric{label="value"} == 1`) fire on this scrape.
+    const readme = readFileSync(`${PROJECT_ROOT}/docs/operations.md`, 'utf8');
     const rules = [...readme.matchAll(/expr: (lockkeeper_\w+)\{(\w+)="(\w+)"\} == 1/g)];
     expect(rules.map((r) => r[1])).toEqual(['lockkeeper_node_maintenance_phase', 'lockkeeper_node_availability']);
     for (const [, metric, label, value] of rules) {

@@ -1,5 +1,5 @@
 /**
- * The README's graphql-ws snippet, run as written (only its URL and, for the second case,
+ * The graphql-ws snippet of docs/operations.md (marked run-by this file), run as written (only its URL and, for the second case,
  * its commented-out token line changed): against a gateway with authentication on, without
  * a token it reports the 4403 refusal after one connection attempt instead of retrying for
  * ~37 s; with the token it receives events.
@@ -12,8 +12,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../support/child-server.ts';
 import { startSecuredServer, type SecuredServer } from '../support/secured-server.ts';
 
-const README = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
-const SNIPPET = [...README.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes("from 'graphql-ws'"))!;
+const PAGE = readFileSync(join(PROJECT_ROOT, 'docs/operations.md'), 'utf8');
+const SNIPPET = [...PAGE.matchAll(/```ts[^\n]*\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes("from 'graphql-ws'"))!;
 
 let secured: SecuredServer | undefined;
 let dir: string | undefined;

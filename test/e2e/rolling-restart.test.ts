@@ -1,3 +1,4 @@
+/** Runs examples/rolling-restart*.ts as docs/operations.md shows them (that block is marked run-by this file). */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -16,13 +16,18 @@ import { demoTopology, shardIdOf } from '../../plugins/fake/index.ts';
 import { parseConfig } from '../../src/config/load.ts';
 import { loadPlugin } from '../../src/config/plugin-registry.ts';
 import { buildSchema } from '../../src/graphql/schema.ts';
+import { fencedBlocks, markdownFiles, readDoc } from '../support/markdown.ts';
 
 const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-const blocks = [...README.matchAll(/```graphql\n([\s\S]*?)```/g)].map((m) => m[1]!);
+/** The README and the docs/ pages (not the generated references): every example a reader may paste. */
+const PAGES = markdownFiles().filter((f) => f === 'README.md' || (f.startsWith('docs/') && !f.startsWith('docs/reference/')));
+const DOCS = PAGES.map(readDoc).join('\n');
+const pageBlocks = PAGES.flatMap((page) => fencedBlocks(readDoc(page)).map((b) => ({ ...b, page })));
+const blocks = pageBlocks.filter((b) => b.lang === 'graphql').map((b) => b.body);
 
-describe('README GraphQL examples', () => {
+describe('GraphQL examples of the README and docs/', () => {
   it('are there', () => {
-    expect(blocks.length).toBeGreaterThanOrEqual(6);
+    expect(blocks.length).toBeGreaterThanOrEqual(20);
   });
 
   // A block may show several operations one after another; each is checked on its own.
@@ -61,7 +66,7 @@ function mutationsWithoutErrors(schema: GraphQLSchema, operation: OperationDefin
   return missing;
 }
 
-describe('README mutation examples', () => {
+describe('mutation examples of the README and docs/', () => {
   const schema = buildSchema({ simulation: true });
   const mutations = blocks
     .flatMap((b) => parse(b).definitions)
@@ -105,10 +110,10 @@ describe('README demo cluster table', () => {
   });
 });
 
-describe('README token examples', () => {
+describe('token examples of the docs', () => {
   it('create tokens of distinct names, so following the CLI and the GraphQL example both works (names are unique forever)', () => {
-    const cli = [...README.matchAll(/lockkeeper token create [^\n]*--name ([\w-]+)/g)].map((m) => m[1]!);
-    const graphql = [...README.matchAll(/createToken\(name: "([\w-]+)"/g)].map((m) => m[1]!);
+    const cli = [...DOCS.matchAll(/lockkeeper token create [^\n]*--name ([\w-]+)/g)].map((m) => m[1]!);
+    const graphql = [...DOCS.matchAll(/createToken\(name: "([\w-]+)"/g)].map((m) => m[1]!);
     expect(cli.length).toBeGreaterThan(0);
     expect(graphql.length).toBeGreaterThan(0);
     const all = [...cli, ...graphql];
@@ -116,13 +121,17 @@ describe('README token examples', () => {
   });
 });
 
-describe('README config examples', () => {
-  const configs = [...README.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((b) => b.includes('"plugins"'));
+describe('config examples of the docs', () => {
+  const configs = pageBlocks.filter((b) => b.lang === 'json' && b.body.includes('"plugins"')).map((b) => b.body);
+
+  it('are there', () => {
+    expect(configs.length).toBeGreaterThanOrEqual(4);
+  });
 
   it.each(configs.map((b, i) => [i, b] as const))('config example %i is accepted, plugin options included', async (_, source) => {
-    const config = parseConfig(JSON.parse(source), 'README.md');
+    const config = parseConfig(JSON.parse(source), 'docs');
     for (const entry of config.plugins) {
-      const plugin = await loadPlugin(entry.name, 'README.md');
+      const plugin = await loadPlugin(entry.name, 'docs');
       const parsed = plugin.optionsSchema.safeParse(entry.options);
       expect(parsed.success ? [] : parsed.error.issues).toEqual([]);
     }

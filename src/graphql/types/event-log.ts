@@ -14,7 +14,7 @@ const LogEventType = builder.objectRef<Event>('LogEvent').implement({
     payload: t.field({
       type: 'JSON',
       description:
-        'The details, a JSON object (its fields depend on `type`). Earlier versions sent a JSON-encoded string that clients parsed: a breaking change for scripts (README, *Event log*).',
+        'The details, a JSON object (its fields depend on `type`). Earlier versions sent a JSON-encoded string that clients parsed: a breaking change for scripts (docs/operations.md, *Event log*).',
       resolve: (e) => JSON.parse(e.payload) as unknown,
     }),
   }),
