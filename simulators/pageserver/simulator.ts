@@ -111,6 +111,12 @@ export interface PageserverMetadata {
   availability_zone_id: string;
 }
 
+/** Told of each request to one of Neon's routes as it arrives, and of each answer sent (tests check them against Neon's schemas). */
+export interface ExchangeObserver {
+  request(entry: LoggedRequest): void;
+  answer(entry: LoggedRequest, status: number, body: unknown): void;
+}
+
 export interface PageserverSimOptions {
   nodeId: number;
   safety: SafetyChecker;
@@ -172,6 +178,10 @@ export class PageserverSim {
   heldLocationConfigs = 0;
   private downloadBytesPerSecond: number;
 
+  /** Called with every simulator as it is made (tests attach schema checks here). */
+  static instrument: ((sim: PageserverSim) => void) | null = null;
+  observer: ExchangeObserver | undefined;
+
   constructor(private readonly options: PageserverSimOptions) {
     this.nodeId = options.nodeId;
     this.clock = options.clock ?? wallClock;
@@ -180,6 +190,7 @@ export class PageserverSim {
     this.metadata = options.metadata;
     this.downloadBytesPerSecond = options.downloadBytesPerSecond ?? Infinity;
     this.server = createServer((req, res) => void this.handle(req, res));
+    PageserverSim.instrument?.(this);
   }
 
   async start(): Promise<this> {
@@ -564,6 +575,7 @@ export class PageserverSim {
       ...senderOf(req.headers),
     });
     this.logged.set(res, entry);
+    this.observer?.request(entry);
     if (!this.answering) return this.hold(res);
     const fault = this.faults.find(
       (f) => (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)) && (f.times === undefined || f.times > 0),
@@ -601,7 +613,10 @@ export class PageserverSim {
   private reply(res: ServerResponse, status: number, body: unknown): void {
     if (res.writableEnded || res.destroyed || this.muted.has(res)) return;
     const entry = this.logged.get(res);
-    if (entry) this.log.answered(entry, status, entry.method === 'GET' && KEPT_ANSWERS.test(entry.path) ? body : undefined);
+    if (entry) {
+      this.log.answered(entry, status, entry.method === 'GET' && KEPT_ANSWERS.test(entry.path) ? body : undefined);
+      this.observer?.answer(entry, status, body);
+    }
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
   }
@@ -625,7 +640,7 @@ export class PageserverSim {
         disk_usage_bytes: 1 << 30,
         free_space_bytes: 9 << 30,
         disk_wanted_bytes: 1 << 30,
-        disk_capacity_bytes: 10 << 30,
+        disk_usable_pct: 100,
         shard_count: this.locations.size,
         max_shard_count: 20000,
         utilization_score: this.locations.size,
@@ -688,6 +703,8 @@ export class PageserverSim {
         last_record_lsn: formatLsn(lsn),
         disk_consistent_lsn: formatLsn(lsn),
         state: 'Active',
+        // No GC in the simulator: every LSN since the timeline's start is readable.
+        min_readable_lsn: formatLsn(0),
       })),
     );
   }
