@@ -119,7 +119,9 @@ export function neonSchemas(): NeonSchemas {
     formats: {
       int32: true,
       int64: true,
-      hex: /^[0-9a-f]*$/,
+      // The spec marks ids and LSNs alike `format: hex`: an id is lowercase hex, an Lsn is
+      // serialized as its Display, `{:X}/{:X}` (libs/utils/src/lsn.rs).
+      hex: /^([0-9a-f]+|[0-9A-F]{1,8}\/[0-9A-F]{1,8})$/,
       'date-time': (s: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(s),
     },
   });
