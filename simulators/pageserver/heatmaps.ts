@@ -60,8 +60,14 @@ export class RemoteHeatmaps {
   schedule(shardId: string, nodeId: number, periodMs: number | null, now: number): void {
     const byNode = this.periodic.get(shardId) ?? new Map<number, Schedule>();
     const current = byNode.get(nodeId);
-    if (!periodMs || periodMs <= 0) byNode.delete(nodeId);
-    else if (!current || current.periodMs !== periodMs) byNode.set(nodeId, { since: now, periodMs });
+    const next = periodMs && periodMs > 0 ? periodMs : null;
+    if (current && current.periodMs === next) return;
+    if (current) {
+      // The uploads it made stay in remote storage for secondaries that have not looked yet.
+      for (let t = current.since + current.periodMs; t <= now; t += current.periodMs) this.upload(shardId, t);
+      byNode.delete(nodeId);
+    }
+    if (next) byNode.set(nodeId, { since: now, periodMs: next });
     this.periodic.set(shardId, byNode);
   }
 

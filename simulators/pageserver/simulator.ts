@@ -709,7 +709,8 @@ export class PageserverSim {
     if (m[2] === 'timeline' && method === 'GET') return this.listTimelines(shardId, res);
     if (m[2] === 'wait_lsn' && method === 'POST') return this.waitLsn(shardId, raw, res);
     if (m[2] === 'heatmap_upload' && method === 'POST') return this.uploadHeatmap(shardId, res);
-    if (m[2] === 'timeline' || m[2] === 'wait_lsn' || m[2] === 'location_config' || m[2] === 'heatmap_upload') return this.reply(res, 405, { msg: `Method not allowed: ${method} ${path}` });
+    if (m[2] === 'timeline' || m[2] === 'wait_lsn' || m[2] === 'location_config' || m[2] === 'heatmap_upload')
+      return this.reply(res, 405, { msg: `Method not allowed: ${method} ${path}` });
     const loc = this.locations.get(shardId);
     if (!loc || loc.mode !== 'Secondary') return this.reply(res, 404, { msg: `Not Found: no secondary location of tenant shard ${shardId}` });
     if (m[2] === 'secondary/status' && method === 'GET') return this.reply(res, 200, this.progress(shardId, loc));

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ValidateFunction } from 'ajv';
-import { parse as parseYaml } from 'yaml';
+import { load as parseYaml } from 'js-yaml';
 
 const DIR = resolve(dirname(fileURLToPath(import.meta.url)), 'schemas/neon');
 
@@ -109,7 +109,8 @@ export function neonSchemas(): NeonSchemas {
   const raw = readFileSync(resolve(DIR, 'openapi_spec.yml'));
   const overlay = readOverlay();
   const sha256 = createHash('sha256').update(raw).digest('hex');
-  if (sha256 !== overlay.spec.sha256) throw new Error(`openapi_spec.yml is not the file of ${overlay.spec.commit} (sha256 ${sha256}, expected ${overlay.spec.sha256})`);
+  if (sha256 !== overlay.spec.sha256)
+    throw new Error(`openapi_spec.yml is not the file of ${overlay.spec.commit} (sha256 ${sha256}, expected ${overlay.spec.sha256})`);
   const spec = parseYaml(raw.toString('utf8')) as Json;
   for (const c of overlay.corrections) setAt(spec, c.pointer, c.value);
   const served = asServed(spec) as { paths: Record<string, Record<string, unknown>>; components: Json };
@@ -165,7 +166,8 @@ export function neonSchemas(): NeonSchemas {
       const errors: string[] = [];
       for (const p of r.parameters.filter((p) => p.in === 'query')) {
         const value = x.query[p.name];
-        if (value === undefined ? p.required : !queryValue(p.schema?.type, value)) errors.push(`${name}: query ${p.name}=${value ?? ''} is not a ${p.schema?.type}`);
+        if (value === undefined ? p.required : !queryValue(p.schema?.type, value))
+          errors.push(`${name}: query ${p.name}=${value ?? ''} is not a ${p.schema?.type}`);
       }
       const schema = r.op.requestBody?.content?.['application/json']?.schema;
       if (schema && (x.body !== null || r.op.requestBody?.required)) {

@@ -55,22 +55,24 @@ describe('the pageserver simulator is strict as Neon', () => {
     expect(s.view()).toEqual({});
   });
 
-  it('AttachedMulti for a shard the node never held, and AttachedStale for one not attached there, are refused', async () => {
+  it('AttachedMulti on a node with no location of the shard is accepted (an empty slot, as a real pageserver takes it); AttachedStale for one not attached there is refused', async () => {
     const s = await sim();
+    // Neon's live migration sends AttachedMulti to a node that holds nothing: the pageserver makes the slot.
     expect(await put(s, SHARD, { mode: 'AttachedMulti', generation: 1 })).toEqual({
-      status: 400,
-      json: { msg: `Bad request: AttachedMulti for tenant shard ${SHARD}, which this pageserver never held` },
+      status: 200,
+      json: { shards: [{ shard_id: SHARD, node_id: 1 }], stripe_size: null },
     });
-    expect(await put(s, SHARD, { mode: 'AttachedStale', generation: 1 })).toEqual({
+    expect(s.view()).toEqual({ [SHARD]: { mode: 'AttachedMulti', generation: 1 } });
+    expect(await put(s, OTHER, { mode: 'AttachedStale', generation: 1 })).toEqual({
       status: 400,
-      json: { msg: `Bad request: AttachedStale for tenant shard ${SHARD}, which is not attached here` },
+      json: { msg: `Bad request: AttachedStale for tenant shard ${OTHER}, which is not attached here` },
     });
     // A secondary there is held but not attached: AttachedMulti is fine, AttachedStale is not.
-    expect((await put(s, SHARD, { mode: 'Secondary', secondary_conf: { warm: true } })).status).toBe(200);
-    expect((await put(s, SHARD, { mode: 'AttachedStale', generation: 1 })).status).toBe(400);
-    expect((await put(s, SHARD, { mode: 'AttachedMulti', generation: 1 })).status).toBe(200);
-    expect((await put(s, SHARD, { mode: 'AttachedStale', generation: 1 })).status).toBe(200);
-    expect(s.view()).toEqual({ [SHARD]: { mode: 'AttachedStale', generation: 1 } });
+    expect((await put(s, OTHER, { mode: 'Secondary', secondary_conf: { warm: true } })).status).toBe(200);
+    expect((await put(s, OTHER, { mode: 'AttachedStale', generation: 1 })).status).toBe(400);
+    expect((await put(s, OTHER, { mode: 'AttachedMulti', generation: 1 })).status).toBe(200);
+    expect((await put(s, OTHER, { mode: 'AttachedStale', generation: 1 })).status).toBe(200);
+    expect(s.view()).toEqual({ [SHARD]: { mode: 'AttachedMulti', generation: 1 }, [OTHER]: { mode: 'AttachedStale', generation: 1 } });
   });
 
   it('wait_lsn for a shard not attached there is 404; attached and caught up is 200', async () => {
