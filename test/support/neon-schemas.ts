@@ -10,14 +10,15 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
 import { load as parseYaml } from 'js-yaml';
+import { openApiAjv } from './openapi-ajv.ts';
 
 const DIR = resolve(dirname(fileURLToPath(import.meta.url)), 'schemas/neon');
 
 type Json = Record<string, unknown>;
 
-export interface OverlayEntry {
+interface OverlayEntry {
   pointer: string;
   value: unknown;
   /** `path/in/neon.rs:LINE` at the spec's commit. */
@@ -81,7 +82,7 @@ interface Route {
   parameters: Parameter[];
 }
 
-export interface Exchange {
+interface Exchange {
   method: string;
   path: string;
   query: Record<string, string>;
@@ -114,17 +115,10 @@ export function neonSchemas(): NeonSchemas {
   const spec = parseYaml(raw.toString('utf8')) as Json;
   for (const c of overlay.corrections) setAt(spec, c.pointer, c.value);
   const served = asServed(spec) as { paths: Record<string, Record<string, unknown>>; components: Json };
-  const ajv = new Ajv({
-    strict: false,
-    allErrors: false,
-    formats: {
-      int32: true,
-      int64: true,
-      // The spec marks ids and LSNs alike `format: hex`: an id is lowercase hex, an Lsn is
-      // serialized as its Display, `{:X}/{:X}` (libs/utils/src/lsn.rs).
-      hex: /^([0-9a-f]+|[0-9A-F]{1,8}\/[0-9A-F]{1,8})$/,
-      'date-time': (s: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(s),
-    },
+  const ajv = openApiAjv({
+    // The spec marks ids and LSNs alike `format: hex`: an id is lowercase hex, an Lsn is
+    // serialized as its Display, `{:X}/{:X}` (libs/utils/src/lsn.rs).
+    hex: /^([0-9a-f]+|[0-9A-F]{1,8}\/[0-9A-F]{1,8})$/,
   });
   ajv.addSchema({ $id: 'neon', components: served.components });
 
