@@ -2,7 +2,7 @@
  * The heatmaps in remote storage, shared by the simulated pageservers of a fleet (as the
  * WAL is): an attached location uploads one every `heatmap_period` of its tenant config
  * while that period is above zero (Neon's heatmap uploader skips tenants whose period is
- * 0 or unset), and once on a flush (`flush_ms` on a location_config) or an explicit
+ * 0 or unset), and once on a flush (`flush_ms` on a location_config to AttachedStale) or an explicit
  * `POST …/heatmap_upload`. Secondaries follow the uploads: each one they pick up lists the
  * layers the workload rewrote since their last, `churnBytesPerSecond` of them, which they
  * download again. Without uploads a secondary keeps an old heatmap, and the upload before

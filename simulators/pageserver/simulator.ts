@@ -834,8 +834,9 @@ export class PageserverSim {
     if (mode === 'AttachedStale' && !(prev && ATTACHED.includes(prev.mode)))
       return this.reply(res, 400, { msg: `Bad request: AttachedStale for tenant shard ${shardId}, which is not attached here` });
     this.onPut?.(shardId, body);
-    // A flush on leaving an attached mode uploads the heatmap once, whatever heatmap_period says.
-    if (flushMs !== null && prev && ATTACHED.includes(prev.mode)) this.heatmaps.upload(shardId, this.clock.now());
+    // A flush uploads the heatmap once, whatever heatmap_period says. Neon flushes only on a
+    // move to AttachedStale (pageserver/src/tenant/mgr.rs, upsert_location) and ignores it elsewhere.
+    if (flushMs !== null && mode === 'AttachedStale' && prev && ATTACHED.includes(prev.mode)) this.heatmaps.upload(shardId, this.clock.now());
     if (mode === 'Detached') {
       this.set(shardId, null);
       return this.reply(res, 200, { shards: [], stripe_size: null });
