@@ -69,6 +69,9 @@ describe('heatmap uploads follow the attached location’s heatmap_period', () =
     expect((await status(id)).heatmap_mtime).toBe(at(1720));
     await clock.advance(300_000);
     expect((await status(id)).heatmap_mtime).toBe(at(1720));
+    // Neon flushes only on the move to AttachedStale: a detach with flush_ms uploads nothing.
+    expect((await put('Detached', {}, '?flush_ms=5000')).status).toBe(200);
+    expect((await status(id)).heatmap_mtime).toBe(at(1720));
   });
 });
 
