@@ -29,8 +29,9 @@ export default defineConfig({
     exclude: onPostgres ? ['**/node_modules/**', ...NOT_ON_POSTGRESQL] : ['**/node_modules/**'],
     // One throw-away PostgreSQL server for the run (spec high-availability §7).
     globalSetup: ['test/support/postgres-global-setup.ts'],
-    // Every Kubernetes simulator is checked against kubernetes-models' schemas (k8s issue 12).
-    setupFiles: ['test/support/k8s-schema-setup.ts'],
+    // Every Kubernetes simulator is checked against kubernetes-models' schemas (k8s issue 12),
+    // every pageserver simulator against Neon's pageserver API (issue 28 point 2).
+    setupFiles: ['test/support/k8s-schema-setup.ts', 'test/support/pageserver-schema-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Two cores: keep forks few so end-to-end servers and Chromium are not starved.

@@ -39,7 +39,7 @@ export interface PageserverUtilization {
   disk_usage_bytes: number;
   free_space_bytes: number;
   disk_wanted_bytes: number;
-  disk_capacity_bytes?: number;
+  disk_usable_pct?: number;
   shard_count?: number;
   max_shard_count?: number;
   utilization_score: number;

@@ -1,5 +1,6 @@
 import type { SimClock } from '../common/clock.ts';
 import { RequestLog } from '../common/request-log.ts';
+import { RemoteHeatmaps } from './heatmaps.ts';
 import { SafetyChecker } from './safety.ts';
 import { formatShardId } from './shard-id.ts';
 import { PageserverSim, type SeedLocation } from './simulator.ts';
@@ -61,6 +62,8 @@ export interface PageserverFleet {
   /** Every request to any of them, in arrival order. */
   log: RequestLog;
   wal: WalStreams;
+  /** The heatmaps in remote storage the simulators upload and follow (`churnBytesPerSecond` sets how fast they age). */
+  heatmaps: RemoteHeatmaps;
   /** Requests the simulators hold or wait on the clock for. */
   waiting(): number;
   /** Upcalls the simulators have in flight. */
@@ -78,10 +81,11 @@ export async function startPageserverFleet(spec: SimClusterSpec): Promise<Pagese
   const safety = spec.safety ?? new SafetyChecker();
   const log = spec.log ?? new RequestLog();
   const wal = new WalStreams();
+  const heatmaps = new RemoteHeatmaps();
   const sims = new Map<number, PageserverSim>();
   try {
     for (const n of spec.nodes) {
-      const sim = new PageserverSim({ nodeId: n.id, safety, downloadBytesPerSecond: spec.downloadBytesPerSecond, clock: spec.clock, log, wal });
+      const sim = new PageserverSim({ nodeId: n.id, safety, downloadBytesPerSecond: spec.downloadBytesPerSecond, clock: spec.clock, log, wal, heatmaps });
       sims.set(n.id, await sim.start());
     }
   } catch (e) {
@@ -109,6 +113,7 @@ export async function startPageserverFleet(spec: SimClusterSpec): Promise<Pagese
     safety,
     log,
     wal,
+    heatmaps,
     waiting: () => [...sims.values()].reduce((n, s) => n + s.waiting, 0),
     upcallsInFlight: () => [...sims.values()].reduce((n, s) => n + s.upcallsInFlight, 0),
     sims,

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { wallClock, Waits, type SimClock } from '../common/clock.ts';
 import { parseBody, REQUESTS_PATH, RequestLog, senderOf, type LoggedRequest } from '../common/request-log.ts';
+import { humantimeMs, RemoteHeatmaps } from './heatmaps.ts';
 import { SafetyChecker } from './safety.ts';
 import { parseShardId } from './shard-id.ts';
 import { formatLsn, parseLsn, WalStreams } from './wal.ts';
@@ -52,7 +53,10 @@ interface Location {
   /** Download progress at `at` (clock ms). */
   bytesDownloadedAt: number;
   at: number;
-  heatmapMtime: string | null;
+  /** Secondaries: when the heatmap it holds was uploaded (null: none yet). */
+  heatmapAt: number | null;
+  /** Secondaries: it follows the uploads made after this time (when it had no heatmap yet). */
+  followsFrom: number;
   /** An attached location that has not caught up yet: its LSNs stay here until `until`. */
   lagging: { lsns: Map<string, number>; until: number } | null;
 }
@@ -111,6 +115,12 @@ export interface PageserverMetadata {
   availability_zone_id: string;
 }
 
+/** Told of each request to one of Neon's routes as it arrives, and of each answer sent (tests check them against Neon's schemas). */
+export interface ExchangeObserver {
+  request(entry: LoggedRequest): void;
+  answer(entry: LoggedRequest, status: number, body: unknown): void;
+}
+
 export interface PageserverSimOptions {
   nodeId: number;
   safety: SafetyChecker;
@@ -123,6 +133,8 @@ export interface PageserverSimOptions {
   wal?: WalStreams;
   /** With it, re-attach upcalls carry `register` (self-registration, neon:L2). */
   metadata?: PageserverMetadata;
+  /** Shared heatmaps in remote storage (the fleet's). */
+  heatmaps?: RemoteHeatmaps;
 }
 
 /** The reads whose answers the log keeps: a shard's timeline list (neon:C2, neon:C6) and one location's config (neon:C7's origin check). */
@@ -139,6 +151,7 @@ export class PageserverSim {
   readonly requests: string[] = [];
   readonly log: RequestLog;
   readonly wal: WalStreams;
+  readonly heatmaps: RemoteHeatmaps;
   metadata: PageserverMetadata | undefined;
   private readonly clock: SimClock;
   private readonly waits = new Waits();
@@ -170,14 +183,20 @@ export class PageserverSim {
   heldLocationConfigs = 0;
   private downloadBytesPerSecond: number;
 
+  /** Called with every simulator as it is made (tests attach schema checks here). */
+  static instrument: ((sim: PageserverSim) => void) | null = null;
+  observer: ExchangeObserver | undefined;
+
   constructor(private readonly options: PageserverSimOptions) {
     this.nodeId = options.nodeId;
     this.clock = options.clock ?? wallClock;
     this.log = options.log ?? new RequestLog();
     this.wal = options.wal ?? new WalStreams();
+    this.heatmaps = options.heatmaps ?? new RemoteHeatmaps();
     this.metadata = options.metadata;
     this.downloadBytesPerSecond = options.downloadBytesPerSecond ?? Infinity;
     this.server = createServer((req, res) => void this.handle(req, res));
+    PageserverSim.instrument?.(this);
   }
 
   async start(): Promise<this> {
@@ -223,9 +242,12 @@ export class PageserverSim {
       bytesTotal: total,
       bytesDownloadedAt: seed.mode === 'Secondary' ? Math.min(total, seed.bytesDownloaded ?? total) : total,
       at: this.clock.now(),
-      heatmapMtime: seed.heatmap === false ? null : new Date(this.clock.now()).toISOString(),
+      heatmapAt: seed.mode === 'Secondary' && seed.heatmap !== false ? this.clock.now() : null,
+      followsFrom: this.clock.now(),
       lagging: null,
     };
+    // An attached location found running has uploaded its heatmap.
+    if (seed.mode !== 'Secondary') this.heatmaps.upload(shardId, this.clock.now());
     if (loc.generation !== null) {
       this.highestSeen.set(shardId, Math.max(this.highestSeen.get(shardId) ?? 0, loc.generation));
       this.options.safety.issue(shardId, loc.generation);
@@ -261,7 +283,8 @@ export class PageserverSim {
 
   setDownloadRate(bytesPerSecond: number): void {
     const now = this.clock.now();
-    for (const l of this.locations.values()) {
+    for (const [id, l] of this.locations) {
+      this.followHeatmaps(id, l, now);
       l.bytesDownloadedAt = this.downloaded(l, now);
       l.at = now;
     }
@@ -272,10 +295,11 @@ export class PageserverSim {
   setSecondaryProgress(shardId: string, bytesDownloaded: number, bytesTotal?: number): void {
     const l = this.locations.get(shardId);
     if (!l) throw new Error(`node ${this.nodeId} holds no location of ${shardId}`);
+    this.followHeatmaps(shardId, l, this.clock.now());
     if (bytesTotal !== undefined) l.bytesTotal = bytesTotal;
     l.bytesDownloadedAt = Math.min(bytesDownloaded, l.bytesTotal);
     l.at = this.clock.now();
-    l.heatmapMtime ??= new Date(this.clock.now()).toISOString();
+    l.heatmapAt ??= this.clock.now();
   }
 
   /**
@@ -437,8 +461,7 @@ export class PageserverSim {
           mode: 'Secondary',
           generation: null,
           warm: true,
-          bytesDownloadedAt: ATTACHED.includes(base.mode) ? base.bytesTotal : this.downloaded(base, this.clock.now()),
-          at: this.clock.now(),
+          ...this.asSecondary(t.id, base, prev, this.clock.now()),
           lagging: null,
         });
       } else {
@@ -459,14 +482,47 @@ export class PageserverSim {
       bytesTotal: 1024 * 1024,
       bytesDownloadedAt: 0,
       at: this.clock.now(),
-      heatmapMtime: null,
+      heatmapAt: null,
+      followsFrom: this.clock.now(),
       lagging: null,
     };
+  }
+
+  /**
+   * The download state of a location becoming (or staying) Secondary: an attached one keeps
+   * its layers and its own latest heatmap; a new one takes the newest heatmap uploaded so far
+   * and downloads its layers; an existing secondary keeps what it had.
+   */
+  private asSecondary(shardId: string, base: Location, prev: Location | undefined, now: number) {
+    if (prev && ATTACHED.includes(prev.mode)) return { bytesDownloadedAt: prev.bytesTotal, at: now, heatmapAt: now, followsFrom: now };
+    if (prev) {
+      this.followHeatmaps(shardId, prev, now);
+      return { bytesDownloadedAt: this.downloaded(prev, now), at: now, heatmapAt: prev.heatmapAt, followsFrom: prev.followsFrom };
+    }
+    return { bytesDownloadedAt: this.downloaded(base, now), at: now, heatmapAt: this.heatmaps.latest(shardId, now), followsFrom: now };
+  }
+
+  /**
+   * A secondary picks up each heatmap uploaded since the one it holds (Neon's secondary
+   * downloader): the layers rewritten in between are downloaded again, at the download rate.
+   */
+  private followHeatmaps(shardId: string, l: Location, now: number): void {
+    if (l.mode !== 'Secondary') return;
+    for (const h of this.heatmaps.uploadsBetween(shardId, l.heatmapAt ?? l.followsFrom, now)) {
+      const rewritten = l.heatmapAt === null ? 0 : Math.min(l.bytesTotal, this.heatmaps.churnBetween(l.heatmapAt, h));
+      l.bytesDownloadedAt = Math.max(0, this.downloaded(l, h) - rewritten);
+      l.at = h;
+      l.heatmapAt = h;
+    }
   }
 
   private set(id: string, loc: Location | null): void {
     if (loc) this.locations.set(id, loc);
     else this.locations.delete(id);
+    // Neon's heatmap uploader (pageserver/src/tenant/secondary/heatmap_uploader.rs): attached
+    // locations upload every heatmap_period while it is above zero; stale attachments never.
+    const uploads = loc && (loc.mode === 'AttachedSingle' || loc.mode === 'AttachedMulti');
+    this.heatmaps.schedule(id, this.nodeId, uploads ? humantimeMs(loc.tenantConf.heatmap_period) : null, this.clock.now());
     this.options.safety.record(String(this.nodeId), id, loc ? { mode: loc.mode, generation: loc.generation } : null);
   }
 
@@ -485,11 +541,12 @@ export class PageserverSim {
     return rate > 0 ? now + Math.ceil((left * 1000) / rate) : Infinity;
   }
 
-  private progress(l: Location) {
+  private progress(shardId: string, l: Location) {
+    this.followHeatmaps(shardId, l, this.clock.now());
     const downloaded = this.downloaded(l, this.clock.now());
     const layersTotal = Math.max(1, Math.ceil(l.bytesTotal / 65536));
     return {
-      heatmap_mtime: l.heatmapMtime,
+      heatmap_mtime: l.heatmapAt === null ? null : new Date(l.heatmapAt).toISOString(),
       layers_downloaded: Math.floor((layersTotal * downloaded) / Math.max(1, l.bytesTotal)),
       layers_total: layersTotal,
       bytes_downloaded: downloaded,
@@ -560,6 +617,7 @@ export class PageserverSim {
       ...senderOf(req.headers),
     });
     this.logged.set(res, entry);
+    this.observer?.request(entry);
     if (!this.answering) return this.hold(res);
     const fault = this.faults.find(
       (f) => (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)) && (f.times === undefined || f.times > 0),
@@ -597,7 +655,10 @@ export class PageserverSim {
   private reply(res: ServerResponse, status: number, body: unknown): void {
     if (res.writableEnded || res.destroyed || this.muted.has(res)) return;
     const entry = this.logged.get(res);
-    if (entry) this.log.answered(entry, status, entry.method === 'GET' && KEPT_ANSWERS.test(entry.path) ? body : undefined);
+    if (entry) {
+      this.log.answered(entry, status, entry.method === 'GET' && KEPT_ANSWERS.test(entry.path) ? body : undefined);
+      this.observer?.answer(entry, status, body);
+    }
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
   }
@@ -621,7 +682,7 @@ export class PageserverSim {
         disk_usage_bytes: 1 << 30,
         free_space_bytes: 9 << 30,
         disk_wanted_bytes: 1 << 30,
-        disk_capacity_bytes: 10 << 30,
+        disk_usable_pct: 100,
         shard_count: this.locations.size,
         max_shard_count: 20000,
         utilization_score: this.locations.size,
@@ -639,7 +700,7 @@ export class PageserverSim {
       if (!l) return this.reply(res, 404, { msg: 'NotFound: Tenant shard not found' });
       return this.reply(res, 200, this.locationConfigOf(l));
     }
-    const m = /^\/v1\/tenant\/([^/]+)\/(location_config|secondary\/download|secondary\/status|timeline|wait_lsn)$/.exec(path);
+    const m = /^\/v1\/tenant\/([^/]+)\/(location_config|secondary\/download|secondary\/status|timeline|wait_lsn|heatmap_upload)$/.exec(path);
     if (!m) return this.reply(res, 404, { msg: `Not Found: ${method} ${path}` });
     const shardId = decodeURIComponent(m[1]!);
     const shard = parseShardId(shardId);
@@ -647,10 +708,12 @@ export class PageserverSim {
     if (m[2] === 'location_config' && method === 'PUT') return this.putLocation(shardId, shard, url, raw, res);
     if (m[2] === 'timeline' && method === 'GET') return this.listTimelines(shardId, res);
     if (m[2] === 'wait_lsn' && method === 'POST') return this.waitLsn(shardId, raw, res);
-    if (m[2] === 'timeline' || m[2] === 'wait_lsn' || m[2] === 'location_config') return this.reply(res, 405, { msg: `Method not allowed: ${method} ${path}` });
+    if (m[2] === 'heatmap_upload' && method === 'POST') return this.uploadHeatmap(shardId, res);
+    if (m[2] === 'timeline' || m[2] === 'wait_lsn' || m[2] === 'location_config' || m[2] === 'heatmap_upload')
+      return this.reply(res, 405, { msg: `Method not allowed: ${method} ${path}` });
     const loc = this.locations.get(shardId);
     if (!loc || loc.mode !== 'Secondary') return this.reply(res, 404, { msg: `Not Found: no secondary location of tenant shard ${shardId}` });
-    if (m[2] === 'secondary/status' && method === 'GET') return this.reply(res, 200, this.progress(loc));
+    if (m[2] === 'secondary/status' && method === 'GET') return this.reply(res, 200, this.progress(shardId, loc));
     if (m[2] === 'secondary/download' && method === 'POST') return this.download(shardId, url, res);
     return this.reply(res, 405, { msg: `Method not allowed: ${method} ${path}` });
   }
@@ -662,13 +725,23 @@ export class PageserverSim {
       const current = this.locations.get(shardId);
       if (!current || current.mode !== 'Secondary') return this.reply(res, 404, { msg: `Not Found: tenant shard ${shardId} is no longer secondary` });
       const now = this.clock.now();
-      const p = this.progress(current);
+      const p = this.progress(shardId, current);
       if (p.heatmap_mtime !== null && p.bytes_downloaded >= p.bytes_total) return this.reply(res, 200, p);
       if (now >= until) return this.reply(res, 202, p);
       const doneAt = p.heatmap_mtime === null ? Infinity : this.downloadDoneAt(current, now);
-      await this.sleepFor(res, Math.min(until, doneAt) - now);
+      // A heatmap uploaded meanwhile changes what is left to download.
+      const upload = this.heatmaps.uploadsBetween(shardId, now, Math.min(until, doneAt))[0];
+      await this.sleepFor(res, Math.min(until, doneAt, upload ?? Infinity) - now);
       if (res.destroyed) return;
     }
+  }
+
+  /** Neon's `secondary_upload_handler`: an attached location uploads its heatmap now (whatever heatmap_period says); 200 with a null body. */
+  private uploadHeatmap(shardId: string, res: ServerResponse): void {
+    const l = this.locations.get(shardId);
+    if (!l || !ATTACHED.includes(l.mode)) return this.reply(res, 404, { msg: `NotFound: Tenant shard ${shardId} is not attached here` });
+    this.heatmaps.upload(shardId, this.clock.now());
+    this.reply(res, 200, null);
   }
 
   private listTimelines(shardId: string, res: ServerResponse): void {
@@ -684,6 +757,8 @@ export class PageserverSim {
         last_record_lsn: formatLsn(lsn),
         disk_consistent_lsn: formatLsn(lsn),
         state: 'Active',
+        // No GC in the simulator: every LSN since the timeline's start is readable.
+        min_readable_lsn: formatLsn(0),
       })),
     );
   }
@@ -759,6 +834,9 @@ export class PageserverSim {
     if (mode === 'AttachedStale' && !(prev && ATTACHED.includes(prev.mode)))
       return this.reply(res, 400, { msg: `Bad request: AttachedStale for tenant shard ${shardId}, which is not attached here` });
     this.onPut?.(shardId, body);
+    // A flush uploads the heatmap once, whatever heatmap_period says. Neon flushes only on a
+    // move to AttachedStale (pageserver/src/tenant/mgr.rs, upsert_location) and ignores it elsewhere.
+    if (flushMs !== null && mode === 'AttachedStale' && prev && ATTACHED.includes(prev.mode)) this.heatmaps.upload(shardId, this.clock.now());
     if (mode === 'Detached') {
       this.set(shardId, null);
       return this.reply(res, 200, { shards: [], stripe_size: null });
@@ -771,17 +849,7 @@ export class PageserverSim {
     };
     if (mode === 'Secondary') {
       const warm = Boolean((body.secondary_conf as { warm?: boolean } | null)?.warm);
-      const bytes = prev && ATTACHED.includes(prev.mode) ? prev.bytesTotal : this.downloaded(base, now);
-      this.set(shardId, {
-        ...base,
-        mode,
-        generation: null,
-        warm,
-        bytesDownloadedAt: bytes,
-        at: now,
-        heatmapMtime: base.heatmapMtime ?? new Date(now).toISOString(),
-        lagging: null,
-      });
+      this.set(shardId, { ...base, mode, generation: null, warm, ...this.asSecondary(shardId, base, prev, now), lagging: null });
     } else {
       const generation = body.generation;
       if (typeof generation !== 'number' || !Number.isInteger(generation)) return this.reply(res, 400, { msg: `Bad request: ${mode} needs a generation` });

@@ -10,6 +10,8 @@ import pg from 'pg';
 import { REQUESTS_PATH, type LoggedRequest } from '../../simulators/common/index.ts';
 import { CALLS_PATH } from '../../simulators/kubernetes/server.ts';
 import { postGraphQL, SOURCE_CLI, spawnLockkeeper, until, type ChildServer } from './child-server.ts';
+import { neonSchemas } from './neon-schemas.ts';
+import { pageserverSchemaViolations } from './pageserver-schema-violations.ts';
 
 export interface SimulatorProcess {
   child: ChildProcess;
@@ -32,6 +34,8 @@ const SHORT_LEASES = { leaseTtlMs: 4000, leaseRenewMs: 1000 };
 export class HaProcesses {
   readonly children: ChildProcess[] = [];
   private readonly clients: pg.Client[] = [];
+  /** One pageserver of each simulator process started (their request log is shared): checked on stop(). */
+  private readonly pageserverLogs: string[] = [];
 
   /** A connection to the replicas' database, for the test to read what they wrote; ended by stop(). */
   async database(url: string): Promise<pg.Client> {
@@ -58,6 +62,9 @@ export class HaProcesses {
       });
       child.once('exit', (code) => reject(new Error(`simulator exited (${code}): ${err}`)));
     });
+    const simConfig = JSON.parse(readFileSync(ready.config, 'utf8')) as { plugins?: { name: string; options: { pageservers?: { url: string }[] } }[] };
+    const pageserver = simConfig.plugins?.find((p) => p.name === 'pageserver')?.options.pageservers?.[0];
+    if (pageserver) this.pageserverLogs.push(pageserver.url);
     const kubeconfig = JSON.parse(readFileSync(`${ready.config}.kubeconfig`, 'utf8')) as { users: { user: { token: string } }[] };
     const token = kubeconfig.users[0]!.user.token;
     return { child, ...ready, get: async (path) => (await fetch(new URL(path, ready.kubernetes), { headers: { authorization: `Bearer ${token}` } })).json() };
@@ -88,8 +95,31 @@ export class HaProcesses {
     });
   }
 
+  /**
+   * The pageservers of a simulator process are checked against Neon's API from here (the
+   * vitest setup instruments only the simulators in the test's own process): every request in
+   * their log, and the answers the log keeps. Violations fail the test in the setup's afterEach.
+   */
+  private async checkPageserverSchemas(): Promise<void> {
+    for (const url of this.pageserverLogs.splice(0)) {
+      const log = await fetch(new URL(REQUESTS_PATH, url), { signal: AbortSignal.timeout(5000) }).then(
+        async (r) => ((await r.json()) as { items: LoggedRequest[] }).items,
+        () => null,
+      );
+      if (!log) continue; // The simulator process is gone (a test that killed it): nothing to read.
+      const schemas = neonSchemas();
+      const violations = pageserverSchemaViolations();
+      for (const e of log.filter((e) => e.source.startsWith('node '))) {
+        violations.push(...schemas.checkRequest(e).map((v) => `${e.source}: ${v}`));
+        if (e.status !== undefined && e.response !== undefined)
+          violations.push(...schemas.checkResponse(e, e.status, e.response).map((v) => `${e.source}: ${v}`));
+      }
+    }
+  }
+
   /** Kills what is still running (SIGCONT first: a stopped process ignores nothing but SIGKILL, and must not stay stopped). */
   async stop(): Promise<void> {
+    await this.checkPageserverSchemas();
     for (const c of this.clients.splice(0)) await c.end();
     for (const c of this.children.splice(0)) {
       if (c.exitCode !== null || c.signalCode !== null) continue;

@@ -9,7 +9,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
+import { openApiAjv } from './openapi-ajv.ts';
 
 /** The commit the definitions must come from (recorded with the data, checked on load). */
 export const KUBEVIRT_SWAGGER_COMMIT = 'd923fdb815cd2016ddaebdaaa51db04133576d72';
@@ -74,18 +75,7 @@ export function kubevirtSchemas(): KubevirtSchemas | null {
     throw new Error(`${path}: its definitions come from ${swagger.source.commit}, not ${KUBEVIRT_SWAGGER_COMMIT}`);
   }
   const definitions = Object.fromEntries(Object.entries(swagger.definitions).map(([name, d]) => [name, asServed(d, name)]));
-  const ajv = new Ajv({
-    strict: false,
-    allErrors: false,
-    formats: {
-      int32: true,
-      int64: true,
-      float: true,
-      double: true,
-      byte: true,
-      'date-time': (s: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(s),
-    },
-  });
+  const ajv = openApiAjv({ float: true, double: true, byte: true });
   ajv.addSchema({ $id: 'kubevirt', definitions });
   const validators = new Map<string, ValidateFunction>();
   const validator = (key: string) => {

@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_TIMELINE_ID, formatShardId, LOCATION_CONFIG_HOLD_PATH, PageserverSim, SafetyChecker } from '../../../simulators/pageserver/index.ts';
 import { until } from '../../support/child-server.ts';
+import { neonSchemas } from '../../support/neon-schemas.ts';
+import { takePageserverSchemaViolations } from '../../support/pageserver-schema-violations.ts';
 
 /**
  * The pageserver simulator refuses what Neon's pageserver refuses (issue 11, "Simulators";
@@ -55,21 +57,24 @@ describe('the pageserver simulator is strict as Neon', () => {
     expect(s.view()).toEqual({});
   });
 
-  it('AttachedStale for a shard not attached there is refused; AttachedMulti on an empty slot is accepted, as a pageserver does (neon:C15)', async () => {
+  it('AttachedMulti on a node with no location of the shard is accepted (an empty slot, as a real pageserver takes it); AttachedStale for one not attached there is refused', async () => {
     const s = await sim();
-    expect(await put(s, SHARD, { mode: 'AttachedStale', generation: 1 })).toEqual({
-      status: 400,
-      json: { msg: `Bad request: AttachedStale for tenant shard ${SHARD}, which is not attached here` },
+    // Neon's live migration sends AttachedMulti to a node that holds nothing: the pageserver makes the slot.
+    expect(await put(s, SHARD, { mode: 'AttachedMulti', generation: 1 })).toEqual({
+      status: 200,
+      json: { shards: [{ shard_id: SHARD, node_id: 1 }], stripe_size: null },
     });
-    // A secondary there is held but not attached: AttachedStale is still refused.
-    expect((await put(s, SHARD, { mode: 'Secondary', secondary_conf: { warm: true } })).status).toBe(200);
-    expect((await put(s, SHARD, { mode: 'AttachedStale', generation: 1 })).status).toBe(400);
-    expect((await put(s, SHARD, { mode: 'AttachedMulti', generation: 1 })).status).toBe(200);
-    expect((await put(s, SHARD, { mode: 'AttachedStale', generation: 1 })).status).toBe(200);
-    expect(s.view()).toEqual({ [SHARD]: { mode: 'AttachedStale', generation: 1 } });
-    // A node that never held the shard takes AttachedMulti straight away.
-    expect((await put(s, OTHER, { mode: 'AttachedMulti', generation: 2 })).status).toBe(200);
-    expect(s.view()).toEqual({ [SHARD]: { mode: 'AttachedStale', generation: 1 }, [OTHER]: { mode: 'AttachedMulti', generation: 2 } });
+    expect(s.view()).toEqual({ [SHARD]: { mode: 'AttachedMulti', generation: 1 } });
+    expect(await put(s, OTHER, { mode: 'AttachedStale', generation: 1 })).toEqual({
+      status: 400,
+      json: { msg: `Bad request: AttachedStale for tenant shard ${OTHER}, which is not attached here` },
+    });
+    // A secondary there is held but not attached: AttachedMulti is fine, AttachedStale is not.
+    expect((await put(s, OTHER, { mode: 'Secondary', secondary_conf: { warm: true } })).status).toBe(200);
+    expect((await put(s, OTHER, { mode: 'AttachedStale', generation: 1 })).status).toBe(400);
+    expect((await put(s, OTHER, { mode: 'AttachedMulti', generation: 1 })).status).toBe(200);
+    expect((await put(s, OTHER, { mode: 'AttachedStale', generation: 1 })).status).toBe(200);
+    expect(s.view()).toEqual({ [SHARD]: { mode: 'AttachedMulti', generation: 1 }, [OTHER]: { mode: 'AttachedStale', generation: 1 } });
   });
 
   it('wait_lsn for a shard not attached there is 404; attached and caught up is 200', async () => {
@@ -118,5 +123,82 @@ describe("the simulator's hold on location_config (a test's pause, ha:scenario-1
     expect(await hold(s, { held: 'yes' })).toMatchObject({ status: 400 });
     expect(await hold(s, {})).toMatchObject({ status: 400 });
     expect((await hold(s, { held: true }, 'POST')).status).toBe(405);
+  });
+});
+
+async function send(s: PageserverSim, method: string, path: string, body?: unknown) {
+  const res = await fetch(`${s.url}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, json: (await res.json()) as unknown };
+}
+
+describe("every request and answer of the simulator is checked against Neon's API (issue 28 point 2)", () => {
+  it('a location_config without tenant_conf, with a bad mode or an unknown field is refused by the simulator and reported against the schema', async () => {
+    const s = await sim();
+    const path = `/v1/tenant/${SHARD}/location_config`;
+    expect(await send(s, 'PUT', path, { mode: 'AttachedSingle', generation: 1 })).toEqual({
+      status: 400,
+      json: { msg: 'Bad request: missing field `tenant_conf`' },
+    });
+    expect((await send(s, 'PUT', path, { mode: 'Attached', generation: 1, tenant_conf: {} })).status).toBe(400);
+    expect((await send(s, 'PUT', path, { mode: 'Secondary', warm: true, tenant_conf: {} })).status).toBe(400);
+    expect((await send(s, 'PUT', `${path}?flush_ms=soon`, { mode: 'Detached', tenant_conf: {} })).status).toBe(400);
+    expect(takePageserverSchemaViolations()).toEqual([
+      `node 1: PUT ${path} request: / must have required property 'tenant_conf'`,
+      `node 1: PUT ${path} request: /mode must be equal to one of the allowed values`,
+      `node 1: PUT ${path} request: / must NOT have additional properties (warm)`,
+      `node 1: PUT ${path}: query flush_ms=soon is not a integer`,
+    ]);
+    expect(s.view()).toEqual({});
+  });
+
+  it('an answer that drifts from Neon’s types is caught: an injected 200 whose body is not PageserverUtilization, and the fields Neon does not send', async () => {
+    const s = await sim();
+    s.inject({ method: 'GET', path: /^\/v1\/utilization$/, kind: { status: 200 }, times: 1 });
+    expect(await send(s, 'GET', '/v1/utilization')).toEqual({ status: 200, json: { msg: 'injected fault 200' } });
+    expect(takePageserverSchemaViolations()).toEqual(["node 1: GET /v1/utilization answered 200: / must have required property 'disk_usage_bytes'"]);
+    // The simulator's own answer fits.
+    expect((await send(s, 'GET', '/v1/utilization')).status).toBe(200);
+    expect(takePageserverSchemaViolations()).toEqual([]);
+    const schemas = neonSchemas();
+    const util = { method: 'GET', path: '/v1/utilization', query: {}, body: null };
+    const answer = {
+      disk_usage_bytes: 1,
+      free_space_bytes: 2,
+      disk_wanted_bytes: 1,
+      disk_usable_pct: 100,
+      shard_count: 0,
+      max_shard_count: 20000,
+      utilization_score: 0,
+      captured_at: '2026-01-01T00:00:00.000Z',
+    };
+    expect(schemas.checkResponse(util, 200, answer)).toEqual([]);
+    // The field the simulator used to send and no pageserver does.
+    expect(schemas.checkResponse(util, 200, { ...answer, disk_capacity_bytes: 10 })).toEqual([
+      'GET /v1/utilization answered 200: / must NOT have additional properties (disk_capacity_bytes)',
+    ]);
+    const timelines = { method: 'GET', path: `/v1/tenant/${SHARD}/timeline`, query: {}, body: null };
+    expect(
+      schemas.checkResponse(timelines, 200, [
+        { tenant_id: 'a'.repeat(32), timeline_id: 'b'.repeat(32), last_record_lsn: '0/10', disk_consistent_lsn: '0/10', state: 'Active' },
+      ]),
+    ).toEqual([`GET /v1/tenant/${SHARD}/timeline answered 200: /0 must have required property 'min_readable_lsn'`]);
+    const one = { method: 'GET', path: `/v1/location_config/${SHARD}`, query: {}, body: null };
+    expect(
+      schemas.checkResponse(one, 200, {
+        mode: 'Secondary',
+        generation: null,
+        secondary_conf: { warm: true },
+        shard_number: 0,
+        shard_count: 0,
+        shard_stripe_size: 0,
+      }),
+    ).toEqual([`GET /v1/location_config/${SHARD} answered 200: / must have required property 'tenant_conf'`]);
+    expect(schemas.checkResponse(one, 404, { message: 'gone' })).toEqual([
+      `GET /v1/location_config/${SHARD} answered 404: / must have required property 'msg'`,
+    ]);
   });
 });
