@@ -50,10 +50,13 @@ export function followEvents(onEvent: (seq: number) => void, onStatus: (live: bo
   let client: Client | null = null;
   let stopped = false;
   let retry: ReturnType<typeof setTimeout> | undefined;
+  // dispose() waits for a connection under way, and rejects with its close event when the
+  // gateway refuses it: expected here, never an uncaught error (issue 31, point 4).
+  const dispose = () => Promise.resolve(client?.dispose()).catch(() => {});
   const stop = () => {
     stopped = true;
     clearTimeout(retry);
-    void client?.dispose();
+    void dispose();
   };
   const connect = () => {
     if (stopped) return;
@@ -74,7 +77,7 @@ export function followEvents(onEvent: (seq: number) => void, onStatus: (live: bo
         return;
       }
       onStatus(false);
-      void client?.dispose();
+      void dispose();
       clearTimeout(retry);
       retry = setTimeout(connect, 1000);
     };

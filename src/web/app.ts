@@ -93,8 +93,8 @@ function Waiting({ op }: { op: any }) {
       ${stalled.map(
         (s: any) =>
           html`<div data-stalled=${s.workloadId}>
-            stalled: ${s.workloadKind} ${s.workloadId} ${s.action.toLowerCase()} since ${when(s.since)} UTC (expected ${formatDuration(s.expectedSeconds)}, over by
-            ${formatDuration(s.overSeconds)})
+            stalled: ${s.workloadKind} ${s.workloadId} ${s.action.toLowerCase()} since ${when(s.since)} UTC (expected ${formatDuration(s.expectedSeconds)}, over
+            by ${formatDuration(s.overSeconds)})
           </div>`,
       )}
     </div>`;
@@ -378,7 +378,8 @@ function App() {
       <h1>Lockkeeper</h1>
       <span class=${live ? 'live' : 'offline'}>${live ? '● live' : '○ reconnecting…'}</span>
       <span class="caller" data-scope=${data.caller.scope}>${data.caller.name} (${data.caller.scope.toLowerCase()})</span>
-      <a href="/graphql">GraphiQL</a>${token.get() && html`<button onClick=${() => (token.clear(), setTokenPrompt(tokenProblem(new NeedsToken(''))))}>Forget token</button>`}
+      <a href="/graphql">GraphiQL</a
+      >${token.get() && html`<button onClick=${() => (token.clear(), setTokenPrompt(tokenProblem(new NeedsToken(''))))}>Forget token</button>`}
     </header>
     ${message && html`<div class=${`message ${message.kind}`} role="status">${message.text}${message.details?.map((d) => html`<div>${d}</div>`)}<button onClick=${() => setMessage(null)}>×</button></div>`}
     ${pending && html`<${Confirm} pending=${pending} onDone=${setMessage} onClose=${() => setPending(null)} />`}
@@ -419,7 +420,11 @@ function App() {
                           !n.maintenancePhase &&
                           html`<button
                             onClick=${async () =>
-                              act(`Maintenance of ${n.name}`, { maintenance: (await gql(D.maintenancePlan, { nodeId: n.id })).maintenancePlan }, call(D.enableMaintenanceMode, { nodeId: n.id }))}
+                              act(
+                                `Maintenance of ${n.name}`,
+                                { maintenance: (await gql(D.maintenancePlan, { nodeId: n.id })).maintenancePlan },
+                                call(D.enableMaintenanceMode, { nodeId: n.id }),
+                              )}
                           >
                             Maintenance…
                           </button>`
@@ -626,17 +631,31 @@ function OperationDetails({ id }: { id: string }) {
   return html`<section class="details" data-details=${op.id}>
     <h2>${op.kind} ${op.id} <a href="#">close</a></h2>
     <p>
-      ${op.state}${op.error ? ` (${op.error})` : ''}, started ${when(op.startedAt)} UTC by ${op.startedBy ?? '?'}${op.finishedAt ? `, ended ${when(op.finishedAt)} UTC` : ''}${op.reason ? `: ${op.reason}` : ''}
+      ${op.state}${op.error ? ` (${op.error})` : ''}, started ${when(op.startedAt)} UTC by
+      ${op.startedBy ?? '?'}${op.finishedAt ? `, ended ${when(op.finishedAt)} UTC` : ''}${op.reason ? `: ${op.reason}` : ''}
     </p>
     <h3>Events</h3>
     <table class="events">
-      ${details.events.map((e: any) => html`<tr data-seq=${e.seq}><td class="time">${when(e.at)}</td><td>${e.type}</td><td class="payload">${JSON.stringify(e.payload)}</td></tr>`)}
+      ${details.events.map(
+        (e: any) =>
+          html`<tr data-seq=${e.seq}>
+            <td class="time">${when(e.at)}</td>
+            <td>${e.type}</td>
+            <td class="payload">${JSON.stringify(e.payload)}</td>
+          </tr>`,
+      )}
     </table>
     <h3>Audit</h3>
     <table class="audit">
       ${details.audit.map(
         (a: any) =>
-          html`<tr data-audit=${a.id}><td class="time">${when(a.at)}</td><td>${a.actor}</td><td>${a.action}</td><td>${a.outcome}</td><td>${a.reason ?? ''}</td></tr>`,
+          html`<tr data-audit=${a.id}>
+            <td class="time">${when(a.at)}</td>
+            <td>${a.actor}</td>
+            <td>${a.action}</td>
+            <td>${a.outcome}</td>
+            <td>${a.reason ?? ''}</td>
+          </tr>`,
       )}
     </table>
   </section>`;
