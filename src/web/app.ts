@@ -67,13 +67,17 @@ const STATE_LABELS: Record<string, string> = {
   FAILED: '✗ failed',
 };
 
+/** Done work fills the bar in the state's colour; what failed or was abandoned shows apart, at its end. */
 function Progress({ op }: { op: any }) {
   const c = op.counts;
-  const done = c.moved + c.stopped + c.skipped + c.failed + c.abandoned;
+  const lost = c.failed + c.abandoned;
+  const done = c.moved + c.stopped + c.skipped + lost;
+  const share = (n: number) => (c.total ? Math.round((100 * n) / c.total) : 0);
   // A full bar means done: only a SUCCEEDED operation with nothing to do shows one for 0/0.
-  const pct = c.total ? Math.round((100 * done) / c.total) : op.state === 'SUCCEEDED' ? 100 : 0;
-  return html`<div class=${`progress ${shownState(op)}`} title=${`${done}/${c.total}`}>
-    <div class="bar" style=${`width:${pct}%`}></div>
+  const ok = c.total ? share(done - lost) : op.state === 'SUCCEEDED' ? 100 : 0;
+  return html`<div class=${`progress ${shownState(op)}`} title=${`${done}/${c.total}${lost ? `, ${c.failed} failed, ${c.abandoned} abandoned` : ''}`}>
+    <div class="bar" style=${`width:${ok}%`}></div>
+    ${lost ? html`<div class="bar lost" style=${`width:${share(lost)}%`}></div>` : null}
     <span>${done}/${c.total}</span>
   </div>`;
 }
@@ -82,6 +86,8 @@ function Progress({ op }: { op: any }) {
 function when(iso: string | null | undefined): string {
   return iso ? iso.slice(0, 19).replace('T', ' ') : '';
 }
+
+const sameDay = (a: string, b: string) => a.slice(0, 10) === b.slice(0, 10);
 
 /** The waiting-on cell: a failure says what failed, a stall says what and since when, else what it waits on. */
 function Waiting({ op }: { op: any }) {
@@ -521,10 +527,8 @@ function App() {
         <th>node</th>
         <th>state</th>
         <th>progress</th>
-        <th>started (UTC)</th>
-        <th>ended (UTC)</th>
-        <th>by</th>
-        <th>reason</th>
+        <th>started → ended (UTC)</th>
+        <th>by, reason</th>
         <th>ETA / waiting on</th>
         ${mayOperate && html`<th></th>`}
       </tr>
@@ -538,14 +542,21 @@ function App() {
             <span class="label">${STATE_LABELS[shown] ?? shown}</span>${op.error && op.state !== 'FAILED' && op.error !== 'FORCED' ? ` (${op.error})` : ''}${
               op.counts.abandoned ? html` <span class="tag warn" data-abandoned=${op.counts.abandoned}>${op.counts.abandoned} abandoned</span>` : null
             }
-            <${AbandonedSteps} op=${op} />
           </td>
           <td><${Progress} op=${op} /></td>
-          <td class="time">${when(op.startedAt)}</td>
-          <td class="time">${when(op.finishedAt)}</td>
-          <td>${op.startedBy ?? ''}</td>
-          <td class="reason">${op.reason ?? ''}</td>
-          <td class="waiting">${ENDED.includes(op.state) ? '' : html`<div class="eta">${operationEta(op)}</div>`}<${Waiting} op=${op} /></td>
+          <td class="time">
+            <div>${when(op.startedAt)}</div>
+            ${op.finishedAt && html`<div>→ ${sameDay(op.startedAt, op.finishedAt) ? when(op.finishedAt).slice(11) : when(op.finishedAt)}</div>`}
+          </td>
+          <td class="who">
+            <div class="actor">${op.startedBy ?? ''}</div>
+            <div class="reason">${op.reason ?? ''}</div>
+          </td>
+          <td class="waiting">
+            ${ENDED.includes(op.state) || op.stalled ? null : html`<div class="eta">${operationEta(op)}</div>`}<${Waiting} op=${op} /><${AbandonedSteps}
+              op=${op}
+            />
+          </td>
           ${
             mayOperate &&
             html`<td class="actions">
