@@ -7,7 +7,7 @@
  */
 import type { Page } from 'playwright-core';
 
-export const NOW = '2026-01-15T09:30:00.000Z';
+const NOW = '2026-01-15T09:30:00.000Z';
 
 /** Fixed ids, as different in their first eight characters (what the table shows) as real ones are. */
 const OP = (n: number) => `${(0x3b1e5c7a + n * 0x1f3a29).toString(16).slice(-8)}-4d2f-4e61-9a3b-0000000000${String(n).padStart(2, '0')}`;
@@ -227,7 +227,7 @@ const FIFTY_NODES = Array.from({ length: 50 }, (_, i) => {
 export type FixtureSize = 4 | 50;
 type Scope = 'ADMIN' | 'VIEWER';
 
-export function dashboardAnswer(size: FixtureSize, scope: Scope = 'ADMIN') {
+function dashboardAnswer(size: FixtureSize, scope: Scope = 'ADMIN') {
   return {
     data: {
       caller: { name: scope === 'ADMIN' ? 'alice' : 'wall-screen', scope },
