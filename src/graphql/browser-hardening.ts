@@ -13,13 +13,14 @@ import type { Plugin } from 'graphql-yoga';
  * workers from blob: URLs. The dashboard allows neither.
  */
 export function securityHeaders(html: string, editor = false): Record<string, string> {
-  let last = memo;
-  if (last?.html !== html) memo = last = { html, headers: compute(html, editor) };
+  const page = editor ? 'graphiql' : 'dashboard';
+  let last = memo[page];
+  if (last?.html !== html) memo[page] = last = { html, headers: compute(html, editor) };
   return last.headers;
 }
 
-/** GraphiQL's page is 9 MB and the same at every request: hashed once. */
-let memo: { html: string; headers: Record<string, string> } | undefined;
+/** GraphiQL's page is 9 MB and the same at every request: hashed once (one slot a page). */
+const memo: Partial<Record<'graphiql' | 'dashboard', { html: string; headers: Record<string, string> }>> = {};
 
 function compute(html: string, editor: boolean): Record<string, string> {
   const hashes = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => `'sha256-${createHash('sha256').update(m[1]!).digest('base64')}'`);
