@@ -8,6 +8,7 @@ import type { DatabaseAvailability } from '../store/database-availability.ts';
 import type { Logger } from '../logger.ts';
 import { createContext, type AppServices, type GraphQLContext } from './context.ts';
 import { toTypedError } from './map-backend-error.ts';
+import { useBrowserHardening } from './browser-hardening.ts';
 import { useAliasLimit } from './plugins/use-alias-limit.ts';
 import { useCompiledQueries } from './plugins/use-compiled-queries.ts';
 import { useCostLimit } from './plugins/use-cost-limit.ts';
@@ -101,6 +102,7 @@ export function createGraphQLHandler(services: AppServices, log: Logger, { limit
       useNoOriginalErrors(),
       useHttpStatus(),
       useCompiledQueries(),
+      useBrowserHardening(),
     ],
     logging: {
       debug: (...args) => log.debug({ args }, 'graphql'),

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
+import { securityHeaders } from '../graphql/browser-hardening.ts';
 import { projectPath } from '../project-root.ts';
 import type { Handler } from './router.ts';
 
@@ -26,7 +27,8 @@ export function dashboardFile(path: string): Handler {
       res.end('The dashboard is not built: run `npm run build` (npm install does it). GraphiQL is at /graphql.\n');
       return;
     }
-    res.writeHead(200, { 'content-type': type, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });
+    const page = type.startsWith('text/html') ? securityHeaders(body.toString('utf8')) : {};
+    res.writeHead(200, { 'content-type': type, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', ...page });
     res.end(body);
   };
 }

@@ -11,8 +11,20 @@ export const token = {
   clear: () => sessionStorage.removeItem(TOKEN_KEY),
 };
 
-/** The gateway wants a token (authentication is on and none, or a bad one, was given). */
+/**
+ * The gateway wants a token: authentication is on and none was given, or the one given is
+ * wrong, revoked or expired. `message` is the gateway's, which says which (issue 31, point 4).
+ */
 export class NeedsToken extends Error {}
+
+/** What the token prompt says: which of missing, wrong, revoked or expired, in a sentence. */
+export function tokenProblem(e: NeedsToken): string {
+  const m = e.message;
+  if (/revoked|deleted/.test(m)) return `This token has been revoked (${m}): paste another.`;
+  if (/expired/.test(m)) return `This token has expired (${m}): paste another.`;
+  if (token.get()) return `This token is not valid, wrong or mistyped (${m}): paste another.`;
+  return 'Authentication is on: paste an API token.';
+}
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- results are read as the documents select them
 export async function gql<T = any>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
@@ -23,7 +35,8 @@ export async function gql<T = any>(query: string, variables: Record<string, unkn
     body: JSON.stringify({ query, variables }),
   });
   const body = (await res.json().catch(() => ({}))) as { data?: T; errors?: { message: string; extensions?: { code?: string } }[] };
-  if (res.status === 401 || body.errors?.some((e) => e.extensions?.code === 'UNAUTHENTICATED')) throw new NeedsToken();
+  const refused = body.errors?.find((e) => e.extensions?.code === 'UNAUTHENTICATED');
+  if (res.status === 401 || refused) throw new NeedsToken(refused?.message ?? 'authentication required');
   if (body.errors?.length) throw new Error(body.errors.map((e) => e.message).join('; '));
   return body.data as T;
 }
@@ -32,11 +45,19 @@ export async function gql<T = any>(query: string, variables: Record<string, unkn
  * rollout:W1: the event log, live over graphql-ws. When the socket drops, it connects
  * again and resumes after the last `seq` seen, so no change is missed.
  */
-export function followEvents(onEvent: (seq: number) => void, onStatus: (live: boolean) => void): () => void {
+export function followEvents(onEvent: (seq: number) => void, onStatus: (live: boolean) => void, onRefused: (e: NeedsToken) => void): () => void {
   let after: number | null = null;
   let client: Client | null = null;
   let stopped = false;
   let retry: ReturnType<typeof setTimeout> | undefined;
+  // dispose() waits for a connection under way, and rejects with its close event when the
+  // gateway refuses it: expected here, never an uncaught error (issue 31, point 4).
+  const dispose = () => Promise.resolve(client?.dispose()).catch(() => {});
+  const stop = () => {
+    stopped = true;
+    clearTimeout(retry);
+    void dispose();
+  };
   const connect = () => {
     if (stopped) return;
     const t = token.get();
@@ -46,16 +67,26 @@ export function followEvents(onEvent: (seq: number) => void, onStatus: (live: bo
       connectionParams: t ? { authorization: `Bearer ${t}` } : {},
       on: { connected: () => onStatus(true) },
     });
-    const again = () => {
+    const again = (error?: unknown) => {
+      // The gateway refused the token (close 4403), or ended the subscription when the token was revoked or expired: no retry, the prompt says why.
+      const refusal = refusalOf(error);
+      if (refusal) {
+        stop();
+        onStatus(false);
+        onRefused(refusal);
+        return;
+      }
       onStatus(false);
-      void client?.dispose();
+      void dispose();
       clearTimeout(retry);
       retry = setTimeout(connect, 1000);
     };
     client.subscribe<{ eventLog: { seq: number } }>(
       { query: WEB_DOCUMENTS.events, variables: after === null ? {} : { after } },
       {
-        next: ({ data }) => {
+        next: ({ data, errors }) => {
+          const refused = errors?.find((e) => e.extensions?.code === 'UNAUTHENTICATED');
+          if (refused) return again(new NeedsToken(refused.message));
           if (!data) return;
           after = data.eventLog.seq;
           onEvent(after);
@@ -66,9 +97,13 @@ export function followEvents(onEvent: (seq: number) => void, onStatus: (live: bo
     );
   };
   connect();
-  return () => {
-    stopped = true;
-    clearTimeout(retry);
-    void client?.dispose();
-  };
+  return stop;
+}
+
+/** A close event or error that says the token was refused, as a NeedsToken; else null. */
+function refusalOf(error: unknown): NeedsToken | null {
+  if (error instanceof NeedsToken) return error;
+  const close = error as { code?: number; reason?: string } | undefined;
+  if (close && (close.code === 4403 || close.code === 4401)) return new NeedsToken(close.reason || 'authentication required');
+  return null;
 }

@@ -7,7 +7,8 @@
 import { h, render } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { html } from 'htm/preact';
-import { followEvents, gql, NeedsToken, token } from './api.ts';
+import { followEvents, gql, NeedsToken, token, tokenProblem } from './api.ts';
+import { formatDuration } from '../domain/durations.ts';
 import { operationEta, WEB_DOCUMENTS as D } from './documents.ts';
 
 type Message = { kind: 'ok' | 'error'; text: string; details?: string[] };
@@ -44,14 +45,67 @@ function describeResult(result: any): Message {
   return { kind: 'error', text: `${result.code}: ${result.message}`, details: (result.blockers ?? []).map((b: any) => `${b.id}: ${b.reasons.join('; ')}`) };
 }
 
+/**
+ * What an operation's state reads as (issue 31, point 2): each its own word and colour, so
+ * they differ without colour too. A RUNNING operation with a stalled step reads STALLED; a
+ * CANCELLED one that a forced cancel ended (error FORCED) reads FORCED.
+ */
+function shownState(op: any): string {
+  if (op.state === 'RUNNING' && op.stalled) return 'STALLED';
+  if (op.state === 'CANCELLED' && op.error === 'FORCED') return 'FORCED';
+  return op.state;
+}
+
+const STATE_LABELS: Record<string, string> = {
+  RUNNING: '▶ running',
+  STALLED: '⚠ stalled',
+  PAUSED: '❚❚ paused',
+  CANCELLING: '■ cancelling',
+  SUCCEEDED: '✓ succeeded',
+  CANCELLED: '■ cancelled',
+  FORCED: '⚠ forced',
+  FAILED: '✗ failed',
+};
+
+/** Done work fills the bar in the state's colour; what failed or was abandoned shows apart, at its end. */
 function Progress({ op }: { op: any }) {
   const c = op.counts;
-  const done = c.moved + c.stopped + c.skipped + c.failed + c.abandoned;
-  const pct = c.total ? Math.round((100 * done) / c.total) : ENDED.includes(op.state) ? 100 : 0;
-  return html`<div class="progress" title=${`${done}/${c.total}`}>
-    <div class="bar" style=${`width:${pct}%`}></div>
+  const lost = c.failed + c.abandoned;
+  const done = c.moved + c.stopped + c.skipped + lost;
+  const share = (n: number) => (c.total ? Math.round((100 * n) / c.total) : 0);
+  // A full bar means done: only a SUCCEEDED operation with nothing to do shows one for 0/0.
+  const ok = c.total ? share(done - lost) : op.state === 'SUCCEEDED' ? 100 : 0;
+  return html`<div class=${`progress ${shownState(op)}`} title=${`${done}/${c.total}${lost ? `, ${c.failed} failed, ${c.abandoned} abandoned` : ''}`}>
+    <div class="bar" style=${`width:${ok}%`}></div>
+    ${lost ? html`<div class="bar lost" style=${`width:${share(lost)}%`}></div>` : null}
     <span>${done}/${c.total}</span>
   </div>`;
+}
+
+/** UTC, to the second: the same on every screen of a shift. */
+function when(iso: string | null | undefined): string {
+  return iso ? iso.slice(0, 19).replace('T', ' ') : '';
+}
+
+const sameDay = (a: string, b: string) => a.slice(0, 10) === b.slice(0, 10);
+
+/** The waiting-on cell: a failure says what failed, a stall says what and since when, else what it waits on. */
+function Waiting({ op }: { op: any }) {
+  if (op.state === 'FAILED') return html`<span class="failure">failed: ${op.error ?? 'no reason recorded'}</span>`;
+  if (ENDED.includes(op.state)) return null;
+  const stalled = op.waitingOn?.stalled ?? [];
+  if (op.stalled && stalled.length) {
+    return html`<div class="stall" role="alert">
+      ${stalled.map(
+        (s: any) =>
+          html`<div data-stalled=${s.workloadId}>
+            stalled: ${s.workloadKind} ${s.workloadId} ${s.action.toLowerCase()} since ${when(s.since)} UTC (expected ${formatDuration(s.expectedSeconds)}, over
+            by ${formatDuration(s.overSeconds)})
+          </div>`,
+      )}
+    </div>`;
+  }
+  return html`${op.waitingOn?.description ?? ''}`;
 }
 
 function Preview({ preview }: { preview: any }) {
@@ -214,20 +268,54 @@ function RolloutForm({ nodes, ask }: { nodes: any[]; ask: (p: Pending) => void }
   </details>`;
 }
 
+const PAGE_SIZE = 20;
+const STATE_FILTERS = ['RUNNING', 'PAUSED', 'CANCELLING', 'SUCCEEDED', 'CANCELLED', 'FAILED'];
+const KIND_FILTERS = ['DRAIN', 'FILL', 'MAINTENANCE', 'ROLLOUT', 'MIGRATE', 'FAILOVER', 'DELETE'];
+
+interface OpsQuery {
+  state: string;
+  kind: string;
+  nodeId: string;
+  /** The page: after a cursor (older) or before one (newer); neither: the newest. */
+  after?: string;
+  before?: string;
+}
+
+function opsVariables(q: OpsQuery): Record<string, unknown> {
+  return {
+    ...(q.before ? { last: PAGE_SIZE, before: q.before } : { first: PAGE_SIZE, ...(q.after && { after: q.after }) }),
+    ...(q.state && { states: [q.state] }),
+    ...(q.kind && { kind: q.kind }),
+    ...(q.nodeId && { nodeId: q.nodeId }),
+  };
+}
+
+/** The operation a `#operation=<id>` link opens. */
+const linkedOperation = () => new URLSearchParams(location.hash.slice(1)).get('operation');
+
 function App() {
   const [data, setData] = useState<any>(null);
   const [live, setLive] = useState(false);
-  const [needsToken, setNeedsToken] = useState(false);
+  /** Non-null: the token prompt is shown, with this sentence (issue 31, point 4). */
+  const [tokenPrompt, setTokenPrompt] = useState<string | null>(null);
   const [message, setMessage] = useState<Message | null>(null);
   const [pending, setPending] = useState<Pending | null>(null);
+  const [opsQuery, setOpsQuery] = useState<OpsQuery>({ state: '', kind: '', nodeId: '' });
+  const [opened, setOpened] = useState<string | null>(linkedOperation());
   const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  const query = useRef(opsQuery);
+  query.current = opsQuery;
 
+  const refused = useCallback((e: NeedsToken) => {
+    setTokenPrompt(tokenProblem(e));
+    token.clear();
+    setData(null);
+  }, []);
   const load = useCallback(async () => {
     try {
-      setData(await gql(D.dashboard));
-      setNeedsToken(false);
+      setData(await gql(D.dashboard, opsVariables(query.current)));
     } catch (e) {
-      if (e instanceof NeedsToken) setNeedsToken(true);
+      if (e instanceof NeedsToken) refused(e);
       else setMessage({ kind: 'error', text: (e as Error).message });
     }
   }, []);
@@ -240,13 +328,22 @@ function App() {
   }, [load]);
 
   useEffect(() => {
-    void load();
-    if (needsToken) return undefined;
-    return followEvents(reloadSoon, (up) => {
-      setLive(up);
-      if (up) reloadSoon();
-    });
-  }, [needsToken]);
+    const follow = () => setOpened(linkedOperation());
+    addEventListener('hashchange', follow);
+    return () => removeEventListener('hashchange', follow);
+  }, []);
+  useEffect(() => void load(), [opsQuery]);
+  useEffect(() => {
+    if (tokenPrompt !== null) return undefined;
+    return followEvents(
+      reloadSoon,
+      (up) => {
+        setLive(up);
+        if (up) reloadSoon();
+      },
+      refused,
+    );
+  }, [tokenPrompt]);
 
   const act = (title: string, preview: any, run: Pending['run'], forceOption?: ForceOption) =>
     setPending({ title, preview, run, ...(forceOption && { forceOption }) });
@@ -255,20 +352,17 @@ function App() {
   const callForce = (doc: string, vars: Record<string, unknown>) => async (reason: string, force: boolean) =>
     (await gql(doc, { ...vars, force, reason: reason || null })).result;
 
-  if (needsToken) {
+  if (tokenPrompt !== null) {
     return html`<main>
       <h1>Lockkeeper</h1>
-      <form
-        class="token"
-        onSubmit=${(e: Event) => {
-          e.preventDefault();
-          token.set(((e.currentTarget as HTMLFormElement).elements.namedItem('token') as HTMLInputElement).value.trim());
-          setNeedsToken(false);
+      <${TokenForm}
+        key=${tokenPrompt}
+        problem=${tokenPrompt}
+        onAccepted=${() => {
+          setTokenPrompt(null);
+          void load();
         }}
-      >
-        <p>Authentication is on: paste an API token (kept in this tab only).</p>
-        <input name="token" type="password" placeholder="lk_…" /><button class="primary">Use token</button>
-      </form>
+      />
     </main>`;
   }
   if (!data)
@@ -280,12 +374,18 @@ function App() {
 
   const nodes = data.nodes.edges.map((e: any) => e.node);
   const ops = data.operations.edges.map((e: any) => e.node);
+  const page = data.operations.pageInfo;
   const zones = [...new Set(nodes.map((n: any) => n.zone ?? '(no zone)'))] as string[];
+  // Buttons follow the token's scope (issue 31, point 3): a viewer is offered none.
+  const mayOperate = data.caller.scope !== 'VIEWER';
+  const filter = (k: keyof OpsQuery) => (e: any) => setOpsQuery({ ...opsQuery, [k]: e.currentTarget.value, after: undefined, before: undefined });
   return html`<main>
     <header>
       <h1>Lockkeeper</h1>
       <span class=${live ? 'live' : 'offline'}>${live ? '● live' : '○ reconnecting…'}</span>
-      <a href="/graphql">GraphiQL</a>${token.get() && html`<button onClick=${() => (token.clear(), setNeedsToken(true))}>Forget token</button>`}
+      <span class="caller" data-scope=${data.caller.scope}>${data.caller.name} (${data.caller.scope.toLowerCase()})</span>
+      <a href="/graphql">GraphiQL</a
+      >${token.get() && html`<button onClick=${() => (token.clear(), setTokenPrompt(tokenProblem(new NeedsToken(''))))}>Forget token</button>`}
     </header>
     ${message && html`<div class=${`message ${message.kind}`} role="status">${message.text}${message.details?.map((d) => html`<div>${d}</div>`)}<button onClick=${() => setMessage(null)}>×</button></div>`}
     ${pending && html`<${Confirm} pending=${pending} onDone=${setMessage} onClose=${() => setPending(null)} />`}
@@ -295,7 +395,7 @@ function App() {
         (zone) =>
           html`<section class="zone">
             <h3>${zone}</h3>
-            <table>
+            <table class="nodes">
               <tr>
                 <th>node</th>
                 <th>availability</th>
@@ -303,27 +403,38 @@ function App() {
                 <th>maintenance</th>
                 <th>operation</th>
                 <th>safe to restart</th>
-                <th></th>
+                ${mayOperate && html`<th></th>`}
               </tr>
               ${nodes
                 .filter((n: any) => (n.zone ?? '(no zone)') === zone)
-                .map(
-                  (n: any) =>
-                    html`<tr data-node=${n.id}>
-                      <td>${n.name}${n.cordoned ? html` <span class="tag">cordoned</span>` : null}</td>
-                      <td class=${n.availability === 'ACTIVE' ? 'ok' : 'warn'}>${n.availability}</td>
-                      <td>${n.schedulingPolicy}</td>
-                      <td>${n.maintenancePhase ?? ''}</td>
-                      <td>${n.operation ? `${n.operation.kind} ${n.operation.state}` : ''}</td>
-                      <td class=${n.safeToRestart ? 'ok' : 'warn'} data-safe=${String(n.safeToRestart)} title=${remainingTitle(n.remainingWorkloads)}>
-                        ${n.safeToRestart ? 'yes' : `no: ${n.remainingWorkloads.length} remain`}
-                      </td>
-                      <td class="actions">
-                        <button
-                          onClick=${async () => act(`Maintenance of ${n.name}`, { maintenance: (await gql(D.maintenancePlan, { nodeId: n.id })).maintenancePlan }, call(D.enableMaintenanceMode, { nodeId: n.id }))}
-                        >
-                          Maintenance…
-                        </button>
+                .map((n: any) => {
+                  const running = n.operation && !ENDED.includes(n.operation.state) ? n.operation : null;
+                  return html`<tr data-node=${n.id}>
+                    <td class="name">${n.name}${n.cordoned ? html` <span class="tag">cordoned</span>` : null}</td>
+                    <td class=${n.availability === 'ACTIVE' ? 'ok' : 'warn'}>${n.availability}</td>
+                    <td>${n.schedulingPolicy}</td>
+                    <td>${n.maintenancePhase ?? ''}</td>
+                    <td>${n.operation ? `${n.operation.kind} ${n.operation.state}` : ''}</td>
+                    <td class=${n.safeToRestart ? 'ok' : 'warn'} data-safe=${String(n.safeToRestart)} title=${remainingTitle(n.remainingWorkloads)}>
+                      ${n.safeToRestart ? 'yes' : `no: ${n.remainingWorkloads.length} remain`}
+                    </td>
+                    ${
+                      mayOperate &&
+                      html`<td class="actions">
+                        ${
+                          !running &&
+                          !n.maintenancePhase &&
+                          html`<button
+                            onClick=${async () =>
+                              act(
+                                `Maintenance of ${n.name}`,
+                                { maintenance: (await gql(D.maintenancePlan, { nodeId: n.id })).maintenancePlan },
+                                call(D.enableMaintenanceMode, { nodeId: n.id }),
+                              )}
+                          >
+                            Maintenance…
+                          </button>`
+                        }
                         ${
                           n.maintenancePhase &&
                           html`<button
@@ -338,72 +449,119 @@ function App() {
                             Disable…
                           </button>`
                         }
-                        <button
-                          onClick=${async () => {
-                            const plan = await gql(D.rolloutPlan, { input: { nodes: [n.id], action: 'DRAIN_FILL' } }).catch(() => null);
-                            act(
-                              `Drain ${n.name}`,
-                              plan ? { rollout: plan.rolloutPlan } : { text: 'Moves the node’s shards to their warm secondaries.' },
-                              call(D.startNodeDrain, { nodeId: n.id }),
-                            );
-                          }}
-                        >
-                          Drain…
-                        </button>
-                        <button
-                          onClick=${() => act(`Fill ${n.name}`, { text: 'Promotes the node’s secondaries back, up to its fair share.' }, call(D.startNodeFill, { nodeId: n.id }))}
-                        >
-                          Fill…
-                        </button>
                         ${
-                          n.operation &&
-                          (n.operation.kind === 'DRAIN' || n.operation.kind === 'FILL') &&
+                          !running &&
+                          !n.maintenancePhase &&
+                          html`<button
+                              onClick=${async () => {
+                                const plan = await gql(D.rolloutPlan, { input: { nodes: [n.id], action: 'DRAIN_FILL' } }).catch(() => null);
+                                act(
+                                  `Drain ${n.name}`,
+                                  plan ? { rollout: plan.rolloutPlan } : { text: 'Moves the node’s shards to their warm secondaries.' },
+                                  call(D.startNodeDrain, { nodeId: n.id }),
+                                );
+                              }}
+                            >
+                              Drain…
+                            </button>
+                            <button
+                              onClick=${() => act(`Fill ${n.name}`, { text: 'Promotes the node’s secondaries back, up to its fair share.' }, call(D.startNodeFill, { nodeId: n.id }))}
+                            >
+                              Fill…
+                            </button>`
+                        }
+                        ${
+                          running &&
+                          (running.kind === 'DRAIN' || running.kind === 'FILL') &&
                           html`<button
                             onClick=${() =>
                               act(
-                                `Cancel the ${n.operation.kind.toLowerCase()} of ${n.name}`,
+                                `Cancel the ${running.kind.toLowerCase()} of ${n.name}`,
                                 { text: 'Moves in flight finish; nothing new starts.' },
-                                callForce(n.operation.kind === 'DRAIN' ? D.cancelNodeDrain : D.cancelNodeFill, { nodeId: n.id }),
+                                callForce(running.kind === 'DRAIN' ? D.cancelNodeDrain : D.cancelNodeFill, { nodeId: n.id }),
                                 FORCE_CANCEL,
                               )}
                           >
                             Cancel…
                           </button>`
                         }
-                      </td>
-                    </tr>`,
-                )}
+                      </td>`
+                    }
+                  </tr>`;
+                })}
             </table>
           </section>`,
       )}
     </div>
-    <${RolloutForm} nodes=${nodes} ask=${setPending} />
-    <h2>Operations</h2>
+    ${mayOperate && html`<${RolloutForm} nodes=${nodes} ask=${setPending} />`}
+    <h2>Operations <span class="count">${data.operations.totalCount}</span></h2>
+    <div class="filters row">
+      <label
+        >state
+        <select name="state" value=${opsQuery.state} onChange=${filter('state')}>
+          <option value="">any</option>
+          ${STATE_FILTERS.map((s) => html`<option>${s}</option>`)}
+        </select></label
+      >
+      <label
+        >kind
+        <select name="kind" value=${opsQuery.kind} onChange=${filter('kind')}>
+          <option value="">any</option>
+          ${KIND_FILTERS.map((k) => html`<option>${k}</option>`)}
+        </select></label
+      >
+      <label
+        >node
+        <select name="node" value=${opsQuery.nodeId} onChange=${filter('nodeId')}>
+          <option value="">any</option>
+          ${nodes.map((n: any) => html`<option value=${n.id}>${n.name}</option>`)}
+        </select></label
+      >
+      <button disabled=${!page.hasPreviousPage} onClick=${() => setOpsQuery({ ...opsQuery, after: undefined, before: page.startCursor })}>← Newer</button>
+      <button disabled=${!page.hasNextPage} onClick=${() => setOpsQuery({ ...opsQuery, before: undefined, after: page.endCursor })}>Older →</button>
+    </div>
     <table class="ops">
       <tr>
+        <th>id</th>
         <th>kind</th>
         <th>node</th>
         <th>state</th>
         <th>progress</th>
-        <th>ETA</th>
-        <th>waiting on</th>
-        <th></th>
+        <th>started → ended (UTC)</th>
+        <th>by, reason</th>
+        <th>ETA / waiting on</th>
+        ${mayOperate && html`<th></th>`}
       </tr>
-      ${ops.map(
-        (op: any) =>
-          html`<tr data-operation=${op.id} data-kind=${op.kind} data-state=${op.state}>
-            <td>${op.kind}${op.rollout?.currentWave ? ` (wave ${op.rollout.currentWave})` : ''}</td>
-            <td>${op.nodeId ?? op.rollout?.nodes.map((x: any) => x.nodeId).join(', ')}</td>
-            <td class=${`state ${op.state}`}>
-              ${op.state}${op.error ? ` (${op.error})` : ''}${op.counts.abandoned ? html` <span class="tag warn" data-abandoned=${op.counts.abandoned}>${op.counts.abandoned} abandoned</span>` : null}
-              <${AbandonedSteps} op=${op} />
-            </td>
-            <td><${Progress} op=${op} /></td>
-            <td>${ENDED.includes(op.state) ? '' : operationEta(op)}</td>
-            <td class="waiting">${op.waitingOn?.description ?? ''}</td>
-            <td class="actions">
+      ${ops.map((op: any) => {
+        const shown = shownState(op);
+        return html`<tr data-operation=${op.id} data-kind=${op.kind} data-state=${op.state} data-shown=${shown}>
+          <td class="id"><a href=${`#operation=${op.id}`} title=${op.id}>${op.id.slice(0, 8)}</a></td>
+          <td>${op.kind}${op.rollout?.currentWave ? ` (wave ${op.rollout.currentWave})` : ''}</td>
+          <td>${op.nodeId ?? op.rollout?.nodes.map((x: any) => x.nodeId).join(', ')}</td>
+          <td class=${`state ${shown}`}>
+            <span class="label">${STATE_LABELS[shown] ?? shown}</span>${op.error && op.state !== 'FAILED' && op.error !== 'FORCED' ? ` (${op.error})` : ''}${
+              op.counts.abandoned ? html` <span class="tag warn" data-abandoned=${op.counts.abandoned}>${op.counts.abandoned} abandoned</span>` : null
+            }
+          </td>
+          <td><${Progress} op=${op} /></td>
+          <td class="time">
+            <div>${when(op.startedAt)}</div>
+            ${op.finishedAt && html`<div>→ ${sameDay(op.startedAt, op.finishedAt) ? when(op.finishedAt).slice(11) : when(op.finishedAt)}</div>`}
+          </td>
+          <td class="who">
+            <div class="actor">${op.startedBy ?? ''}</div>
+            <div class="reason">${op.reason ?? ''}</div>
+          </td>
+          <td class="waiting">
+            ${ENDED.includes(op.state) || op.stalled ? null : html`<div class="eta">${operationEta(op)}</div>`}<${Waiting} op=${op} /><${AbandonedSteps}
+              op=${op}
+            />
+          </td>
+          ${
+            mayOperate &&
+            html`<td class="actions">
               ${
-                op.kind === 'ROLLOUT' && !ENDED.includes(op.state)
+                op.kind === 'ROLLOUT' && !ENDED.includes(op.state) && op.state !== 'CANCELLING'
                   ? html`${op.state === 'RUNNING' && html`<button onClick=${() => act('Pause the rollout', { text: 'No new node starts; the nodes in flight go on.' }, call(D.pauseRollout, { id: op.id }))}>Pause…</button>`}
                       ${op.state === 'PAUSED' && html`<button onClick=${() => act('Resume the rollout', { text: op.waitingOn?.description ?? '' }, call(D.resumeRollout, { id: op.id }))}>Resume…</button>`}
                       ${op.rollout.nodes
@@ -423,11 +581,95 @@ function App() {
                       </button>`
                   : null
               }
-            </td>
+            </td>`
+          }
+        </tr>`;
+      })}
+    </table>
+    ${opened && html`<${OperationDetails} id=${opened} />`}
+  </main>`;
+}
+
+/** The prompt: the token is tried before the prompt goes, so a refused one keeps it, with the reason. */
+function TokenForm({ problem, onAccepted }: { problem: string; onAccepted: () => void }) {
+  const [said, setSaid] = useState(problem);
+  const [busy, setBusy] = useState(false);
+  return html`<form
+    class="token"
+    onSubmit=${async (e: Event) => {
+      e.preventDefault();
+      const value = ((e.currentTarget as HTMLFormElement).elements.namedItem('token') as HTMLInputElement).value.trim();
+      setBusy(true);
+      token.set(value);
+      try {
+        await gql(D.caller);
+        onAccepted();
+      } catch (err) {
+        setSaid(err instanceof NeedsToken ? tokenProblem(err) : (err as Error).message);
+        token.clear();
+      } finally {
+        setBusy(false);
+      }
+    }}
+  >
+    <p class=${said.startsWith('Authentication is on') ? 'prompt' : 'prompt message error'} role="alert">${said}</p>
+    <p>The token is kept in this tab only.</p>
+    <input name="token" type="password" placeholder="lk_…" /><button class="primary" disabled=${busy}>Use token</button>
+  </form>`;
+}
+
+/** An operation's events and the audit rows of its node while it ran (`#operation=<id>`). */
+function OperationDetails({ id }: { id: string }) {
+  const [details, setDetails] = useState<any>(null);
+  useEffect(() => {
+    let current = true;
+    void (async () => {
+      const first = await gql(D.operationDetails, { id });
+      const op = first.operation;
+      if (op.__typename !== 'Operation') return current && setDetails({ op });
+      // Audit rows carry no operation id: those of its node from its start to its end (inclusive).
+      const to = op.finishedAt ? new Date(Date.parse(op.finishedAt) + 1000).toISOString() : null;
+      const full = await gql(D.operationDetails, { id, nodeId: op.nodeId, from: op.startedAt.slice(0, 19) + 'Z', to });
+      if (current) setDetails({ op, events: full.eventLog.events, audit: full.auditLog.edges.map((e: any) => e.node) });
+    })().catch((e) => current && setDetails({ op: { message: (e as Error).message } }));
+    return () => {
+      current = false;
+    };
+  }, [id]);
+  if (!details) return html`<section class="details"><p>Loading ${id}…</p></section>`;
+  const { op } = details;
+  if (!details.events) return html`<section class="details"><p class="error">${op.code ?? ''} ${op.message}</p></section>`;
+  return html`<section class="details" data-details=${op.id}>
+    <h2>${op.kind} ${op.id} <a href="#">close</a></h2>
+    <p>
+      ${op.state}${op.error ? ` (${op.error})` : ''}, started ${when(op.startedAt)} UTC by
+      ${op.startedBy ?? '?'}${op.finishedAt ? `, ended ${when(op.finishedAt)} UTC` : ''}${op.reason ? `: ${op.reason}` : ''}
+    </p>
+    <h3>Events</h3>
+    <table class="events">
+      ${details.events.map(
+        (e: any) =>
+          html`<tr data-seq=${e.seq}>
+            <td class="time">${when(e.at)}</td>
+            <td>${e.type}</td>
+            <td class="payload">${JSON.stringify(e.payload)}</td>
           </tr>`,
       )}
     </table>
-  </main>`;
+    <h3>Audit</h3>
+    <table class="audit">
+      ${details.audit.map(
+        (a: any) =>
+          html`<tr data-audit=${a.id}>
+            <td class="time">${when(a.at)}</td>
+            <td>${a.actor}</td>
+            <td>${a.action}</td>
+            <td>${a.outcome}</td>
+            <td>${a.reason ?? ''}</td>
+          </tr>`,
+      )}
+    </table>
+  </section>`;
 }
 
 render(h(App, {}), document.getElementById('app')!);

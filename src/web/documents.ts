@@ -11,14 +11,24 @@ const ERROR = `... on Error { code message } ... on PreconditionFailedError { re
 const OPERATION = `__typename ... on Operation { id kind nodeId state } ${ERROR}`;
 
 export const WEB_DOCUMENTS = {
-  dashboard: `query Dashboard { nodes(first: 1000) { edges { node {
+  dashboard: `query Dashboard($first: Int, $after: String, $last: Int, $before: String, $states: [OperationState!], $kind: OperationKind, $nodeId: ID) {
+    caller { name scope }
+    nodes(first: 1000) { edges { node {
       id name zone roles availability cordoned schedulingPolicy maintenancePhase operation { id kind state }
       safeToRestart remainingWorkloads { kind id reason } } } }
-    operations(first: 25) { edges { node {
-      id kind nodeId state reason error createdAt etaSeconds etaUnknownReason etaOverdueSeconds stalled
-      counts { planned moving moved stopped skipped failed abandoned total } waitingOn { description }
+    operations(first: $first, after: $after, last: $last, before: $before, states: $states, kind: $kind, nodeId: $nodeId) {
+      totalCount pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+      edges { node {
+      id kind nodeId state reason error createdAt startedAt finishedAt startedBy etaSeconds etaUnknownReason etaOverdueSeconds stalled
+      counts { planned moving moved stopped skipped failed abandoned total } waitingOn { description since stalled { workloadKind workloadId action since expectedSeconds overSeconds } }
       abandonedSteps: steps(first: 20, states: [ABANDONED]) { edges { node { workloadKind workloadId action error recheck { settled nodeId description } } } }
       rollout { currentWave nodesDone nodesTotal settings { action restart maxUnavailable } nodes { nodeId phase wave } } } } } }`,
+  /** An operation's own page: its events, and the audit rows of its node while it ran (audit rows carry no operation id). */
+  operationDetails: `query OperationDetails($id: ID!, $nodeId: ID, $from: DateTime, $to: DateTime) {
+    operation(id: $id) { __typename ... on Operation { id kind nodeId state reason error startedAt finishedAt startedBy } ... on Error { code message } }
+    eventLog(operationId: $id, first: 500) { events { seq at type nodeId payload } hasMore }
+    auditLog(first: 100, nodeId: $nodeId, from: $from, to: $to) { edges { node { id at actor action reason outcome arguments } } } }`,
+  caller: `query Caller { caller { name scope } }`,
   events: `subscription Events($after: Int) { eventLog(after: $after) { seq type nodeId operationId } }`,
   maintenancePlan: `query MaintenancePlan($nodeId: ID!, $force: Boolean) { maintenancePlan(nodeId: $nodeId, force: $force) {
     accepted refusals { code message blockers { id reasons } } warnings vms { vmId action targetNodeId restart } shards { shardId action toNodeId skipReason } } }`,

@@ -32,6 +32,16 @@ async function rest(base: string, method: string, path: string, token?: string |
 }
 
 describe('tokens', () => {
+  it('caller names the calling token and its scope (the dashboard offers actions by it, issue 31 point 3); unauthenticated is refused', async () => {
+    s = await startSecuredServer();
+    for (const scope of ['viewer', 'operator', 'admin'] as const) {
+      const res = await s.gql('{ caller { name scope } }', { token: s.tokens[scope] });
+      expect(res.body).toEqual({ data: { caller: { name: `test-${scope}`, scope: scope.toUpperCase() } } });
+    }
+    const none = await s.gql('{ caller { name scope } }');
+    expect(none.status).toBe(401);
+  });
+
   it('createToken shows the token once; only its SHA-256 is stored; tokens lists name, scope, creator, use, expiry, revocation', async () => {
     s = await startSecuredServer();
     const created = await s.gql(

@@ -83,3 +83,20 @@ builder.queryField('tokens', (t) =>
     resolve: (_, __, ctx) => ctx.auth.store.list(),
   }),
 );
+
+const CallerType = builder.objectRef<{ name: string; scope: Scope }>('Caller').implement({
+  description: 'Who is calling: the dashboard offers only the actions this scope may do (issue 31, point 3).',
+  fields: (t) => ({
+    name: t.exposeString('name', { description: 'The token’s name (the actor of audit rows); `anonymous` with authentication off.' }),
+    scope: t.field({ type: TokenScopeEnum, resolve: (c) => c.scope }),
+  }),
+});
+
+builder.queryField('caller', (t) =>
+  t.field({
+    type: CallerType,
+    description: 'The token this request was made with (any scope).',
+    authScopes: { viewer: true },
+    resolve: (_, __, ctx) => ({ name: ctx.identity.name, scope: ctx.identity.scope ?? 'viewer' }),
+  }),
+);
