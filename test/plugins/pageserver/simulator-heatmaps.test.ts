@@ -9,8 +9,8 @@ import { VirtualClock } from '../../support/virtual-clock.ts';
  */
 
 const KiB = 1024;
-const T0 = Date.UTC(2026, 0, 1);
-const at = (seconds: number) => new Date(T0 + seconds * 1000).toISOString();
+const START_MS = Date.UTC(2026, 0, 1);
+const at = (seconds: number) => new Date(START_MS + seconds * 1000).toISOString();
 
 let fleet: PageserverFleet | undefined;
 afterEach(async () => {
@@ -19,7 +19,7 @@ afterEach(async () => {
 });
 
 async function start(shards: SimShardSpec[], downloadBytesPerSecond?: number) {
-  const clock = new VirtualClock(T0);
+  const clock = new VirtualClock(START_MS);
   fleet = await startPageserverFleet({ nodes: [{ id: 1 }, { id: 2 }], shards, clock, ...(downloadBytesPerSecond !== undefined && { downloadBytesPerSecond }) });
   const call = async (node: number, method: string, path: string, body?: unknown) => {
     const res = await fetch(`${fleet!.sim(node).url}${path}`, {
