@@ -157,7 +157,16 @@ export function buildApp(deps: AppDeps): App {
       )
     : null;
   // The engines act on the backend only while this replica leads (ha:L2).
-  const engineDeps = { ...shared, operations, backend: leaderOnlyBackend(deps.backend, () => leadership.canAct(), () => leadership.authority()), settings: config.operations };
+  const engineDeps = {
+    ...shared,
+    operations,
+    backend: leaderOnlyBackend(
+      deps.backend,
+      () => leadership.canAct(),
+      () => leadership.authority(),
+    ),
+    settings: config.operations,
+  };
   // Constructed in start order: storage policies are loaded before maintenance resumes.
   const storage = new StorageEngine(engineDeps);
   const maintenance = new MaintenanceEngine(engineDeps);

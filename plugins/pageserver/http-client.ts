@@ -139,7 +139,12 @@ export class PageserverHttp {
     const failures: string[] = [];
     // ha:L9: taken once for the call, so that its retries stay under the epoch that issued it.
     const authority = this.config.authority?.();
-    const signals = [this.closing.signal, this.nodeCancel(target.nodeId), ...(options.signal ? [options.signal] : []), ...(authority ? [authority.signal] : [])];
+    const signals = [
+      this.closing.signal,
+      this.nodeCancel(target.nodeId),
+      ...(options.signal ? [options.signal] : []),
+      ...(authority ? [authority.signal] : []),
+    ];
     const stop = AbortSignal.any(signals);
     return retry(
       async (attempt) => {

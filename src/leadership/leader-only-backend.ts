@@ -11,8 +11,7 @@ const NO_READS = /^then$/;
 /** The reads that may reach the cluster: refused under an authority that has ended (a deposed leader's run, ha:L9). */
 const SENDS = /^(list|get)[A-Z]/;
 
-const refusal = (under: LeaseAuthority, property: string) =>
-  new AuthorityLostError(under.tag(), `${property} refused: the epoch that issued it is over`);
+const refusal = (under: LeaseAuthority, property: string) => new AuthorityLostError(under.tag(), `${property} refused: the epoch that issued it is over`);
 
 const partShape = (property: string): PartShape | undefined =>
   Object.hasOwn(BACKEND_PARTS, property) ? BACKEND_PARTS[property as keyof typeof BACKEND_PARTS].shape : undefined;
