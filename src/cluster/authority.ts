@@ -121,6 +121,12 @@ export function underAuthority<T>(authority: LeaseAuthority, fn: () => T): T {
   return issuing.run(authority, fn);
 }
 
+/** `fn`, to be called later (from a queue, a callback), under the authority in force now. */
+export function keepAuthority<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R {
+  const authority = issuing.getStore();
+  return authority ? (...args) => issuing.run(authority, () => fn(...args)) : fn;
+}
+
 /** The authority of the call being served, else `current()` (the replica's authority now). */
 export function issuingAuthority(current: () => LeaseAuthority): LeaseAuthority {
   return issuing.getStore() ?? current();
