@@ -71,9 +71,12 @@ describe('SQLite unavailable (fault injection in the store)', () => {
       { token: admin },
     );
     expect(offline.body.data.simulation.setNodeOnline).toEqual(typed);
-    const slower = await s.gql(`mutation { simulation { setLatencies(input: { migrate: ${before + 1000} }) { __typename ... on UnavailableError { code database } } } }`, {
-      token: admin,
-    });
+    const slower = await s.gql(
+      `mutation { simulation { setLatencies(input: { migrate: ${before + 1000} }) { __typename ... on UnavailableError { code database } } } }`,
+      {
+        token: admin,
+      },
+    );
     expect(slower.body.data.simulation.setLatencies).toEqual(typed);
     // A control without a result union (clearFaults) answers a GraphQL error with the same code, naming the database.
     const clear = await s.gql('mutation { simulation { clearFaults { __typename } } }', { token: admin });
