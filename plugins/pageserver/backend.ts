@@ -153,6 +153,7 @@ export class PageserverBackend implements ClusterBackend {
       log,
       warmup: { timeoutMs: this.config.secondaryWarmupTimeoutMs, requestTimeoutMs: this.config.secondaryDownloadRequestTimeoutMs },
       ...(this.config.mayAct && { mayAct: this.config.mayAct }),
+      ...(this.config.authority && { authority: this.config.authority }),
     };
     this.reconciler = new Reconciler(deps, this.config.backgroundReconcileIntervalMs);
     this.moves = new ShardMoves(deps, this.reconciler, (shard) => this.emit({ type: 'shardChanged', shard: toShard(shard) }));

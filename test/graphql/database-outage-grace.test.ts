@@ -81,7 +81,7 @@ describe('SQLite unavailable (fault injection in the store)', () => {
     // A control without a result union (clearFaults) answers a GraphQL error with the same code, naming the database.
     const clear = await s.gql('mutation { simulation { clearFaults { __typename } } }', { token: admin });
     expect(clear.status).toBe(200);
-    expect(clear.body.errors[0].extensions).toEqual({ code: 'UNAVAILABLE', database: file });
+    expect(clear.body.errors![0]!.extensions).toEqual({ code: 'UNAVAILABLE', database: file });
 
     t.db.faults!.unavailable(false);
     expect(await t.app.database.check()).toBe('up');
