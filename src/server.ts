@@ -138,7 +138,7 @@ export function buildApp(deps: AppDeps): App {
   registerReadinessMetrics(metrics.registry, readiness);
   const eventWakeup = new EventWakeup();
   const store = createRepositories(deps.prisma, deps.hotPath, leaderFence(leadership), () => eventWakeup.notify());
-  const shared = { store, bus, clock, log, observer: metrics.observer, mayAct: () => leadership.canAct() };
+  const shared = { store, bus, clock, log, observer: metrics.observer, mayAct: () => leadership.canAct(), authority: () => leadership.authority() };
   const operations = new OperationCoordinator(shared);
   // What other replicas admit, the leader adopts (ha:R2).
   const admitted = new AdmittedWork(
@@ -157,7 +157,16 @@ export function buildApp(deps: AppDeps): App {
       )
     : null;
   // The engines act on the backend only while this replica leads (ha:L2).
-  const engineDeps = { ...shared, operations, backend: leaderOnlyBackend(deps.backend, () => leadership.canAct()), settings: config.operations };
+  const engineDeps = {
+    ...shared,
+    operations,
+    backend: leaderOnlyBackend(
+      deps.backend,
+      () => leadership.canAct(),
+      () => leadership.authority(),
+    ),
+    settings: config.operations,
+  };
   // Constructed in start order: storage policies are loaded before maintenance resumes.
   const storage = new StorageEngine(engineDeps);
   const maintenance = new MaintenanceEngine(engineDeps);

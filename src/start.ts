@@ -1,3 +1,4 @@
+import { issuingAuthority } from './cluster/authority.ts';
 import { systemClock, type Clock } from './cluster/clock.ts';
 import { loadConfig } from './config/load.ts';
 import { AdmissionWebhook } from './http/admission-webhook.ts';
@@ -75,7 +76,7 @@ export async function startLockkeeper(options: StartOptions): Promise<Started> {
       // ha:L8: the plugins' own requests that change the cluster are gated by the lease too.
       ...(leadership && {
         mayAct: () => leadership.canAct(),
-        sender: () => `${leadership.holder}@${leadership.status().epoch ?? 'standby'}`,
+        authority: () => issuingAuthority(() => leadership.authority()),
         onLeaderChange: (listener: (leads: boolean) => void) => leadership.onChange((s) => listener(s.role === 'leader')),
       }),
       // ha:L3: the plugins' writes to their store are fenced by this replica's epoch, as the operations' commits are.

@@ -10,7 +10,7 @@ export interface CreateKubevirtBackendOptions extends KubevirtOptionsInput {
   configDir?: string;
   log?: PluginContext['log'];
   mayAct?: PluginContext['mayAct'];
-  sender?: PluginContext['sender'];
+  authority?: PluginContext['authority'];
   onLeaderChange?: PluginContext['onLeaderChange'];
 }
 
@@ -18,9 +18,9 @@ const silent: PluginContext['log'] = { info() {}, warn() {} };
 
 /** Connects to the cluster, lists and starts watching; rejects (typed) when the API server cannot be used. */
 export async function createKubevirtBackend(input: CreateKubevirtBackendOptions = {}): Promise<KubevirtBackend> {
-  const { clock = systemClock, configDir = process.cwd(), log = silent, mayAct, sender, onLeaderChange, ...rest } = input;
+  const { clock = systemClock, configDir = process.cwd(), log = silent, mayAct, authority, onLeaderChange, ...rest } = input;
   const options: KubevirtOptions = kubevirtOptionsSchema.parse(rest);
-  const backend = new KubevirtBackend(makeClients(loadKubeConfig(options, configDir), { mayAct, sender }), options, clock, log, { mayAct, onLeaderChange });
+  const backend = new KubevirtBackend(makeClients(loadKubeConfig(options, configDir), { mayAct, authority }), options, clock, log, { mayAct, onLeaderChange });
   await backend.start();
   return backend;
 }

@@ -15,6 +15,7 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { BackendError } from '../../src/cluster/errors.ts';
+import type { LeaseAuthority } from '../../src/cluster/authority.ts';
 import { SENDER_HEADER, type PluginContext } from '../../src/cluster/plugin.ts';
 import { gateConnections } from '../../src/cluster/send-gate.ts';
 import type { KubevirtOptions } from './options.ts';
@@ -80,10 +81,14 @@ const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * gateway's leadership — says this replica may act, however long ago the action began, and
  * checked again when its connection is up, just before its first byte is written
  * (src/cluster/send-gate.ts): a replica frozen in between sends nothing when it wakes.
- * Each write names its sender (`sender()`, e.g. `holder@epoch`) in `x-lockkeeper-sender`.
+ * ha:L9: every request, reads included, is sent under the authority of the call it serves
+ * (`authority()`): refused once that epoch is over or its lease deadline passed, aborted by
+ * its signal at step-down, and named by its tag (`holder@epoch/run-<id>`) in
+ * `x-lockkeeper-sender`. (The informer's watches are long-lived and started at start: they
+ * follow the replica, not a run, and are not gated.)
  */
-export function makeClients(kc: KubeConfig, gate: Pick<PluginContext, 'mayAct' | 'sender'> = {}): KubeClients {
-  const { mayAct = () => true, sender } = gate;
+export function makeClients(kc: KubeConfig, gate: Pick<PluginContext, 'mayAct' | 'authority'> = {}): KubeClients {
+  const { mayAct = () => true, authority: authorityOf } = gate;
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('No active cluster!');
   const configuration = createConfiguration({
@@ -92,13 +97,19 @@ export function makeClients(kc: KubeConfig, gate: Pick<PluginContext, 'mayAct' |
     promiseMiddleware: [
       {
         pre: async (request) => {
-          if (!WRITES.has(request.getHttpMethod())) return request;
           const what = () => `${request.getHttpMethod()} ${new URL(request.getUrl()).pathname}`;
-          if (!mayAct()) throw new BackendError('Unavailable', `${what()} refused: this replica is not the leader (ha:L2)`);
-          if (sender) request.setHeaderParam(SENDER_HEADER, sender());
+          const authority = authorityOf?.();
+          if (authority) {
+            authority.assertValid();
+            request.setHeaderParam(SENDER_HEADER, authority.tag());
+            const own = request.getSignal();
+            request.setSignal(own ? AbortSignal.any([own, authority.signal]) : authority.signal);
+          }
+          if (!WRITES.has(request.getHttpMethod())) return request;
+          if (!mayAct() || authority?.leads === false) throw new BackendError('Unavailable', `${what()} refused: this replica is not the leader (ha:L2)`);
           // Each request has an agent of its own (KubeConfig.applySecurityAuthentication), so one connection.
           const agent = request.getAgent();
-          if (agent) request.setAgent(gateConnections(agent, mayAct, what));
+          if (agent) request.setAgent(gateConnections(agent, () => mayAct() && stillValid(authority), what));
           return request;
         },
         post: async (response) => response,
@@ -113,6 +124,16 @@ export function makeClients(kc: KubeConfig, gate: Pick<PluginContext, 'mayAct' |
     custom: new CustomObjectsApi(configuration),
     watch: new Watch(kc),
   };
+}
+
+/** The authority's checks (its deadline included) still pass: for the check made once the connection is up. */
+function stillValid(authority: LeaseAuthority | undefined): boolean {
+  try {
+    authority?.assertValid();
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The HTTP status of a failed call, or null for a network failure. */

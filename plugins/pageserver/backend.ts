@@ -3,6 +3,7 @@ import type { Clock } from '../../src/cluster/clock.ts';
 import { BackendError, notFound } from '../../src/cluster/errors.ts';
 import { EventFanout } from '../../src/cluster/event-fanout.ts';
 import type { PluginStore } from '../../src/cluster/plugin-store.ts';
+import type { PluginContext } from '../../src/cluster/plugin.ts';
 import type {
   CutOverOptions,
   FailoverControl,
@@ -50,8 +51,8 @@ export interface PageserverBackendConfig extends Omit<PageserverOptions, 'stateF
    * heartbeat round as leader reloads the intent and the persisted heartbeats. Absent: always.
    */
   mayAct?: () => boolean;
-  /** ha:L3: named in every request to a pageserver or the compute hook (`PluginContext.sender`). Absent: not named. */
-  sender?: () => string;
+  /** ha:L3, ha:L9: the authority of every request to a pageserver or the compute hook (`PluginContext.authority`). Absent: not named. */
+  authority?: PluginContext['authority'];
 }
 
 type NodeEvent = Extract<ClusterEvent, { type: 'nodeReattached' | 'nodeLost' }>;
@@ -98,7 +99,7 @@ export class PageserverBackend implements ClusterBackend {
 
   constructor(private readonly config: PageserverBackendConfig) {
     this.events = new EventFanout({ onListenerError: config.onListenerError ?? (() => {}) });
-    const gate = { ...(config.mayAct && { mayAct: config.mayAct }), ...(config.sender && { sender: config.sender }) };
+    const gate = { ...(config.mayAct && { mayAct: config.mayAct }), ...(config.authority && { authority: config.authority }) };
     this.http = new PageserverHttp({ clock: config.clock, authToken: config.authToken, ...gate });
     this.hook = new ComputeHook({ clock: config.clock, url: config.controlPlane?.url, token: config.controlPlane?.token, log: config.log, ...gate });
     this.failover = {
@@ -152,6 +153,7 @@ export class PageserverBackend implements ClusterBackend {
       log,
       warmup: { timeoutMs: this.config.secondaryWarmupTimeoutMs, requestTimeoutMs: this.config.secondaryDownloadRequestTimeoutMs },
       ...(this.config.mayAct && { mayAct: this.config.mayAct }),
+      ...(this.config.authority && { authority: this.config.authority }),
     };
     this.reconciler = new Reconciler(deps, this.config.backgroundReconcileIntervalMs);
     this.moves = new ShardMoves(deps, this.reconciler, (shard) => this.emit({ type: 'shardChanged', shard: toShard(shard) }));

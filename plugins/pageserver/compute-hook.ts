@@ -1,3 +1,4 @@
+import type { LeaseAuthority } from '../../src/cluster/authority.ts';
 import type { Clock } from '../../src/cluster/clock.ts';
 import { SENDER_HEADER } from '../../src/cluster/plugin.ts';
 import { HOOK, neonBackoffMs } from './neon-retry.ts';
@@ -94,8 +95,8 @@ export class ComputeHook {
       log: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
       /** ha:L8: compute notifications only from the leader, checked as each is sent; a stand-by's is cancelled. Absent: always. */
       mayAct?: () => boolean;
-      /** ha:L3: who sends (`holder@epoch`), named in each notification. Absent: not named. */
-      sender?: () => string;
+      /** ha:L3, ha:L9: the authority each notification is sent under (checked first, named, its signal aborts it). Absent: not named. */
+      authority?: () => LeaseAuthority;
     },
   ) {}
 
@@ -175,12 +176,15 @@ export class ComputeHook {
     });
   }
 
-  private async send(body: string, signal?: AbortSignal): Promise<NotifyOutcome> {
+  private async send(body: string, caller?: AbortSignal): Promise<NotifyOutcome> {
     const url = `${this.config.url!.replace(/\/+$/, '')}/notify-attach`;
+    // ha:L9: the epoch that issued the notification, for all its retries; its end cancels them.
+    const authority = this.config.authority?.();
+    const signal = authority && caller ? AbortSignal.any([caller, authority.signal]) : (authority?.signal ?? caller);
     let lastFailure = '';
     for (let attempt = 1; attempt <= HOOK.retries + 1; attempt++) {
       if (signal?.aborted) return { kind: 'cancelled' };
-      const result = await this.once(url, body, signal);
+      const result = await this.once(url, body, signal, authority);
       if (typeof result === 'number') {
         if (result >= 200 && result < 300) return { kind: 'ok' };
         if (result === 423) return { kind: 'busy' };
@@ -209,8 +213,13 @@ export class ComputeHook {
   }
 
   /** One request: its status, `cancelled`, or why it failed in transport. */
-  private async once(url: string, body: string, signal?: AbortSignal): Promise<number | string> {
-    if (!(this.config.mayAct?.() ?? true)) return 'cancelled';
+  private async once(url: string, body: string, signal: AbortSignal | undefined, authority: LeaseAuthority | undefined): Promise<number | string> {
+    if (!(this.config.mayAct?.() ?? true) || authority?.leads === false) return 'cancelled';
+    try {
+      authority?.assertValid();
+    } catch {
+      return 'cancelled';
+    }
     const controller = new AbortController();
     const onAbort = () => controller.abort();
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -221,7 +230,7 @@ export class ComputeHook {
     });
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.config.token) headers.authorization = `Bearer ${this.config.token}`;
-    if (this.config.sender) headers[SENDER_HEADER] = this.config.sender();
+    if (authority) headers[SENDER_HEADER] = authority.tag();
     this.active++;
     try {
       const res = await fetch(url, { method: 'PUT', headers, body, signal: controller.signal });

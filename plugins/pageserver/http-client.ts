@@ -1,3 +1,4 @@
+import type { LeaseAuthority } from '../../src/cluster/authority.ts';
 import type { Clock } from '../../src/cluster/clock.ts';
 import { BackendError, type BackendErrorCode } from '../../src/cluster/errors.ts';
 import { SENDER_HEADER } from '../../src/cluster/plugin.ts';
@@ -90,8 +91,8 @@ export interface PageserverHttpConfig {
   authToken?: string;
   /** ha:L8: whether this replica leads; a request that changes a pageserver is refused otherwise, checked as it is sent. Absent: always. */
   mayAct?: () => boolean;
-  /** ha:L3: who sends (`holder@epoch`), named in each request. Absent: not named. */
-  sender?: () => string;
+  /** ha:L3, ha:L9: the authority each request is sent under (checked first, named, its signal aborts it). Absent: not named. */
+  authority?: () => LeaseAuthority;
 }
 
 /**
@@ -136,13 +137,21 @@ export class PageserverHttp {
   async request<T>(target: HttpTarget, method: string, path: string, options: RequestOptions): Promise<HttpResult<T>> {
     const endpoint = `${method} ${path.split('?')[0]}`;
     const failures: string[] = [];
-    const stop = AbortSignal.any([this.closing.signal, this.nodeCancel(target.nodeId), ...(options.signal ? [options.signal] : [])]);
+    // ha:L9: taken once for the call, so that its retries stay under the epoch that issued it.
+    const authority = this.config.authority?.();
+    const signals = [
+      this.closing.signal,
+      this.nodeCancel(target.nodeId),
+      ...(options.signal ? [options.signal] : []),
+      ...(authority ? [authority.signal] : []),
+    ];
+    const stop = AbortSignal.any(signals);
     return retry(
       async (attempt) => {
         if (this.closed) throw new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, 'the pageserver backend is closed', true);
         if (options.signal?.aborted) throw this.cancelled(target, endpoint, options.signal);
         try {
-          const result = await this.once<T>(target, method, path, endpoint, options);
+          const result = await this.once<T>(target, method, path, endpoint, options, authority);
           return { ...result, attempts: attempt, failures };
         } catch (e) {
           if (e instanceof PageserverRequestError) e.attempts = attempt;
@@ -168,13 +177,31 @@ export class PageserverHttp {
     return new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, why, true);
   }
 
-  private async once<T>(target: HttpTarget, method: string, path: string, endpoint: string, options: RequestOptions): Promise<{ status: number; json: T }> {
+  private async once<T>(
+    target: HttpTarget,
+    method: string,
+    path: string,
+    endpoint: string,
+    options: RequestOptions,
+    authority: LeaseAuthority | undefined,
+  ): Promise<{ status: number; json: T }> {
+    const refused = (why: string) => new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, why, true);
+    // ha:L9: before anything is sent, reads included: the epoch that issued it is not over and its lease deadline has not passed.
+    try {
+      authority?.assertValid();
+    } catch (e) {
+      throw refused((e as Error).message);
+    }
+    // ha:L8: checked here, at the last instant before each attempt is sent, not when the action began.
+    if (method !== 'GET' && (!(this.config.mayAct?.() ?? true) || authority?.leads === false)) throw refused('refused: this replica is not the leader (ha:L8)');
     const controller = new AbortController();
     const set = this.inFlight.get(target.nodeId) ?? new Set();
     this.inFlight.set(target.nodeId, set);
     set.add(controller);
     const onCallerAbort = () => controller.abort(options.signal?.reason ?? new Error('cancelled'));
     options.signal?.addEventListener('abort', onCallerAbort, { once: true });
+    const onStepDown = () => controller.abort(authority?.signal.reason ?? new Error('stepped down'));
+    authority?.signal.addEventListener('abort', onStepDown, { once: true });
     const { timeoutMs } = options;
     let timedOut = false;
     const cancelTimer = this.config.clock.setTimer(timeoutMs, () => {
@@ -184,14 +211,7 @@ export class PageserverHttp {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     if (this.config.authToken) headers.authorization = `Bearer ${this.config.authToken}`;
-    if (this.config.sender) headers[SENDER_HEADER] = this.config.sender();
-    // ha:L8: checked here, at the last instant before each attempt is sent, not when the action began.
-    if (method !== 'GET' && !(this.config.mayAct?.() ?? true)) {
-      set.delete(controller);
-      cancelTimer();
-      options.signal?.removeEventListener('abort', onCallerAbort);
-      throw new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, 'refused: this replica is not the leader (ha:L8)', true);
-    }
+    if (authority) headers[SENDER_HEADER] = authority.tag();
     this.active++;
     try {
       let res: Response;
@@ -239,6 +259,7 @@ export class PageserverHttp {
       cancelTimer();
       set.delete(controller);
       options.signal?.removeEventListener('abort', onCallerAbort);
+      authority?.signal.removeEventListener('abort', onStepDown);
     }
   }
 }

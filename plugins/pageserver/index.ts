@@ -52,7 +52,7 @@ function checkUpcallListener(upcall: PageserverOptions['upcall'], context: Pick<
 
 export async function createPageserverBackend(
   options: PageserverOptions,
-  context: Pick<PluginContext, 'configDir' | 'log' | 'store' | 'mayAct' | 'sender' | 'insecure'> & {
+  context: Pick<PluginContext, 'configDir' | 'log' | 'store' | 'mayAct' | 'authority' | 'insecure'> & {
     clock?: Clock;
     onListenerError?: (e: unknown) => void;
     resolveHost?: ResolveHost;
@@ -70,7 +70,7 @@ export async function createPageserverBackend(
     clock: context.clock ?? systemClock,
     log: context.log,
     ...(context.mayAct && { mayAct: context.mayAct }),
-    ...(context.sender && { sender: context.sender }),
+    ...(context.authority && { authority: context.authority }),
     ...(context.resolveHost && { resolveHost: context.resolveHost }),
     onListenerError: context.onListenerError ?? ((e) => context.log.warn({ err: e }, 'a cluster event listener threw')),
   });

@@ -1,3 +1,4 @@
+import type { LeaseAuthority } from '../../src/cluster/authority.ts';
 import type { Clock } from '../../src/cluster/clock.ts';
 import { Cancelled, reasonOf } from './sleep.ts';
 
@@ -28,6 +29,8 @@ export interface ReconcileDeps {
   warmup: { timeoutMs: number; requestTimeoutMs: number };
   /** ha:L8: whether this replica leads (background reconcile passes run only then). Absent: always. */
   mayAct?: () => boolean;
+  /** ha:L9: the authority a reconcile is started under (the caller's run, else the leader's epoch); it keeps it to its end. Absent: none. */
+  authority?: () => LeaseAuthority;
 }
 
 /** A reconcile that failed. `issued`: a new generation had been issued to the attached node before it failed (neon:C10). */

@@ -1,3 +1,4 @@
+import { underAuthority } from '../../src/cluster/authority.ts';
 import { BackendError } from '../../src/cluster/errors.ts';
 import type { CutOverProgress } from '../../src/cluster/shard-control.ts';
 import { describeNotify, notifySucceeded } from './compute-hook.ts';
@@ -114,7 +115,7 @@ export class Reconciler {
     previous?.controller.abort(new Error('superseded by a newer reconcile of the shard'));
     const controller = new AbortController();
     const entry: InFlight = { controller, promise: Promise.resolve({ notes: [] }) };
-    entry.promise = (async () => {
+    const reconcile = async () => {
       if (previous) await previous.promise.catch(() => {});
       const release = await this.units.acquire(options.priority ?? 'normal');
       try {
@@ -122,7 +123,10 @@ export class Reconciler {
       } finally {
         release();
       }
-    })();
+    };
+    // ha:L9: a background reconcile keeps the epoch it was started under: after a step-down it sends nothing more, reads included.
+    const authority = this.deps.authority?.();
+    entry.promise = authority ? underAuthority(authority, reconcile) : reconcile();
     this.inFlight.set(shardId, entry);
     void entry.promise
       .catch(() => {})

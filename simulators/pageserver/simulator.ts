@@ -29,7 +29,7 @@ import { formatLsn, parseLsn, WalStreams } from './wal.ts';
  */
 
 /** Resolves when the exchange is over: answered, or the caller closed the connection. */
-/** The simulator's own route (not Neon's): `PUT {"held": true|false}` holds or lets through every `PUT …/location_config` (a test's pause). */
+/** The simulator's own route (not Neon's): `PUT {"held": true|false}` holds or lets through every `PUT …/location_config` (a test's pause); `GET` answers `{held, waiting}`, how many wait there now. */
 export const LOCATION_CONFIG_HOLD_PATH = '/simulator/v1/location-config-hold';
 
 const closed = (res: ServerResponse) =>
@@ -582,6 +582,8 @@ export class PageserverSim {
 
   /** Sleeps on the clock while handling `res`; a caller that gave up ends the wait. */
   private setHold(method: string, raw: string, res: ServerResponse): void {
+    // A test waits for a request to be held (one in flight from the gateway) before it acts.
+    if (method === 'GET') return this.reply(res, 200, { held: this.configHold !== null, waiting: this.heldLocationConfigs });
     if (method !== 'PUT') return this.reply(res, 405, { msg: `Method ${method} not allowed on ${LOCATION_CONFIG_HOLD_PATH}` });
     const held = (parseBody(raw) as { held?: unknown } | null)?.held;
     if (typeof held !== 'boolean') return this.reply(res, 400, { msg: 'Bad request: expected {"held": true|false}' });

@@ -1,9 +1,10 @@
 import type { z } from 'zod';
+import type { LeaseAuthority } from './authority.ts';
 import type { ClusterBackend } from './backend.ts';
 import type { Clock } from './clock.ts';
 import type { PluginStore } from './plugin-store.ts';
 
-/** The header in which a plugin names `PluginContext.sender` on each request that changes the cluster (ha:L3: simulators record it). */
+/** The header in which a plugin names the authority of each request, `PluginContext.authority().tag()` (ha:L3, ha:L9: simulators record it). */
 export const SENDER_HEADER = 'x-lockkeeper-sender';
 
 export interface PluginContext {
@@ -24,11 +25,15 @@ export interface PluginContext {
    */
   mayAct?: () => boolean;
   /**
-   * ha:L3: who is acting — this replica's lease holder id and epoch, `holder@epoch` — for a
-   * plugin to name in each request that changes the cluster (the simulator records it, so a
-   * test can tell which replica, at which epoch, sent each request). Absent: not named.
+   * ha:L3, ha:L9: the authority the request about to be sent is issued under — the operation
+   * run or epoch of the call being served (`holder@epoch/run-<id>`), the leader's background
+   * work (`holder@epoch/background`), or a stand-by's reads (`holder@standby/discovery`). Taken
+   * at each request: the plugin calls `assertValid()` first (a request of an epoch that is over,
+   * or past the lease deadline on the monotonic clock, is not sent), sends only reads unless it
+   * `leads`, names `tag()` in `x-lockkeeper-sender` (the simulators record it) and passes
+   * `signal` to the request, which step-down aborts. Absent: not named, never ended.
    */
-  sender?: () => string;
+  authority?: () => LeaseAuthority;
   /**
    * ha:L8: hears every change of this replica's role (true: it now leads), for background
    * work that must start again on a new leader — e.g. a node that went down before the

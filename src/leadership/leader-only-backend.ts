@@ -1,3 +1,4 @@
+import { AuthorityLostError, issuingAuthority, underAuthority, type LeaseAuthority } from '../cluster/authority.ts';
 import type { ClusterBackend } from '../cluster/backend.ts';
 import { BackendError } from '../cluster/errors.ts';
 import { BACKEND_PARTS, type PartShape } from '../cluster/parts.ts';
@@ -6,6 +7,11 @@ import { BACKEND_PARTS, type PartShape } from '../cluster/parts.ts';
 const READS = /^(name|capabilities|watch|close|then|list[A-Z]\w*|get[A-Z]\w*)$/;
 /** An object member that the parts table does not know: every function on it is an action. */
 const NO_READS = /^then$/;
+
+/** The reads that may reach the cluster: refused under an authority that has ended (a deposed leader's run, ha:L9). */
+const SENDS = /^(list|get)[A-Z]/;
+
+const refusal = (under: LeaseAuthority, property: string) => new AuthorityLostError(under.tag(), `${property} refused: the epoch that issued it is over`);
 
 const partShape = (property: string): PartShape | undefined =>
   Object.hasOwn(BACKEND_PARTS, property) ? BACKEND_PARTS[property as keyof typeof BACKEND_PARTS].shape : undefined;
@@ -16,9 +22,14 @@ const partShape = (property: string): PartShape | undefined =>
  * replica leads with a good lease, checked at the instant of the call. The optional parts
  * are gated as the parts table (src/cluster/parts.ts) says; an object member it does not
  * list is gated whole rather than handed back as it is.
+ *
+ * ha:L9: every call — reads too — runs under the authority that issued it (an operation's
+ * run, else this replica's authority of the moment), so that the plugin's requests for it
+ * carry that run or epoch and stop when it ends; a call under an authority that has ended
+ * (a deposed leader's run) is refused before it reaches the plugin.
  */
-export function leaderOnlyBackend(backend: ClusterBackend, canAct: () => boolean): ClusterBackend {
-  return gated(backend, canAct, (property) => {
+export function leaderOnlyBackend(backend: ClusterBackend, canAct: () => boolean, authority?: () => LeaseAuthority): ClusterBackend {
+  return gated(backend, canAct, authority, (property) => {
     const shape = partShape(property);
     if (!shape) return { reads: READS, nested: NO_READS };
     return shape.kind === 'object' ? { reads: READS, nested: shape.reads } : { reads: shape.read ? /^/ : /$^/, nested: NO_READS };
@@ -28,7 +39,7 @@ export function leaderOnlyBackend(backend: ClusterBackend, canAct: () => boolean
 /** For a member's name: which of its functions are reads, and which functions of an object it holds are. */
 type Rule = (property: string) => { reads: RegExp; nested: RegExp };
 
-function gated<T extends object>(target: T, canAct: () => boolean, rule: Rule): T {
+function gated<T extends object>(target: T, canAct: () => boolean, authority: (() => LeaseAuthority) | undefined, rule: Rule): T {
   // By the object itself: a getter (nodeMaintenance.delegate) may hand out another one later.
   const parts = new WeakMap<object, object>();
   return new Proxy(target, {
@@ -41,16 +52,27 @@ function gated<T extends object>(target: T, canAct: () => boolean, rule: Rule): 
         if (!parts.has(value))
           parts.set(
             value,
-            gated(value, canAct, () => ({ reads: nested, nested })),
+            gated(value, canAct, authority, () => ({ reads: nested, nested })),
           );
         return parts.get(value);
       }
       if (typeof value !== 'function') return value;
       // Called on the target itself, not the proxy: a plugin's private fields (#x) are not on the proxy.
-      if (reads.test(property)) return (value as (...a: unknown[]) => unknown).bind(t);
+      const call = (args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(t, args);
+      if (reads.test(property)) {
+        if (!authority || !SENDS.test(property)) return (value as (...a: unknown[]) => unknown).bind(t);
+        return (...args: unknown[]) => {
+          const under = issuingAuthority(authority);
+          if (under.signal.aborted) return Promise.reject(refusal(under, property));
+          return underAuthority(under, () => call(args));
+        };
+      }
       return (...args: unknown[]) => {
         if (!canAct()) return Promise.reject(new BackendError('Unavailable', `${property} refused: this replica is not the leader (ha:L2)`));
-        return (value as (...a: unknown[]) => unknown).apply(t, args);
+        if (!authority) return call(args);
+        const under = issuingAuthority(authority);
+        if (under.signal.aborted || !under.leads) return Promise.reject(refusal(under, property));
+        return underAuthority(under, () => call(args));
       };
     },
   });

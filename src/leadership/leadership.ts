@@ -10,6 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { EpochAuthority, standbyAuthority, type LeaseAuthority } from '../cluster/authority.ts';
 import { UnavailableError } from '../domain/errors.ts';
 import type { Logger } from '../logger.ts';
 import type { PendingWrite } from '../store/pending-write.ts';
@@ -35,6 +36,11 @@ export interface Leadership {
   status(): LeadershipStatus;
   /** True while this replica leads and its lease is good by its own monotonic clock: the gate of every backend action (ha:L2). */
   canAct(): boolean;
+  /**
+   * ha:L9: the authority backend requests are sent under now: this epoch's while it leads
+   * (ended, aborting what is in flight, the instant it stops), else the stand-by's (reads only).
+   */
+  authority(): LeaseAuthority;
   /** The statements that open a transaction of the leader's operations (ha:L7); throws UnavailableError on a stand-by. */
   fence(): PendingWrite[];
   /** Hears every change of role; returns the unsubscribe function. */
@@ -55,9 +61,12 @@ export interface Leadership {
 export function soleLeadership(): Leadership {
   const status: LeadershipStatus = { role: 'leader', holder: 'sole', epoch: null, leaseValidUntil: null, database: 'up', takeovers: 0 };
   const listeners = new Set<(status: LeadershipStatus) => void>();
+  // Alone, nobody can take over: an authority that never ends.
+  const authority = new EpochAuthority({ holder: 'sole', epoch: 0, monotonic: () => 0, deadline: () => Infinity, expired: () => {} });
   return {
     status: () => ({ ...status }),
     canAct: () => true,
+    authority: () => authority,
     fence: () => [],
     onChange: (listener) => {
       listeners.add(listener);
@@ -125,9 +134,16 @@ export class PostgresLeadership implements Leadership {
   private readonly listeners = new Set<(status: LeadershipStatus) => void>();
   private readonly monotonic: () => number;
   readonly holder = replicaId();
+  /** This epoch's authority while leading (ha:L9). */
+  private epochAuthority: EpochAuthority | null = null;
+  private readonly standby = standbyAuthority(this.holder);
 
   constructor(private readonly deps: PostgresLeadershipDeps) {
     this.monotonic = deps.monotonic ?? (() => performance.now());
+  }
+
+  authority(): LeaseAuthority {
+    return this.canAct() && this.epochAuthority ? this.epochAuthority : this.standby;
   }
 
   status(): LeadershipStatus {
@@ -242,6 +258,13 @@ export class PostgresLeadership implements Leadership {
     this.epoch = got.epoch;
     this.takeovers++;
     this.extend(sentAt);
+    this.epochAuthority = new EpochAuthority({
+      holder: this.holder,
+      epoch: got.epoch,
+      monotonic: this.monotonic,
+      deadline: () => this.validUntil,
+      expired: () => this.canAct(),
+    });
     this.deps.log.info({ epoch: got.epoch, holder: this.holder }, `leader at epoch ${got.epoch}`);
     this.emit();
   }
@@ -282,6 +305,9 @@ export class PostgresLeadership implements Leadership {
     this.epoch = null;
     this.validUntil = 0;
     this.clearWatchdog();
+    // ha:L9: every request in flight under this epoch is aborted before anyone hears of the change (and so before any further request).
+    this.epochAuthority?.end(reason);
+    this.epochAuthority = null;
     this.deps.log.warn({ epoch, reason }, `no longer the leader (${reason}): every run halted, standing by`);
     this.emit();
   }

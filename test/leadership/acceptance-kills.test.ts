@@ -75,9 +75,9 @@ async function endedSteps(db: pg.Client, ids: string[]): Promise<number> {
   return Number(rows[0]!.n);
 }
 
-/** `host:pid:random@epoch` (src/start.ts) as pid and epoch; null when the call named no sender or no epoch. */
+/** `host:pid:random@epoch/scope` (src/cluster/authority.ts) as pid and epoch; null when the call named no sender or no epoch. */
 function senderOf(call: { sender?: string }): { pid: number; epoch: number } | null {
-  const m = /^.*:(\d+):[0-9a-f]+@(\d+)$/.exec(call.sender ?? '');
+  const m = /^.*:(\d+):[0-9a-f]+@(\d+)\/[\w-]+$/.exec(call.sender ?? '');
   return m ? { pid: Number(m[1]), epoch: Number(m[2]) } : null;
 }
 

@@ -186,9 +186,9 @@ export async function writes(sim: SimulatorProcess): Promise<SimulatorCall[]> {
   return items.filter((c) => !['get', 'list', 'watch'].includes(c.verb));
 }
 
-/** `host:pid:random@epoch` (src/start.ts) as pid and epoch; null when the call named no sender, or a stand-by (`…@standby`). */
+/** `host:pid:random@epoch/scope` (src/cluster/authority.ts) as pid and epoch; null when the call named no sender, or a stand-by (`…@standby/discovery`). */
 export function senderOf(call: { sender?: string }): { pid: number; epoch: number } | null {
-  const m = /^.*:(\d+):[0-9a-f]+@(\d+)$/.exec(call.sender ?? '');
+  const m = /^.*:(\d+):[0-9a-f]+@(\d+)\/[\w-]+$/.exec(call.sender ?? '');
   return m ? { pid: Number(m[1]), epoch: Number(m[2]) } : null;
 }
 

@@ -1,3 +1,4 @@
+import { underAuthority, type LeaseAuthority } from '../../cluster/authority.ts';
 import type { Clock } from '../../cluster/clock.ts';
 import type { RemainingWorkload } from '../../domain/remaining.ts';
 import { UnavailableError } from '../../domain/errors.ts';
@@ -33,6 +34,8 @@ export interface CoordinatorDeps {
   observer: OperationObserver;
   /** False on a stand-by replica (ha:L2): it admits and changes nothing; default always true. */
   mayAct?: () => boolean;
+  /** ha:L9: this replica's authority now; each run is launched under it, named as the run. Absent: runs are not scoped. */
+  authority?: () => LeaseAuthority;
 }
 
 /**
@@ -164,7 +167,9 @@ export class OperationCoordinator {
   /** Registers the run and starts it. */
   launch(run: LiveRun): void {
     this.live.add(run);
-    run.start().catch((e: unknown) => {
+    // ha:L9: the run's backend requests carry its epoch and id, and end with the epoch.
+    const authority = this.deps.authority?.().forRun(run.snapshot.id);
+    (authority ? underAuthority(authority, () => run.start()) : run.start()).catch((e: unknown) => {
       const fields = { err: e, operation: run.snapshot.id, kind: run.snapshot.kind };
       // The database went away under the run (issue 27): its committed record stays, and the
       // leader that has the database again resumes it (ha:L4). An outage, not a crash.

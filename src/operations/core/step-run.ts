@@ -1,3 +1,4 @@
+import { keepAuthority } from '../../cluster/authority.ts';
 import type { Clock } from '../../cluster/clock.ts';
 import {
   countTransition,
@@ -48,7 +49,7 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
   protected halted = false;
   /** Counts of this run's own steps; `snapshot.counts` is `totalCounts()`. */
   protected counts: OperationCounts;
-  private begin!: () => void;
+  private begin!: (run: () => Promise<void>) => void;
   private wakeUp: () => void = () => {};
   private firstStartAt: number | null = null;
   private finishedSteps = 0;
@@ -65,9 +66,9 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
     readonly snapshot: OperationSnapshot,
   ) {
     this.counts = snapshot.counts;
-    this.done = new Promise<void>((resolve) => {
+    this.done = new Promise<() => Promise<void>>((resolve) => {
       this.begin = resolve;
-    }).then(() => this.run());
+    }).then((run) => run());
   }
 
   /** The operation's node; null for a rollout. Per-node kinds narrow it. */
@@ -76,7 +77,8 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
   }
 
   start(): Promise<void> {
-    this.begin();
+    // ha:L9: the loop runs under the authority it is started under (its epoch and run), not the constructor's.
+    this.begin(keepAuthority(() => this.run()));
     return this.done;
   }
 

@@ -4,10 +4,14 @@
  * however long before the action began; reads go on.
  */
 import { afterEach, expect, it } from 'vitest';
+import { EpochAuthority } from '../../../src/cluster/authority.ts';
 import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
 import { K8sSim } from '../../../simulators/kubernetes/index.ts';
 import { eventually } from '../../support/kubevirt-app.ts';
 import { flushMicrotasks, VirtualClock } from '../../support/virtual-clock.ts';
+
+/** Leading at epoch 7 with a lease that never runs out. */
+const r1at7 = new EpochAuthority({ holder: 'r1', epoch: 7, monotonic: () => 0, deadline: () => Infinity, expired: () => {} });
 
 let sim: K8sSim | undefined;
 let backend: KubevirtBackend | undefined;
@@ -50,7 +54,7 @@ it('ha:L3: a write checked while this replica led but sent after it stopped lead
       leads = false;
       return false;
     },
-    sender: () => 'r1@7',
+    authority: () => r1at7,
   });
   checks = 0;
   const writes = () => sim!.calls.filter((c) => c.verb !== 'get' && c.verb !== 'list' && c.verb !== 'watch');
@@ -64,12 +68,11 @@ it('ha:L3: a write checked while this replica led but sent after it stopped lead
 it('ha:L3: each write names the replica and epoch that sent it, as the API server records', async () => {
   sim = await K8sSim.start();
   sim.addNode('node-1');
-  backend = await createKubevirtBackend({ kubeconfigPath: sim.kubeconfigFile(), mayAct: () => true, sender: () => 'r1@7' });
+  backend = await createKubevirtBackend({ kubeconfigPath: sim.kubeconfigFile(), mayAct: () => true, authority: () => r1at7 });
   await backend.cordonNode('node-1');
   const writes = sim.calls.filter((c) => c.verb === 'patch' && c.resource === 'nodes');
   expect(writes.length).toBeGreaterThan(0);
-  expect(writes.every((c) => c.sender === 'r1@7')).toBe(true);
-  expect(sim.calls.filter((c) => c.verb === 'list').every((c) => c.sender === undefined)).toBe(true);
+  expect(writes.every((c) => c.sender === 'r1@7/background')).toBe(true);
 });
 
 it('ha:L8: Kubernetes node-down handling (k8s:U3) runs only on the leader; a replica that becomes leader looks at every node again and handles one that went down before', async () => {
