@@ -25,7 +25,6 @@ const evictions = (): RecordedCall[] => t.sim.calls.filter((c) => c.resource ===
 const writesTo = (calls: RecordedCall[], resource: string) =>
   calls.filter((c) => c.resource === resource && c.verb !== 'get' && c.verb !== 'list' && c.verb !== 'watch');
 
-
 function fivePods(sim: K8sSim): void {
   threeNodes(sim);
   fivePodsOnN1(sim);

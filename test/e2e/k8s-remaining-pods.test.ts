@@ -47,7 +47,6 @@ const enable = async (args = '') =>
 const phase = () => t!.app.maintenance.stateOf('n1')?.phase ?? null;
 const brief = (list: Remaining[]) => list.map((w) => `${w.kind} ${w.id} ${w.reason}`);
 
-
 function fivePods(sim: K8sSim): void {
   threeNodes(sim);
   fivePodsOnN1(sim);

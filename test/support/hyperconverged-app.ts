@@ -17,8 +17,8 @@ export interface HyperconvergedApp {
   t: KubevirtTestApp;
   c: SimCluster;
   clock: VirtualClock;
-  /** Moves the shared clock in 100 ms steps, idle between them, until `cond` holds; fails after 30 min of virtual time. */
-  drive(cond: () => boolean | Promise<boolean>, what: string): Promise<void>;
+  /** Moves the shared clock in `stepMs` steps (default 100 ms), idle between them, until `cond` holds; fails after 30 min of virtual time. */
+  drive(cond: () => boolean | Promise<boolean>, what: string, stepMs?: number): Promise<void>;
   /** Checks the pageservers' safety invariants and stops everything. */
   stop(): Promise<void>;
 }
@@ -59,11 +59,11 @@ export async function hyperconvergedApp(
     t,
     c,
     clock,
-    async drive(cond, what) {
-      for (let ms = 0; !(await cond()); ms += 100) {
+    async drive(cond, what, stepMs = 100) {
+      for (let ms = 0; !(await cond()); ms += stepMs) {
         if (ms > 1_800_000) throw new Error(`${what}: not within 30 min of virtual time`);
         await c.idle();
-        await clock.advance(100);
+        await clock.advance(stepMs);
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
     },
