@@ -20,6 +20,7 @@ const SHARD = shardIdOf(SHARD_ON_N1);
 const LONE_SHARD_ON_N1 = { tenant: 2, attached: 1, secondaries: [] };
 const LONE = shardIdOf(LONE_SHARD_ON_N1);
 
+// Each scenario starts Kubernetes, three pageservers and the app; a loaded machine (two suites at once) gets room.
 let h: HyperconvergedApp | undefined;
 afterEach(async () => {
   await h?.stop();
@@ -64,7 +65,7 @@ function podsAndVm(sim: K8sSim): void {
   sim.addPod({ name: 'csi-attacher-0', nodeName: 'n1', owner: { kind: 'StatefulSet', name: 'csi-attacher' }, labels: { app: 'csi-attacher' } });
 }
 
-describe('k8s:scenario-1 on a hyperconverged host with a shard', () => {
+describe('k8s:scenario-1 on a hyperconverged host with a shard', { timeout: 60_000 }, () => {
   it('COMPLETED only once the VM has moved, the shard has moved and only the pods k8s:K1/K2 leave remain; then safe to restart', async () => {
     h = await hyperconvergedApp(podsAndVm);
     const before = await nodeSafety();
@@ -81,10 +82,13 @@ describe('k8s:scenario-1 on a hyperconverged host with a shard', () => {
     const stopWatching = onMarkedCompleted(h.t.sim, 'n1', () => {
       atCompleted = { pods: nonLauncherPods(h!.t.sim, 'n1'), vmOnN1: h!.t.sim.vmi('default', 'web')!.status.nodeName === 'n1' };
     });
+    // The shard's cut-over takes 20 s (location_config on n2), longer than the VM's migration and the pods' evictions.
+    h.c.sim(2).setLatency(20_000);
     const op = await enable();
     expect(op.__typename).toBe('Operation');
-    await h.drive(async () => (await operation(op.id)).state === 'SUCCEEDED', 'maintenance SUCCEEDED', 500);
+    await h.drive(() => phase() === 'COMPLETED', 'maintenance COMPLETED', 500);
     stopWatching();
+    expect((await operation(op.id)).state).toBe('SUCCEEDED');
     // DaemonSet, mirror and CSI pods may stay (k8s:K1, k8s:K2 b, c); everything else was gone first.
     expect(atCompleted).toEqual({ pods: ['agent-x', 'csi-attacher-0', 'etcd-n1'], vmOnN1: false });
     expect(await attachedOn()).not.toBe('n1');
@@ -95,7 +99,7 @@ describe('k8s:scenario-1 on a hyperconverged host with a shard', () => {
   });
 });
 
-describe('k8s:scenario-2 on a hyperconverged host with shards', () => {
+describe('k8s:scenario-2 on a hyperconverged host with shards', { timeout: 60_000 }, () => {
   it('a PodDisruptionBudget holds the maintenance once the shards are handled (moved, or skipped as storage:D2 says) and is named in waitingOn; the pod and the skipped shard are what is left', async () => {
     h = await hyperconvergedApp(
       (sim) => {
@@ -105,10 +109,16 @@ describe('k8s:scenario-2 on a hyperconverged host with shards', () => {
       // A second tenant without a secondary: the drain skips it (storage:D2), it stays on n1.
       { shards: [SHARD_ON_N1, LONE_SHARD_ON_N1] },
     );
+    // The shard's cut-over takes 20 s (location_config on n2).
+    h.c.sim(2).setLatency(20_000);
     const op = await enable(', deadlineSeconds: 60');
     await h.drive(async () => (await operation(op.id)).waitingOn?.kind === 'PODS_ON_NODE', 'waiting on the pod');
-    // Shards go by the storage rules alongside the VMs; the pod drain starts once they have (k8s:K9).
+    // Shards go by the storage rules alongside the VMs; the pod drain starts once they are handled (k8s:K9).
     expect(await attachedOn()).not.toBe('n1');
+    const moved = (await gql(`{ eventLog(after: 0, first: 500, nodeId: "n1", types: ["SHARD_MOVED"]) { events { at } } }`)).eventLog.events;
+    expect(moved).toHaveLength(1);
+    const firstEviction = h.t.sim.calls.find((c) => c.resource === 'pods/eviction')!;
+    expect(firstEviction.at).toBeGreaterThanOrEqual(Date.parse(moved[0].at));
     expect((await h.t.served.getShard(LONE))?.attachedNodeId).toBe('n1');
     const waiting = (await operation(op.id)).waitingOn;
     expect(waiting.workloadIds).toEqual(['default/web-0']);
@@ -119,7 +129,8 @@ describe('k8s:scenario-2 on a hyperconverged host with shards', () => {
     expect(held.safeToRestart).toBe(false);
     expect(held.remaining.sort()).toEqual(['POD default/web-0 POD_EVICTABLE', `SHARD ${LONE} NO_SECONDARY`]);
 
-    await h.drive(async () => (await operation(op.id)).state === 'FAILED', 'maintenance FAILED at its deadline', 1_000);
+    await h.drive(() => phase() === 'ERROR', 'maintenance ERROR at its deadline', 1_000);
+    expect((await operation(op.id)).state).toBe('FAILED');
     const ended = await operation(op.id);
     expect(ended.error).toMatch(
       /^DEADLINE_EXCEEDED: pods still on the node: 1 pod\(s\) left on node n1: default\/web-0: blocked by PodDisruptionBudget web-pdb/,
@@ -135,7 +146,7 @@ describe('k8s:scenario-2 on a hyperconverged host with shards', () => {
   });
 });
 
-describe('k8s:scenario-9 (k8s:H9) on a hyperconverged host with a shard', () => {
+describe('k8s:scenario-9 (k8s:H9) on a hyperconverged host with a shard', { timeout: 60_000 }, () => {
   it("delegates the VMs and pods to Harvester and drains the shard itself: Lockkeeper's COMPLETED waits for both; it wrote only the request to Kubernetes", async () => {
     h = await hyperconvergedApp(
       (sim) => {
@@ -155,7 +166,8 @@ describe('k8s:scenario-9 (k8s:H9) on a hyperconverged host with a shard', () => 
     await h.drive(() => h!.t.sim.node('n1')!.metadata.annotations?.[MAINTAIN_STATUS] === 'completed', "Harvester's completed");
     expect(phase()).not.toBe('COMPLETED');
     expect((await operation(op.id)).waitingOn?.kind).toBe('SHARDS');
-    await h.drive(async () => (await operation(op.id)).state === 'SUCCEEDED', 'maintenance SUCCEEDED', 1_000);
+    await h.drive(() => phase() === 'COMPLETED', 'maintenance COMPLETED', 1_000);
+    expect((await operation(op.id)).state).toBe('SUCCEEDED');
     expect(await attachedOn()).not.toBe('n1');
     const order = await history();
     expect(order.indexOf(`SHARD_MOVED ${SHARD}`)).toBeGreaterThan(-1);
@@ -173,7 +185,7 @@ describe('k8s:scenario-9 (k8s:H9) on a hyperconverged host with a shard', () => 
   });
 });
 
-describe('k8s:scenario-8 (k8s:U) on a hyperconverged host with a shard', () => {
+describe('k8s:scenario-8 (k8s:U) on a hyperconverged host with a shard', { timeout: 60_000 }, () => {
   it('node down runs every step (taint, Drained, out-of-service, pods deleted) while the shard stays; it fails over only once the pageserver is lost too', async () => {
     h = await hyperconvergedApp(
       (sim) => {
