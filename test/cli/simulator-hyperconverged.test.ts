@@ -34,17 +34,16 @@ async function gateway(dir: string, config: { plugins: { name: string; options: 
   return backend;
 }
 
+/** Two nodes, one VM each, one unsharded tenant, in the layout asked for; its config as written. */
+async function simulate(layout: { separateHosts?: boolean }) {
+  const dir = mkdtempSync(join(tmpdir(), 'lk-sim-layout-'));
+  sim = await startSimulator({ configOut: join(dir, 'lockkeeper.config.json'), nodes: 2, vmsPerNode: 1, tenants: 1, shardsPerTenant: 1, ...layout });
+  return { dir, config: JSON.parse(readFileSync(sim.configFile, 'utf8')) };
+}
+
 describe('lockkeeper simulator --tenants N: hyperconverged by default, --separate-hosts on request (issue 26)', () => {
   it('by default puts pageserver N on Kubernetes node node-N: the gateway sees one node per host, with both sides', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'lk-sim-hc-'));
-    sim = await startSimulator({
-      configOut: join(dir, 'lockkeeper.config.json'),
-      nodes: 2,
-      vmsPerNode: 1,
-      tenants: 1,
-      shardsPerTenant: 1,
-    });
-    const config = JSON.parse(readFileSync(sim.configFile, 'utf8'));
+    const { dir, config } = await simulate({});
     expect(config.plugins[1].options.pageservers.map((p: { id: number; kubernetesNode: string }) => [p.id, p.kubernetesNode])).toEqual([
       [1, 'node-1'],
       [2, 'node-2'],
@@ -60,16 +59,7 @@ describe('lockkeeper simulator --tenants N: hyperconverged by default, --separat
   });
 
   it('--separate-hosts: each pageserver is a host of its own, under its integer id beside the Kubernetes nodes', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'lk-sim-sep-'));
-    sim = await startSimulator({
-      configOut: join(dir, 'lockkeeper.config.json'),
-      nodes: 2,
-      vmsPerNode: 1,
-      tenants: 1,
-      shardsPerTenant: 1,
-      separateHosts: true,
-    });
-    const config = JSON.parse(readFileSync(sim.configFile, 'utf8'));
+    const { dir, config } = await simulate({ separateHosts: true });
     expect(config.plugins[1].options.pageservers.map((p: { id: number; kubernetesNode?: string }) => [p.id, p.kubernetesNode ?? null])).toEqual([
       [1, null],
       [2, null],

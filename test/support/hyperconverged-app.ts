@@ -24,7 +24,7 @@ export interface HyperconvergedApp {
 }
 
 /** Pageserver N runs on Kubernetes node nN. */
-export const HOSTS = { 1: 'n1', 2: 'n2', 3: 'n3' } as const;
+const HOSTS = { 1: 'n1', 2: 'n2', 3: 'n3' } as const;
 /** One unsharded tenant attached on n1 (pageserver 1) with its secondary on n2. */
 export const SHARD_ON_N1: SimShardSpec = { tenant: 1, attached: 1, secondaries: [2] };
 
