@@ -26,7 +26,8 @@ options:
 ${Object.entries(OPTIONS)
   .map(([name, o]) => `  ${`--${name} ${o.value}`.padEnd(26)}${o.help}`)
   .join('\n')}
-  ${'--hyperconverged'.padEnd(26)}hyperconverged hosts: pageserver N runs on Kubernetes node node-N (needs --tenants)
+  ${'--separate-hosts'.padEnd(26)}with --tenants: each pageserver is a host of its own (default: pageserver N runs on node-N)
+  ${'--hyperconverged'.padEnd(26)}with --tenants: pageserver N runs on Kubernetes node node-N (the default; kept for scripts)
   ${'-h, --help'.padEnd(26)}print this help and exit`;
 
 export async function runSimulatorCommand(argv: string[]): Promise<void> {
@@ -37,6 +38,7 @@ export async function runSimulatorCommand(argv: string[]): Promise<void> {
       options: {
         ...(Object.fromEntries(Object.keys(OPTIONS).map((name) => [name, { type: 'string' }])) as Record<keyof typeof OPTIONS, { type: 'string' }>),
         hyperconverged: { type: 'boolean', default: false },
+        'separate-hosts': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -57,6 +59,11 @@ export async function runSimulatorCommand(argv: string[]): Promise<void> {
     if (n === 0) throw new Error(`--${name} must be at least 1`);
     return n;
   };
+  // Checked before anything starts: a refused layout leaves no servers behind.
+  if (values.hyperconverged && values['separate-hosts']) throw new Error('--hyperconverged and --separate-hosts exclude each other');
+  for (const flag of ['hyperconverged', 'separate-hosts'] as const) {
+    if (values[flag] && !values.tenants) throw new Error(`--${flag} says where the pageservers run: give --tenants N too`);
+  }
   const sim = await startSimulator({
     configOut: values['config-out'] ?? 'simulator/lockkeeper.config.json',
     nodes: count('nodes', values.nodes),
@@ -65,9 +72,8 @@ export async function runSimulatorCommand(argv: string[]): Promise<void> {
     tenants: count('tenants', values.tenants),
     shardsPerTenant: atLeastOne('shards-per-tenant', count('shards-per-tenant', values['shards-per-tenant'])),
     locationConfigMs: count('location-config-ms', values['location-config-ms']),
-    hyperconverged: values.hyperconverged,
+    separateHosts: values['separate-hosts'],
   });
-  if (values.hyperconverged && !values.tenants) throw new Error('--hyperconverged puts a pageserver on each node: give --tenants N too');
   process.stdout.write(
     `${JSON.stringify({
       msg: 'simulator ready: start gateways with LOCKKEEPER_CONFIG=<config>',

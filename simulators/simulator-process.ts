@@ -27,10 +27,12 @@ export interface SimulatorOptions {
   /** Shards of each of those tenants (default 4); 1 makes unsharded tenants. */
   shardsPerTenant?: number;
   /**
-   * Issue 26: pageserver N runs on Kubernetes node `node-N` (`pageservers[].kubernetesNode`),
-   * so each host carries VMs, pods and shards; default false: separate hosts.
+   * Issue 26: by default pageserver N runs on Kubernetes node `node-N`
+   * (`pageservers[].kubernetesNode`), so each host carries VMs, pods and shards, as on a
+   * Harvester cluster with storage on the same hosts; true: each pageserver is a host of its
+   * own (GraphQL node ids `1`…`N` beside `node-1`…).
    */
-  hyperconverged?: boolean;
+  separateHosts?: boolean;
   /** How long each pageserver takes to answer a `PUT …/location_config` (ms; default 0), so that a cut-over lasts. */
   locationConfigMs?: number;
 }
@@ -77,7 +79,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
           id,
           url: pageservers!.sim(id).url,
           availabilityZone: id % 2 ? 'zone-a' : 'zone-b',
-          ...(options.hyperconverged && { kubernetesNode: `node-${id}` }),
+          ...(!options.separateHosts && { kubernetesNode: `node-${id}` }),
         })),
         controlPlane: { url: computeHook.url },
         stateFile: join(dirname(configFile), 'pageserver-state.json'),

@@ -14,7 +14,7 @@ commands:
                            (refused unless every configured plugin is a demo)
             --demo-slowdown N   the simulated cluster's latencies × N (1–1000; LOCKKEEPER_DEMO_SLOWDOWN),
                            so that a person can watch a drain or maintenance progress
-  simulator [--config-out FILE] [--nodes N] [--tenants N] [--hyperconverged] …   (lockkeeper simulator --help: every option)
+  simulator [--config-out FILE] [--nodes N] [--tenants N] [--separate-hosts] …   (lockkeeper simulator --help: every option)
             run the simulated cluster (Kubernetes + KubeVirt API, pageservers) as its own process
             and write a gateway config for the real plugins: LOCKKEEPER_CONFIG=FILE lockkeeper serve
   db copy --from URL --to URL

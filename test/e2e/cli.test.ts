@@ -77,12 +77,26 @@ describe('lockkeeper simulator as a process', () => {
         '--tenants N',
         '--shards-per-tenant N',
         '--location-config-ms N',
+        '--separate-hosts',
         '--hyperconverged',
         '-h, --help',
       ]) {
         expect(stdout).toMatch(new RegExp(`^  ${option} +\\S`, 'm'));
       }
       expect(stdout).not.toContain('simulator ready');
+    }
+  });
+
+  it('a host layout without --tenants, or both layouts at once, exits 1 before anything starts', () => {
+    for (const [args, message] of [
+      [['--separate-hosts'], '--separate-hosts says where the pageservers run: give --tenants N too'],
+      [['--hyperconverged'], '--hyperconverged says where the pageservers run: give --tenants N too'],
+      [['--tenants', '1', '--hyperconverged', '--separate-hosts'], '--hyperconverged and --separate-hosts exclude each other'],
+    ] as const) {
+      const { status, stdout, stderr } = run([...args]);
+      expect(status).toBe(1);
+      expect(stdout).toBe('');
+      expect(stderr).toBe(`lockkeeper simulator: ${message}\n`);
     }
   });
 

@@ -1,58 +1,38 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { K8sSim } from '../../simulators/kubernetes/index.ts';
-import { shardIdOf, type SimShardSpec } from '../../simulators/pageserver/index.ts';
-import { kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
-import { startSimCluster, type SimCluster } from '../support/pageserver-cluster.ts';
-import { VirtualClock } from '../support/virtual-clock.ts';
+import { shardIdOf } from '../../simulators/pageserver/index.ts';
+import { hyperconvergedApp, SHARD_ON_N1, type HyperconvergedApp } from '../support/hyperconverged-app.ts';
+import type { KubevirtTestApp } from '../support/kubevirt-app.ts';
+import type { SimCluster } from '../support/pageserver-cluster.ts';
 
 /**
  * Hyperconverged hosts (issue 26 points 3 and 4): each pageserver runs on a Kubernetes node
  * (`pageservers[].kubernetesNode`), so one node carries VMs, pods and shards. One virtual
  * clock for the Kubernetes simulator, the pageservers, both plugins and the engine.
  */
+let h: HyperconvergedApp | undefined;
 let t: KubevirtTestApp | undefined;
 let c: SimCluster | undefined;
 afterEach(async () => {
-  c?.safety.assertSafe();
-  await t?.stop();
-  await c?.close();
+  await h?.stop();
+  h = undefined;
   t = undefined;
   c = undefined;
 });
 
-const HOSTS = { 1: 'n1', 2: 'n2', 3: 'n3' } as const;
-const SHARD: SimShardSpec = { tenant: 1, attached: 1, secondaries: [2] };
+const SHARD = SHARD_ON_N1;
 const SHARD_TENANT = shardIdOf(SHARD);
 
 function seed(sim: K8sSim): void {
-  for (const n of ['n1', 'n2', 'n3']) sim.addNode(n, { roles: ['worker'] });
   sim.addVm({ name: 'web', nodeName: 'n1', evictionStrategy: 'LiveMigrate' });
   sim.addPod({ name: 'api-1', nodeName: 'n1', owner: { kind: 'ReplicaSet', name: 'api' }, labels: { app: 'api' } });
   sim.addPod({ name: 'agent-n1', nodeName: 'n1', owner: { kind: 'DaemonSet', name: 'agent' }, labels: { app: 'agent' } });
 }
 
-async function hyperconverged(): Promise<{ clock: VirtualClock; drive: (cond: () => boolean | Promise<boolean>, what: string) => Promise<void> }> {
-  const clock = new VirtualClock();
-  c = await startSimCluster({ nodes: [{ id: 1 }, { id: 2 }, { id: 3 }], shards: [SHARD] }, { clock });
-  const pageserver = await c.startController({}, { hosts: HOSTS });
-  t = await kubevirtApp(
-    seed,
-    {},
-    { msPerGraceSecond: 1 },
-    { clock, combine: [pageserver], plugin: { vmActionTimeoutMs: 3_600_000, migrationBackstopMs: 3_600_000 } },
-  );
-  const world = c;
-  return {
-    clock,
-    async drive(cond, what) {
-      for (let ms = 0; !(await cond()); ms += 100) {
-        if (ms > 1_800_000) throw new Error(`${what}: not within 30 min of virtual time`);
-        await world.idle();
-        await clock.advance(100);
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
-    },
-  };
+async function hyperconverged(): Promise<HyperconvergedApp> {
+  h = await hyperconvergedApp(seed);
+  ({ t, c } = h);
+  return h;
 }
 
 const gql = async (query: string) => {

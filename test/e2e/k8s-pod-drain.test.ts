@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DRAIN_REQUESTED, type K8sSim, type RecordedCall } from '../../simulators/kubernetes/index.ts';
+import { fivePodsOnN1, threeNodes } from '../support/k8s-seeds.ts';
 import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
 import { VirtualClock } from '../support/virtual-clock.ts';
 import { drive } from '../support/virtual-drive.ts';
@@ -24,18 +25,9 @@ const evictions = (): RecordedCall[] => t.sim.calls.filter((c) => c.resource ===
 const writesTo = (calls: RecordedCall[], resource: string) =>
   calls.filter((c) => c.resource === resource && c.verb !== 'get' && c.verb !== 'list' && c.verb !== 'watch');
 
-function threeNodes(sim: K8sSim): void {
-  for (const n of ['n1', 'n2', 'n3']) sim.addNode(n, { roles: ['worker'] });
-}
-
-/** The five pods of scenario 1 on n1. */
 function fivePods(sim: K8sSim): void {
   threeNodes(sim);
-  sim.addPod({ name: 'agent-x', nodeName: 'n1', owner: { kind: 'DaemonSet', name: 'agent' }, labels: { app: 'agent' } });
-  sim.addPod({ name: 'etcd-n1', nodeName: 'n1', annotations: { 'kubernetes.io/config.mirror': 'abc' }, labels: { component: 'etcd' } });
-  sim.addPod({ name: 'cache-1', nodeName: 'n1', owner: { kind: 'ReplicaSet', name: 'cache' }, labels: { app: 'cache' }, emptyDir: true });
-  sim.addPod({ name: 'lonely', nodeName: 'n1', labels: { app: 'lonely' } });
-  sim.addPod({ name: 'web-1', nodeName: 'n1', owner: { kind: 'ReplicaSet', name: 'web' }, labels: { app: 'web' } });
+  fivePodsOnN1(sim);
 }
 
 describe('k8s:scenario-1: classification (kubectl filters, k8s:K2–K4)', () => {

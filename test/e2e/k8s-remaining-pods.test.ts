@@ -12,6 +12,7 @@ import { remainingWorkloads } from '../../src/domain/remaining.ts';
 import { RemainingReader } from '../../src/operations/core/remaining-reader.ts';
 import { unsafeWorkloads } from '../../src/operations/rollouts/node-operations.ts';
 import type { K8sSim } from '../../simulators/kubernetes/index.ts';
+import { fivePodsOnN1, threeNodes } from '../support/k8s-seeds.ts';
 import { eventually, kubevirtApp, type KubevirtTestApp } from '../support/kubevirt-app.ts';
 import { VirtualClock } from '../support/virtual-clock.ts';
 import { drive } from '../support/virtual-drive.ts';
@@ -46,18 +47,9 @@ const enable = async (args = '') =>
 const phase = () => t!.app.maintenance.stateOf('n1')?.phase ?? null;
 const brief = (list: Remaining[]) => list.map((w) => `${w.kind} ${w.id} ${w.reason}`);
 
-function threeNodes(sim: K8sSim): void {
-  for (const n of ['n1', 'n2', 'n3']) sim.addNode(n, { roles: ['worker'] });
-}
-
-/** k8s:scenario-1's five pods on n1: a DaemonSet's, a mirror pod, one with emptyDir, one without a controller, a ReplicaSet's. */
 function fivePods(sim: K8sSim): void {
   threeNodes(sim);
-  sim.addPod({ name: 'agent-x', nodeName: 'n1', owner: { kind: 'DaemonSet', name: 'agent' }, labels: { app: 'agent' } });
-  sim.addPod({ name: 'etcd-n1', nodeName: 'n1', annotations: { 'kubernetes.io/config.mirror': 'abc' }, labels: { component: 'etcd' } });
-  sim.addPod({ name: 'cache-1', nodeName: 'n1', owner: { kind: 'ReplicaSet', name: 'cache' }, labels: { app: 'cache' }, emptyDir: true });
-  sim.addPod({ name: 'lonely', nodeName: 'n1', labels: { app: 'lonely' } });
-  sim.addPod({ name: 'web-1', nodeName: 'n1', owner: { kind: 'ReplicaSet', name: 'web' }, labels: { app: 'web' } });
+  fivePodsOnN1(sim);
 }
 
 const pod = (name: string, more: Partial<DrainPod> = {}): DrainPod => ({

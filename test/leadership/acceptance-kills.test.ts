@@ -125,6 +125,7 @@ describe.skipIf(skip)(skip ?? 'acceptance scenario 1 with ten kills', () => {
         String(VMS_PER_NODE),
         '--migrate-ms',
         '400',
+        '--separate-hosts',
         '--tenants',
         String(TENANTS),
         '--shards-per-tenant',

@@ -39,7 +39,19 @@ describe.skipIf(skip)(skip ?? 'racing starts across replica processes', () => {
     { timeout: 300_000 },
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'lk-ha-race-'));
-      const sim = await processes.simulator(dir, ['--nodes', '3', '--vms-per-node', '4', '--migrate-ms', '2000', '--tenants', '6', '--shards-per-tenant', '1']);
+      const sim = await processes.simulator(dir, [
+        '--nodes',
+        '3',
+        '--vms-per-node',
+        '4',
+        '--migrate-ms',
+        '2000',
+        '--separate-hosts',
+        '--tenants',
+        '6',
+        '--shards-per-tenant',
+        '1',
+      ]);
       const config = HaProcesses.config(dir, sim.config, {});
       const url = await createPostgresDatabase();
       const db = await processes.database(url);

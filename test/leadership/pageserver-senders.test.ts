@@ -35,6 +35,7 @@ describe.skipIf(skip)(skip ?? 'who sent each pageserver and compute hook request
         '3',
         '--vms-per-node',
         '0',
+        '--separate-hosts',
         '--tenants',
         '60',
         '--shards-per-tenant',

@@ -23,7 +23,7 @@ describe('lockkeeper simulator --tenants', () => {
     { timeout: 300_000 },
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'lk-sim-ps-'));
-      const sim = await processes.simulator(dir, ['--nodes', '2', '--vms-per-node', '0', '--tenants', '4', '--shards-per-tenant', '1']);
+      const sim = await processes.simulator(dir, ['--nodes', '2', '--vms-per-node', '0', '--separate-hosts', '--tenants', '4', '--shards-per-tenant', '1']);
       expect(sim.computeHook).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       const written = JSON.parse(readFileSync(sim.config, 'utf8')) as { plugins: { name: string; options: { controlPlane?: { url: string } } }[] };
       expect(written.plugins.map((p) => p.name)).toEqual(['kubevirt', 'pageserver']);

@@ -33,6 +33,7 @@ export class DelegatedMaintenanceRun extends MaintenanceRun {
     const { host } = this;
     const cancelDeadline = host.clock.setTimer(Math.max(0, this.deadlineAt - host.clock.now()), () => this.nudge());
     try {
+      this.startShardDrain();
       if (this.phase === 'DRAINING') await this.markNode('REQUESTED');
       for (;;) {
         const woken = this.nextWakeUp();
@@ -48,8 +49,14 @@ export class DelegatedMaintenanceRun extends MaintenanceRun {
           return;
         }
         if ((view.mark === 'RUNNING' || view.mark === 'COMPLETED') && this.phase === 'DRAINING') await this.enterPhase('EVACUATING');
-        if (view.mark === 'COMPLETED') {
-          this.follow(onNode ?? [], true);
+        const shardFailure = this.shardDrainFailure();
+        if (shardFailure) {
+          await this.end('FAILED', shardFailure);
+          return;
+        }
+        if (view.mark === 'COMPLETED') this.follow(onNode ?? [], true);
+        // Harvester's `completed` covers VMs and pods; the node's shards are Lockkeeper's own to move first.
+        if (view.mark === 'COMPLETED' && this.shardsDone) {
           await this.end('SUCCEEDED', null);
           return;
         }
@@ -58,7 +65,9 @@ export class DelegatedMaintenanceRun extends MaintenanceRun {
           const list = (onNode ?? []).map((vm) => vm.id).join(', ');
           await this.end(
             'FAILED',
-            `DEADLINE_EXCEEDED: Harvester's controllers did not finish (maintain-status ${view.mark === 'RUNNING' ? 'running' : 'not set'}); still on the node: ${list || 'none'}`,
+            view.mark === 'COMPLETED'
+              ? `DEADLINE_EXCEEDED: Harvester's controllers finished, the node's shards did not move in time`
+              : `DEADLINE_EXCEEDED: Harvester's controllers did not finish (maintain-status ${view.mark === 'RUNNING' ? 'running' : 'not set'}); still on the node: ${list || 'none'}`,
           );
           return;
         }

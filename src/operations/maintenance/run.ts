@@ -143,24 +143,7 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
     const { host } = this;
     const cancelDeadline = host.clock.setTimer(Math.max(0, this.deadlineAt - host.clock.now()), () => this.nudge());
     try {
-      if (!this.shardEnd) {
-        // Shards go by the storage drain rules, alongside the VMs, under this operation.
-        const journal: JournalWriter = {
-          step: (id, step) => host.journal.step(id, step),
-          event: (e) => host.journal.event(e),
-          operation: () => this.publishCounts(),
-        };
-        this.shardRun = host.startShardDrain(
-          this,
-          this.shardSteps.map((s) => (s.state === 'MOVING' ? { ...s, state: 'PLANNED' as const, startedAt: null } : s)),
-          journal,
-          (outcome, failure) => {
-            this.shardEnd = { outcome, failure };
-            this.publishCounts();
-            this.nudge();
-          },
-        );
-      }
+      this.startShardDrain();
       if (this.phase === 'DRAINING') {
         // k8s:H3: the request goes on the node first, as Harvester's API writes it, before any stop.
         await this.markNode('REQUESTED');
@@ -201,8 +184,9 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
           continue;
         }
         const actionsDone = this.steps.every((s) => s.state !== 'PLANNED' && (s.state !== 'MOVING' || this.awaitingRestart(s)));
-        if (this.shardEnd && this.shardEnd.outcome !== 'SUCCEEDED') {
-          await this.end('FAILED', `SHARD_DRAIN_${this.shardEnd.outcome}${this.shardEnd.failure ? `: ${this.shardEnd.failure}` : ''}`);
+        const shardFailure = this.shardDrainFailure();
+        if (shardFailure) {
+          await this.end('FAILED', shardFailure);
           return;
         }
         if (actionsDone && onNode.length === 0 && this.shardEnd) {
@@ -244,6 +228,42 @@ export class MaintenanceRun extends StepRun<MaintenanceRun> {
     } finally {
       cancelDeadline();
     }
+  }
+
+  /**
+   * Shards go by the storage drain rules, alongside the VMs, under this operation (a
+   * hyperconverged node); also when Harvester's controllers handle the VMs and pods (k8s:H9),
+   * which know nothing of shards.
+   */
+  protected startShardDrain(): void {
+    if (this.shardEnd) return;
+    const { host } = this;
+    const journal: JournalWriter = {
+      step: (id, step) => host.journal.step(id, step),
+      event: (e) => host.journal.event(e),
+      operation: () => this.publishCounts(),
+    };
+    this.shardRun = host.startShardDrain(
+      this,
+      this.shardSteps.map((s) => (s.state === 'MOVING' ? { ...s, state: 'PLANNED' as const, startedAt: null } : s)),
+      journal,
+      (outcome, failure) => {
+        this.shardEnd = { outcome, failure };
+        this.publishCounts();
+        this.nudge();
+      },
+    );
+  }
+
+  /** Whether the node's shards have all moved (or it had none). */
+  protected get shardsDone(): boolean {
+    return this.shardEnd?.outcome === 'SUCCEEDED';
+  }
+
+  /** Why the maintenance fails because of its shard drain, or null. */
+  protected shardDrainFailure(): string | null {
+    if (!this.shardEnd || this.shardEnd.outcome === 'SUCCEEDED') return null;
+    return `SHARD_DRAIN_${this.shardEnd.outcome}${this.shardEnd.failure ? `: ${this.shardEnd.failure}` : ''}`;
   }
 
   /** k8s:H3: Harvester's node state, on backends that keep it. */
