@@ -25,7 +25,10 @@ function mergeNodes(a: ClusterNode, b: ClusterNode): ClusterNode {
 }
 
 /** The node as one backend sees it, naming that backend's side. */
-const sided = (backend: string, node: ClusterNode): ClusterNode => ({ ...node, sides: [{ backend, availability: node.availability }] });
+const sided = (backend: ClusterBackend, node: ClusterNode): ClusterNode => ({
+  ...node,
+  sides: [{ backend: backend.name, availability: node.availability, ...(backend.capabilities.shards ? { servesShards: true as const } : {}) }],
+});
 
 /** `sides` says something only where several backends know the node. */
 function single(node: ClusterNode): ClusterNode {
@@ -56,13 +59,13 @@ export function combineBackends(members: ClusterBackend[]): ClusterBackend {
   const seen = new Map(backends.map((b) => [b, new Map<string, ClusterNode>()]));
   const remember = (b: ClusterBackend, node: ClusterNode | null) => {
     if (node) seen.get(b)!.set(node.id, node);
-    return node && sided(b.name, node);
+    return node && sided(b, node);
   };
   /** The node after a change of `b`'s side, merged in config order with what the other sides said last. */
   const mergedWithOthers = (b: ClusterBackend, node: ClusterNode): ClusterNode | null => {
     const sides = backends.flatMap((x) => {
       const n = x === b ? node : seen.get(x)!.get(node.id);
-      return n ? [sided(x.name, n)] : [];
+      return n ? [sided(x, n)] : [];
     });
     return single(sides.reduce(mergeNodes));
   };

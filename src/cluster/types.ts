@@ -47,6 +47,17 @@ export interface NodeSide {
   /** The backend's name (`kubevirt`, `pageserver`). */
   backend: string;
   availability: NodeAvailability;
+  /** This side's backend serves tenant shards: its availability is the one failover acts on (neon:H5), not the host's least. */
+  servesShards?: true;
+}
+
+/**
+ * The availability the storage rules act on: on a hyperconverged host the side that serves
+ * shards (a Kubernetes node NotReady whose pageserver still answers keeps its shards), else
+ * the node's own.
+ */
+export function shardSideAvailability(node: ClusterNode): NodeAvailability {
+  return node.sides?.find((s) => s.servesShards)?.availability ?? node.availability;
 }
 
 export const VM_STATUSES = ['Running', 'Stopped', 'Starting', 'Stopping', 'Migrating'] as const;

@@ -10,6 +10,7 @@ import type { K8sObject, K8sSim } from '../../simulators/kubernetes/index.ts';
 import { shardIdOf } from '../../simulators/pageserver/index.ts';
 import { hyperconvergedApp, nonLauncherPods, onMarkedCompleted, SHARD_ON_N1, type HyperconvergedApp } from '../support/hyperconverged-app.ts';
 import { fivePodsOnN1 } from '../support/k8s-seeds.ts';
+import { refuseOperationsOfKind } from '../support/test-database.ts';
 import { nodeDownSettled } from '../support/kubevirt-app.ts';
 
 // Literals, not imported from the code under test (issue 26 point 7).
@@ -218,7 +219,7 @@ describe('k8s:scenario-8 (k8s:U) on a hyperconverged host with a shard', { timeo
     expect(await attachedOn()).toBe('n1');
     expect((await t.served.getNode('n1'))?.sides).toEqual([
       { backend: 'kubevirt', availability: 'OFFLINE' },
-      { backend: 'pageserver', availability: 'ACTIVE' },
+      { backend: 'pageserver', availability: 'ACTIVE', servesShards: true },
     ]);
     const failovers = async () =>
       (await gql('{ operations(first: 20) { edges { node { kind nodeId } } } }')).operations.edges
@@ -230,5 +231,30 @@ describe('k8s:scenario-8 (k8s:U) on a hyperconverged host with a shard', { timeo
     h.c.sim(1).stopAnswering();
     await h.drive(async () => (await attachedOn()) === 'n2', 'shard failed over to n2');
     expect(await failovers()).toEqual(['n1']);
+  });
+});
+
+describe('neon:H9 retries on hyperconverged hosts', { timeout: 60_000 }, () => {
+  it('the failover retry acts on a host’s pageserver side: a Kubernetes node NotReady whose pageserver answers keeps its shard', async () => {
+    const ON_N3 = { tenant: 3, attached: 3, secondaries: [2] };
+    h = await hyperconvergedApp(() => {}, { shards: [SHARD_ON_N1, ON_N3] });
+    const { t } = h;
+    t.sim.setNodeReady('n1', false);
+    await h.c.advance(30_000, 1_000);
+    expect((await t.served.getNode('n1'))?.availability).toBe('OFFLINE');
+    // n3's pageserver is lost while the database refuses the failover: the retry sweep (every 5 s) takes over.
+    const allow = await refuseOperationsOfKind(t.db, 'FAILOVER');
+    h.c.sim(3).stopAnswering();
+    await h.drive(async () => (await t.served.getNode('n3'))?.sides?.find((s) => s.backend === 'pageserver')?.availability === 'OFFLINE', 'pageserver 3 lost');
+    await allow();
+    const third = shardIdOf(ON_N3);
+    await h.drive(async () => (await t.served.getShard(third))?.attachedNodeId === 'n2', 'n3’s shard failed over');
+    // Several more sweeps: n1 (OFFLINE as a host, its pageserver ACTIVE) is not failed over.
+    await h.c.advance(20_000, 1_000);
+    expect(await attachedOn()).toBe('n1');
+    const failovers = (await gql('{ operations(first: 20) { edges { node { kind nodeId } } } }')).operations.edges
+      .filter((e: { node: { kind: string } }) => e.node.kind === 'FAILOVER')
+      .map((e: { node: { nodeId: string } }) => e.node.nodeId);
+    expect(failovers).toEqual(['n3']);
   });
 });

@@ -107,7 +107,7 @@ describe('hyperconverged hosts: a pageserver on each Kubernetes node', () => {
     const n1 = await t!.served.getNode('n1');
     expect(n1?.sides).toEqual([
       { backend: 'kubevirt', availability: 'ACTIVE' },
-      { backend: 'pageserver', availability: 'OFFLINE' },
+      { backend: 'pageserver', availability: 'OFFLINE', servesShards: true },
     ]);
     expect(n1?.availability).toBe('OFFLINE');
     // No Kubernetes node-down step: the node is Ready, its VM and pods untouched.
@@ -130,7 +130,7 @@ describe('hyperconverged hosts: a pageserver on each Kubernetes node', () => {
     expect((await t!.served.getShard(shardIdOf(SHARD)))?.attachedNodeId).toBe('n1');
     expect((await t!.served.getNode('n1'))?.sides).toEqual([
       { backend: 'kubevirt', availability: 'OFFLINE' },
-      { backend: 'pageserver', availability: 'ACTIVE' },
+      { backend: 'pageserver', availability: 'ACTIVE', servesShards: true },
     ]);
     const kinds = (await gql('{ operations(first: 20) { edges { node { kind } } } }')).operations.edges.map((e: { node: { kind: string } }) => e.node.kind);
     expect(kinds).not.toContain('FAILOVER');

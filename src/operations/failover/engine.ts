@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ClusterEvent, ClusterNode, NodeAvailability, NodeUpcall } from '../../cluster/types.ts';
+import { shardSideAvailability, type ClusterEvent, type ClusterNode, type NodeAvailability, type NodeUpcall } from '../../cluster/types.ts';
 import { isBackendError } from '../../cluster/errors.ts';
 import { NotFoundError, PreconditionFailedError, UnavailableError } from '../../domain/errors.ts';
 import { countsOf, newOperation, type OperationOutcome, type OperationSnapshot, type RequestMeta, type StepRecord } from '../../domain/operations.ts';
@@ -101,7 +101,8 @@ export class FailoverEngine implements OperationKindEngine {
     const nodes = [...this.planNodes().values()];
     const shards = await backend.listShards();
     for (const node of await backend.listNodes()) {
-      if (node.availability !== 'OFFLINE' || this.activeFailover(node.id)) continue;
+      // A hyperconverged host's Kubernetes side down is k8s:U's business: only a lost shard side fails shards over.
+      if (shardSideAvailability(node) !== 'OFFLINE' || this.activeFailover(node.id)) continue;
       if (failoverRefusal(node.id, nodes)) continue;
       if (!planFailover(node.id, shards, nodes).some((d) => d.action === 'move')) continue;
       this.deps.log.warn({ node: node.id }, `node ${node.id} is OFFLINE and still holds attached shards: failing them over again`);
