@@ -47,6 +47,11 @@ const operationSettingsSchema = z
   .object({
     /** Cut-overs in flight per operation (storage:D6; Neon's default). */
     maxConcurrentMoves: z.number().int().min(1).max(10_000).default(64),
+    /**
+     * Shards a FAILOVER attaches elsewhere at once (neon:H5): Neon's reconcile limit
+     * (`RECONCILER_CONCURRENCY_DEFAULT`). A lost node's failover takes ⌈shards / this⌉ attach latencies.
+     */
+    maxConcurrentFailovers: z.number().int().min(1).max(10_000).default(128),
     /** Node operations running at once in the cluster (storage:S3; Neon allows exactly one). */
     maxConcurrentOperations: z.number().int().min(1).max(1000).default(1),
     /** storage:D4: a secondary lagging more than this is not cut over to. */
