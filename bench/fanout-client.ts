@@ -13,6 +13,7 @@ import WebSocket from 'ws';
 export interface FanoutSpec {
   wsUrl: string;
   httpUrl: string;
+  token?: string | undefined;
   clients: number;
   subscription: string;
   /** JSON bodies of the mutations, sent in turn (warm-up ones until every client heard one). */
@@ -32,8 +33,8 @@ export type FanoutChildMessage = { type: 'done'; result: FanoutResult } | { type
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function mutate(url: string, body: string): Promise<void> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+async function mutate(url: string, body: string, token: string | undefined): Promise<void> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(token && { authorization: `Bearer ${token}` }) }, body });
   const text = await res.text();
   if (res.status !== 200 || text.includes('"errors"')) throw new Error(`mutation answered ${res.status}: ${text.slice(0, 300)}`);
 }
@@ -43,7 +44,13 @@ async function run(spec: FanoutSpec): Promise<FanoutResult> {
   let failure: unknown = null;
   const clients: Client[] = [];
   for (let c = 0; c < spec.clients; c++) {
-    const client = createClient({ url: spec.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, lazy: false });
+    const client = createClient({
+      url: spec.wsUrl,
+      webSocketImpl: WebSocket,
+      retryAttempts: 0,
+      lazy: false,
+      ...(spec.token && { connectionParams: { authorization: `Bearer ${spec.token}` } }),
+    });
     clients.push(client);
     client.subscribe(
       { query: spec.subscription },
@@ -63,7 +70,7 @@ async function run(spec: FanoutSpec): Promise<FanoutResult> {
   for (let tries = 0; arrivals.some((a) => a.length === 0); tries++) {
     if (failure) throw failure;
     if (tries > 300) throw new Error(`only ${arrivals.filter((a) => a.length).length} of ${spec.clients} subscribers heard the warm-up`);
-    await mutate(spec.httpUrl, next());
+    await mutate(spec.httpUrl, next(), spec.token);
     await sleep(100);
   }
   await sleep(1000);
@@ -71,7 +78,7 @@ async function run(spec: FanoutSpec): Promise<FanoutResult> {
   const sent: number[] = [];
   for (let k = 0; k < spec.changes; k++) {
     sent.push(performance.now());
-    await mutate(spec.httpUrl, next());
+    await mutate(spec.httpUrl, next(), spec.token);
   }
   const deadline = performance.now() + 120_000;
   while (arrivals.some((a) => a.length < spec.changes)) {

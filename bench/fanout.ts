@@ -70,6 +70,8 @@ const BARE_SDL = /* GraphQL */ `
 
 interface Target {
   label: string;
+  /** Bearer token of the clients and the mutations (Lockkeeper: authentication on). */
+  token?: string;
   httpUrl: string;
   wsUrl: string;
   stop(): Promise<void>;
@@ -95,8 +97,11 @@ async function startLockkeeper(): Promise<Target> {
     onClose: () => db.close(),
   });
   const { url } = await app.start(0, '127.0.0.1');
+  // Authentication on, as in production: the subscriptions watch their token for revocation.
+  const { token } = await app.auth.createToken({ name: 'bench-admin', scope: 'admin', createdBy: 'bench' });
   return {
     label: 'Lockkeeper',
+    token,
     httpUrl: url,
     wsUrl: url.replace(/^http/, 'ws'),
     stop: async () => {
@@ -180,6 +185,7 @@ function runClients(target: Target): Promise<FanoutResult> {
   const spec: FanoutSpec = {
     wsUrl: target.wsUrl,
     httpUrl: target.httpUrl,
+    token: target.token,
     clients: CLIENTS,
     subscription: SUBSCRIPTION,
     mutations: MUTATIONS,
@@ -241,7 +247,7 @@ export const fanout: Benchmark = {
     return {
       summary: `fanout: ${rate.toFixed(2)} of bare events/s (${verdict(rate >= GOAL_RATE, `≥ ${GOAL_RATE}`)}), p99 ${p99.toFixed(2)} × bare (${verdict(p99 <= GOAL_P99, `≤ ${GOAL_P99}`)})`,
       markdown: [
-        `${CLIENTS} clients in a child process, one graphql-ws connection and one \`${SUBSCRIPTION}\` each; ${CHANGES} \`configureNode\` mutations over HTTP, one after the other; each round on a fresh server, Lockkeeper (simulated cluster of 4 nodes, SQLite, every limit in force but the mutation rate) and the bare server alternating, after one unmeasured round each.`,
+        `${CLIENTS} clients in a child process, one graphql-ws connection and one \`${SUBSCRIPTION}\` each; ${CHANGES} \`configureNode\` mutations over HTTP, one after the other; each round on a fresh server, Lockkeeper (simulated cluster of 4 nodes, SQLite, authentication on with an admin token, every limit in force but the mutation rate) and the bare server alternating, after one unmeasured round each.`,
         '',
         '| round | server | events/s | p50 ms | p99 ms | load (1 min) |',
         '|---:|---|---:|---:|---:|---:|',
