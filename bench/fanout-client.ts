@@ -31,6 +31,7 @@ export interface FanoutResult {
 export type FanoutParentMessage = { type: 'start'; spec: FanoutSpec };
 export type FanoutChildMessage = { type: 'done'; result: FanoutResult } | { type: 'failed'; error: string };
 
+const CONNECT_WAVE = 50;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function mutate(url: string, body: string, token: string | undefined): Promise<void> {
@@ -43,8 +44,18 @@ async function run(spec: FanoutSpec): Promise<FanoutResult> {
   const arrivals: number[][] = Array.from({ length: spec.clients }, () => []);
   let failure: unknown = null;
   const clients: Client[] = [];
+  // Connected in waves, as a fleet of watchers connects over time, not in one millisecond: a
+  // thousand connection_init at once overrun graphql-ws's 3 s acknowledgement wait on a busy machine.
+  let wave: Promise<void>[] = [];
   for (let c = 0; c < spec.clients; c++) {
+    if (wave.length === CONNECT_WAVE) {
+      await Promise.all(wave);
+      wave = [];
+    }
+    let connected!: () => void;
+    wave.push(new Promise<void>((resolve) => (connected = resolve)));
     const client = createClient({
+      on: { connected: () => connected(), closed: () => connected() },
       url: spec.wsUrl,
       webSocketImpl: WebSocket,
       retryAttempts: 0,
@@ -64,6 +75,7 @@ async function run(spec: FanoutSpec): Promise<FanoutResult> {
       },
     );
   }
+  await Promise.all(wave);
   let turn = 0;
   const next = () => spec.mutations[turn++ % spec.mutations.length]!;
   // Warm-up: changes until every subscriber has heard one (each is listening then), then a pause for stragglers.
