@@ -3,6 +3,8 @@ import { cli } from './cli.ts';
 import { drain0 } from './drain-0.ts';
 import { drain10k } from './drain-10k.ts';
 import { drain10kPostgresql } from './drain-10k-postgresql.ts';
+import { failover20k } from './failover-20k.ts';
+import { fanout } from './fanout.ts';
 import { image } from './image.ts';
 import { maintenance500 } from './maintenance-500.ts';
 import { memory } from './memory.ts';
@@ -11,4 +13,17 @@ import { startup } from './startup.ts';
 import { takeover } from './takeover.ts';
 
 /** Every benchmark `npm run bench` runs, in order. Register new ones here. (image last: it needs root and podman.) */
-export const benchmarks: readonly Benchmark[] = [readPath, startup, cli, memory, drain0, drain10k, maintenance500, drain10kPostgresql, takeover, image];
+export const benchmarks: readonly Benchmark[] = [
+  readPath,
+  startup,
+  cli,
+  memory,
+  drain0,
+  drain10k,
+  failover20k,
+  fanout,
+  maintenance500,
+  drain10kPostgresql,
+  takeover,
+  image,
+];

@@ -9,19 +9,38 @@ import { moveKey, nodeChanged, shardChanged, type Runtime } from './runtime.ts';
  * outage (`setNodeOnline(false)`) or an operator's OFFLINE declares the node lost at once
  * (`nodeLost`; the simulation has no heartbeat grace), while a `restartNode` — back within
  * `restartDelayMs`, like a pageserver restarting within Neon's offline interval — does not;
- * a failover attaches a shard to another node at once, the lost node staying a secondary.
+ * a failover attaches a shard to another node after the cut-over latency (`latenciesMs.cutOver`:
+ * a new generation and an attach, as a cut-over's last step), the lost node staying a secondary.
+ * `attaches` counts the attaches in flight and their high-water mark: the gateway's
+ * concurrency limit measured where the requests arrive.
  */
-export function createFailoverControl(rt: Runtime, lifecycle: NodeLifecycle): FailoverControl {
+export function createFailoverControl(rt: Runtime, lifecycle: NodeLifecycle): FailoverControl & { readonly attaches: AttachCounter } {
   const heartbeats = new Map<string, () => void>();
+  const attaches: AttachCounter = { inFlight: 0, highWater: 0 };
+  const check = (id: string, fromNodeId: string, toNodeId: string) => {
+    const shard = rt.state.shard(id);
+    rt.state.node(toNodeId);
+    if (shard.attachedNodeId === toNodeId) return null;
+    if (shard.attachedNodeId !== fromNodeId) {
+      throw new BackendError('Conflict', `shard ${id} is attached to node ${shard.attachedNodeId}, not ${fromNodeId}`, { kind: 'shard', id });
+    }
+    rt.state.requireOnline(toNodeId);
+    return shard;
+  };
   return {
+    attaches,
     async failOverShard(id, { fromNodeId, toNodeId }) {
-      const shard = rt.state.shard(id);
-      rt.state.node(toNodeId);
-      if (shard.attachedNodeId === toNodeId) return;
-      if (shard.attachedNodeId !== fromNodeId) {
-        throw new BackendError('Conflict', `shard ${id} is attached to node ${shard.attachedNodeId}, not ${fromNodeId}`, { kind: 'shard', id });
+      if (!check(id, fromNodeId, toNodeId)) return;
+      attaches.inFlight++;
+      attaches.highWater = Math.max(attaches.highWater, attaches.inFlight);
+      try {
+        if (rt.latencies.cutOver > 0) await new Promise<void>((resolve) => rt.clock.setTimer(rt.latencies.cutOver, resolve));
+      } finally {
+        attaches.inFlight--;
       }
-      rt.state.requireOnline(toNodeId);
+      // The world may have changed during the attach (another failover, the target lost).
+      const shard = check(id, fromNodeId, toNodeId);
+      if (!shard) return;
       // A cut-over in flight from the lost node cannot finish now.
       rt.moves
         .get(moveKey('shard', id))
@@ -61,4 +80,10 @@ export async function setNodeOnlineDeclaringLoss(rt: Runtime, lifecycle: NodeLif
   const restarting = lifecycle.save().restarts.some((r) => r.nodeId === nodeId);
   await lifecycle.setNodeOnline(nodeId, online);
   if (!online && before !== undefined && before !== 'OFFLINE' && !restarting) rt.hub.emit({ type: 'nodeLost', nodeId });
+}
+
+/** Failover attaches in flight in the simulated cluster, and the most there ever were at once. */
+export interface AttachCounter {
+  inFlight: number;
+  highWater: number;
 }

@@ -26,7 +26,7 @@ import { ClusterState } from './cluster-state.ts';
 import { snapshotState, StateSaver } from './durable-state.ts';
 import { copyNode, copyShard, copyVm } from './copy.ts';
 import { EventHub } from './event-hub.ts';
-import { createFailoverControl, setNodeOnlineDeclaringLoss } from './failover.ts';
+import { createFailoverControl, setNodeOnlineDeclaringLoss, type AttachCounter } from './failover.ts';
 import { FaultInjector } from './faults.ts';
 import { latencySpikes, MoveTracker } from './moves.ts';
 import { settleMovesAfterCrash } from './moves-after-crash.ts';
@@ -88,7 +88,7 @@ export class SimulatedCluster implements ClusterBackend {
   /** Calls per method name, so tests can prove that reads are batched (DataLoader). */
   readonly callCounts = new Map<string, number>();
   readonly simulation: SimulationControls;
-  readonly failover: FailoverControl;
+  readonly failover: FailoverControl & { readonly attaches: AttachCounter };
 
   private readonly rt: Runtime;
   private readonly lifecycle: NodeLifecycle;

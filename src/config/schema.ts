@@ -63,6 +63,15 @@ const podDrainSettingsSchema = z
 const operationSettingsSchema = z
   .object({
     maxConcurrentMoves: z.number().int().min(1).max(10_000).default(64).describe("Cut-overs in flight per operation (storage:D6; Neon's default)."),
+    maxConcurrentFailovers: z
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .default(128)
+      .describe(
+        "Shards a FAILOVER attaches elsewhere at once (neon:H5): Neon's reconcile limit (`RECONCILER_CONCURRENCY_DEFAULT`). A lost node's failover takes ⌈shards / this⌉ attach latencies.",
+      ),
     maxConcurrentOperations: z
       .number()
       .int()

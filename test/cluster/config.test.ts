@@ -42,6 +42,15 @@ describe('config loading', () => {
     expect(() => parseConfig({ plugins: [] }, 'x.json')).toThrow(/plugins/);
   });
 
+  it('neon:H5: a failover attaches 128 shards at once unless operations.maxConcurrentFailovers says otherwise (a whole number ≥ 1)', () => {
+    expect(parseConfig({}, 'x.json').operations.maxConcurrentFailovers).toBe(128);
+    expect(parseConfig({ operations: { maxConcurrentFailovers: 16 } }, 'x.json').operations.maxConcurrentFailovers).toBe(16);
+    for (const bad of [0, -1, 2.5, '64', 10_001]) {
+      expect(() => parseConfig({ operations: { maxConcurrentFailovers: bad } }, 'x.json')).toThrow(ConfigError);
+      expect(() => parseConfig({ operations: { maxConcurrentFailovers: bad } }, 'x.json')).toThrow(/operations\.maxConcurrentFailovers/);
+    }
+  });
+
   it('fills every section the file leaves out with the schema defaults', () => {
     expect(parseConfig({ limits: { maxDepth: 4 } }, 'x.json')).toEqual({ ...DEFAULT_CONFIG, limits: { ...DEFAULT_CONFIG.limits, maxDepth: 4 } });
   });

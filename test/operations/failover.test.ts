@@ -236,6 +236,61 @@ describe('neon:H5 — a lost node fails over', () => {
   });
 });
 
+describe('neon:H5 — operations.maxConcurrentFailovers: attaches in flight at once', () => {
+  /** Node 1 holds ten shards, each with a secondary on node 2 or 3; attaches take 1 s (virtual). */
+  const TEN: TopologySpec = {
+    nodes: [{ id: '1' }, { id: '2' }, { id: '3' }],
+    shards: Array.from({ length: 10 }, (_, i) => ({ tenantId: `t${i}`, attachedNodeId: '1', secondaries: [{ nodeId: String(2 + (i % 2)) }] })),
+  };
+
+  /** When (virtual ms after the loss) each shard was attached elsewhere, and the simulator's high-water mark of attaches in flight. */
+  async function loseNode1(settings: { maxConcurrentFailovers?: number }) {
+    t = await createTestApp({ topology: TEN, latenciesMs: { cutOver: 1000 }, settings });
+    const app = t;
+    const attachedAt: number[] = [];
+    const lostAt = app.clock.now();
+    const unwatch = app.cluster.watch((e) => {
+      if (e.type === 'shardChanged' && e.shard.attachedNodeId !== '1') attachedAt.push(app.clock.now() - lostAt);
+    });
+    await app.cluster.simulation.setNodeOnline('1', false);
+    const op = await failoverOf(app, '1');
+    unwatch();
+    return { op, attachedAt, highWater: app.cluster.failover.attaches.highWater };
+  }
+
+  it('never more in flight than configured, measured where the attach requests arrive; the first wave starts at the loss', async () => {
+    const { op, attachedAt, highWater } = await loseNode1({ maxConcurrentFailovers: 3 });
+    expect(op).toMatchObject({ state: 'SUCCEEDED', counts: { moved: 10 } });
+    expect(highWater).toBe(3);
+    // ⌈10 / 3⌉ = 4 waves of 1 s, the first answered 1 s after the loss.
+    expect(attachedAt).toEqual([1000, 1000, 1000, 2000, 2000, 2000, 3000, 3000, 3000, 4000]);
+  });
+
+  it('a loss whose shards all have a secondary is planned from the lost node’s shards alone, never a listing of the whole fleet (a region holds a million)', async () => {
+    const listings: unknown[] = [];
+    t = await createTestApp({
+      topology: TEN,
+      backend: (c) =>
+        Object.assign(Object.create(c) as typeof c, {
+          listShards: (filter?: object) => {
+            listings.push(filter ?? {});
+            return c.listShards(filter);
+          },
+        }),
+    });
+    listings.length = 0;
+    await t.cluster.simulation.setNodeOnline('1', false);
+    expect(await failoverOf(t, '1')).toMatchObject({ state: 'SUCCEEDED', counts: { moved: 10 } });
+    expect(listings).toEqual([{ attachedNodeId: '1' }]);
+  });
+
+  it('by default 128: ten shards all at once', async () => {
+    const { attachedAt, highWater } = await loseNode1({});
+    expect(highWater).toBe(10);
+    expect(attachedAt).toEqual(Array(10).fill(1000));
+  });
+});
+
 describe('ha:R2 — a FAILOVER ends the lost node’s drain in the transaction that admits it', () => {
   /**
    * What the database holds of the node's operations (what another replica would see): the

@@ -28,16 +28,26 @@ export function chooseFailoverTarget(
   attachedCounts: ReadonlyMap<string, number>,
   tenantLocations: ReadonlyMap<string, number> = new Map(),
 ): FailoverTarget | null {
-  const secondaries = shard.secondaryNodeIds
-    .map((id) => nodes.get(id))
-    .filter((n): n is PlanNode => n !== undefined && n.id !== lostNodeId && maySchedule(n))
-    .sort((a, b) => inZone(shard, a) - inZone(shard, b) || compareNodeIds(a.id, b.id));
+  const secondaries = takingSecondaries(shard, lostNodeId, nodes).sort((a, b) => inZone(shard, a) - inZone(shard, b) || compareNodeIds(a.id, b.id));
   if (secondaries.length) return { nodeId: secondaries[0]!.id, cold: false, why: 'secondary (neon:H5)' };
   const fresh = [...nodes.values()].filter(
     (n) => n.id !== lostNodeId && n.id !== shard.attachedNodeId && !shard.secondaryNodeIds.includes(n.id) && maySchedule(n),
   );
   const ranked = rankFreshNodes(shard, fresh, attachedCounts, tenantLocations);
   return ranked ? { ...ranked, cold: true } : null;
+}
+
+const takingSecondaries = (shard: PlanShard, lostNodeId: string, nodes: ReadonlyMap<string, PlanNode>): PlanNode[] =>
+  shard.secondaryNodeIds.map((id) => nodes.get(id)).filter((n): n is PlanNode => n !== undefined && n.id !== lostNodeId && maySchedule(n));
+
+/**
+ * Whether some of the lost node's shards would need a fresh node (no secondary may take
+ * them): only then does the plan weigh the rest of the fleet (attached counts, tenant
+ * locations, neon:H10), so a loss with secondaries everywhere is planned from its own shards.
+ */
+export function needsFreshNode(lostNodeId: string, lostShards: readonly PlanShard[], nodes: readonly PlanNode[]): boolean {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  return lostShards.some((s) => s.policy !== 'PAUSE' && s.policy !== 'STOP' && takingSecondaries(s, lostNodeId, byId).length === 0);
 }
 
 /**

@@ -3,7 +3,7 @@ import { shardSideAvailability, type ClusterEvent, type ClusterNode, type NodeAv
 import { isBackendError } from '../../cluster/errors.ts';
 import { NotFoundError, PreconditionFailedError, UnavailableError } from '../../domain/errors.ts';
 import { countsOf, newOperation, type OperationOutcome, type OperationSnapshot, type RequestMeta, type StepRecord } from '../../domain/operations.ts';
-import { failoverRefusal, planFailover } from '../../domain/storage/failover-plan.ts';
+import { failoverRefusal, needsFreshNode, planFailover } from '../../domain/storage/failover-plan.ts';
 import type { PlanNode } from '../../domain/storage/shards.ts';
 import type { AuditLog } from '../../store/audit-log.ts';
 import type { InterruptedOperation } from '../../store/operation-repository.ts';
@@ -40,11 +40,13 @@ export class FailoverEngine implements OperationKindEngine {
   constructor(private readonly deps: EngineDeps & { storage: StorageEngine; audit: AuditLog }) {
     this.host = {
       backend: deps.backend,
+      concurrency: deps.settings.maxConcurrentFailovers,
       clock: deps.clock,
       journal: deps.operations.journal,
       observer: deps.observer,
       log: deps.log,
       planNodes: () => this.planNodes(),
+      planNode: (id) => this.planNode(id),
       finish: (run, outcome, failure) => this.finish(run, outcome, failure),
     };
     deps.operations.register(this);
@@ -106,7 +108,7 @@ export class FailoverEngine implements OperationKindEngine {
       if (failoverRefusal(node.id, nodes)) continue;
       if (!planFailover(node.id, shards, nodes).some((d) => d.action === 'move')) continue;
       this.deps.log.warn({ node: node.id }, `node ${node.id} is OFFLINE and still holds attached shards: failing them over again`);
-      void this.admit(node.id);
+      void this.admit(node.id, this.deps.clock.now());
     }
   }
 
@@ -161,15 +163,16 @@ export class FailoverEngine implements OperationKindEngine {
       return undefined;
     }
     if (event.type !== 'nodeLost') return undefined;
-    return this.admit(event.nodeId);
+    return this.admit(event.nodeId, this.deps.clock.now());
   }
 
-  private admit(nodeId: string): Promise<void> {
+  /** `lostAt`: when the loss was heard, the failover's start (what follows is its admission, not a delay before it). */
+  private admit(nodeId: string, lostAt: number): Promise<void> {
     const { store } = this.deps;
     this.admitting = this.admitting
       // A drain another replica admitted and this leader has not taken up yet is ended with the others (ha:R2).
       .then(() => (store.shared ? this.core.adopt() : undefined))
-      .then(() => this.core.exclusive(() => this.nodeLost(nodeId)))
+      .then(() => this.core.exclusive(() => this.nodeLost(nodeId, lostAt)))
       .catch((e: unknown) => {
         this.deps.log.error({ err: e, node: nodeId }, `failover of node ${nodeId} could not start; trying again in ${FAILOVER_RETRY_MS} ms`);
         this.scheduleSweep();
@@ -205,12 +208,21 @@ export class FailoverEngine implements OperationKindEngine {
 
   private planNodes(): Map<string, PlanNode> {
     const out = new Map<string, PlanNode>();
-    for (const n of this.nodes.values()) out.set(n.id, { id: n.id, zone: n.zone, availability: n.availability, policy: this.deps.storage.policyOf(n.id) });
+    for (const n of this.nodes.values()) out.set(n.id, this.toPlanNode(n));
     return out;
   }
 
+  private planNode(id: string): PlanNode | undefined {
+    const n = this.nodes.get(id);
+    return n && this.toPlanNode(n);
+  }
+
+  private toPlanNode(n: ClusterNode): PlanNode {
+    return { id: n.id, zone: n.zone, availability: n.availability, policy: this.deps.storage.policyOf(n.id) };
+  }
+
   /** neon:H5: hold the lock. */
-  private async nodeLost(nodeId: string): Promise<void> {
+  private async nodeLost(nodeId: string, lostAt: number): Promise<void> {
     const { backend, store, clock, log } = this.deps;
     if (this.activeFailover(nodeId)) return;
     // A failover of the node that the database holds unended and no run here runs yet (this
@@ -220,10 +232,11 @@ export class FailoverEngine implements OperationKindEngine {
     if (!node || node.availability !== 'OFFLINE') return;
     const nodes = [...this.planNodes().values()];
     const refusal = failoverRefusal(nodeId, nodes);
-    const all = await backend.listShards();
-    const shards = all.filter((s) => s.attachedNodeId === nodeId);
+    // A region's fleet holds a million shards: the lost node's are read, the rest only when a cold attach must rank fresh nodes.
+    const shards = await backend.listShards({ attachedNodeId: nodeId });
+    const fleet = !refusal && needsFreshNode(nodeId, shards, nodes) ? await backend.listShards() : shards;
     const now = clock.now();
-    const decisions = refusal ? [] : planFailover(nodeId, all, nodes);
+    const decisions = refusal ? [] : planFailover(nodeId, fleet, nodes);
     if (refusal || shards.length === 0) {
       const why =
         refusal === 'ONLY_NODE' ? 'it is the only node' : refusal === 'NO_SCHEDULABLE_NODE' ? 'no other node may take shards' : 'no shard is attached there';
@@ -252,7 +265,7 @@ export class FailoverEngine implements OperationKindEngine {
       detail: d.action === 'move' ? placementDetail(d.why) : null,
     }));
     const meta = { actor: SYSTEM_ACTOR, reason: `node ${nodeId} went OFFLINE` };
-    const snapshot = newOperation({ id: randomUUID(), kind: 'FAILOVER', nodeId, meta, steps, now });
+    const snapshot = { ...newOperation({ id: randomUUID(), kind: 'FAILOVER', nodeId, meta, steps, now }), createdAt: lostAt, startedAt: lostAt };
     await this.core.journal.flushWith(() => [
       ...(lostRun?.writes() ?? []),
       store.operations.create(snapshot, {}, steps),

@@ -8,12 +8,14 @@ import { StepRun, type FinishedStepState, type StepRunHost } from '../core/step-
 
 export interface FailoverRunHost extends StepRunHost<FailoverRun> {
   backend: ClusterBackend;
+  /** Direct attaches in flight at once (`operations.maxConcurrentFailovers`, neon:H5). */
+  concurrency: number;
   /** The cluster's nodes as last seen, with their policies. */
   planNodes(): Map<string, PlanNode>;
+  /** One of them (a step's planned node: no map of the whole cluster per step). */
+  planNode(id: string): PlanNode | undefined;
 }
 
-/** Direct attaches in flight at once: Neon's normal-priority reconcile units (`RECONCILER_CONCURRENCY_DEFAULT`, neon:H5). */
-const IN_FLIGHT = 128;
 const WAITING_ON_SAMPLE = 20;
 
 /**
@@ -43,7 +45,7 @@ export class FailoverRun extends StepRun<FailoverRun> {
     for (;;) {
       const woken = this.nextWakeUp();
       if (this.halted) return;
-      while (this.queue.length && this.inFlight.size < IN_FLIGHT) {
+      while (this.queue.length && this.inFlight.size < this.host.concurrency) {
         const step = this.queue.shift()!;
         this.inFlight.add(step.workloadId);
         this.launch(
@@ -80,8 +82,7 @@ export class FailoverRun extends StepRun<FailoverRun> {
     }
     if (shard.policy === 'PAUSE' || shard.policy === 'STOP') return this.finishStep(step, 'SKIPPED', `SHARD_POLICY_${shard.policy}`, null);
     // The planned node may have stopped being schedulable meanwhile: choose again.
-    const nodes = this.host.planNodes();
-    const planned = step.toNodeId === null ? undefined : nodes.get(step.toNodeId);
+    const planned = step.toNodeId === null ? undefined : this.host.planNode(step.toNodeId);
     let toNodeId: string;
     const change: Partial<StepRecord> = {};
     if (planned && maySchedule(planned)) toNodeId = planned.id;
@@ -89,7 +90,7 @@ export class FailoverRun extends StepRun<FailoverRun> {
       const counts = new Map<string, number>();
       const all = await backend.listShards();
       for (const s of all) counts.set(s.attachedNodeId, (counts.get(s.attachedNodeId) ?? 0) + 1);
-      const again = chooseFailoverTarget(shard, this.nodeId, nodes, counts, tenantLocationCounts(all).get(shard.tenantId));
+      const again = chooseFailoverTarget(shard, this.nodeId, this.host.planNodes(), counts, tenantLocationCounts(all).get(shard.tenantId));
       if (!again) return this.finishStep(step, 'SKIPPED', 'NO_SCHEDULABLE_NODE', null);
       toNodeId = again.nodeId;
       change.detail = placementDetail(again.why);
