@@ -193,7 +193,7 @@ export class Driver {
           '... on ShardMigration { operation { id } }',
         );
         if (r.operation) this.ledger.startedOperations.add(r.operation.id);
-        this.log(`  rollout ${id} paused on node ${n.nodeId}: moved ${b.id} to node ${to}: ${r.__typename}${r.code ? ` ${r.code} ${r.message}` : ''}`);
+        this.log(`  rollout ${id} paused on node ${n.nodeId}: move of ${b.id} to node ${to}: ${r.__typename}${r.code ? ` ${r.code} ${r.message}` : ''}`);
       }
     }
     const r = await this.mutate('resumeRollout', `id: "${id}"${unsafe ? ', allowUnsafeRestart: true' : ''}, reason: "campaign"`, '');
