@@ -131,10 +131,18 @@ export class Driver {
       else await pause(300);
     }
     const restarted = new Set<string>();
+    const unpaused = new Map<string, number>();
     for (;;) {
-      const op = (await this.gql(`{ operation(id: "${id}") { ... on Operation { state error waitingOn { kind } rollout { nodes { nodeId phase } } } } }`))
-        .operation;
+      const op = (
+        await this.gql(`{ operation(id: "${id}") { ... on Operation { state error waitingOn { kind } rollout { nodes { nodeId phase blockers { id } } } } } }`)
+      ).operation;
       if (op.waitingOn?.kind === 'BUDGET' || op.rollout?.nodes.some((n: any) => n.phase !== 'PENDING') || Date.now() > held.until) await held.release();
+      if (op.state === 'PAUSED') {
+        if (late()) return this.fail(task, `rollout ${id} stayed PAUSED`);
+        await this.unpause(id, op.rollout?.nodes ?? [], unpaused);
+        await pause(300);
+        continue;
+      }
       if (op.state !== 'RUNNING' && op.state !== 'CANCELLING') {
         if (op.state === 'SUCCEEDED') return true;
         return this.fail(task, `rollout ${id} ended ${op.state} (${op.error})`);
@@ -154,6 +162,42 @@ export class Driver {
       }
       await pause(300);
     }
+  }
+
+  /**
+   * A rollout PAUSED, though the campaign starts it with `pauseOnFailure: false`: the safety gate
+   * pauses whatever that says (rollout:O6) when a node's drain or maintenance left workloads that
+   * would lose service, e.g. a cut-over a transient fault failed before its generation (the shard
+   * stays attached to the origin, neon:W4). A paused rollout waits for a person; the campaign
+   * answers as the careful operator of rollout:scenario-3 does: it moves each blocking shard to its
+   * secondary, then resumes (the gate looks again). A blocker it cannot move (a VM, or a shard still
+   * there after three tries) is restarted past with the override for the paused node alone
+   * (rollout:O12).
+   */
+  private async unpause(id: string, nodes: { nodeId: string; phase: string; blockers: { id: string }[] }[], tries: Map<string, number>): Promise<void> {
+    let unsafe = false;
+    for (const n of nodes.filter((x) => x.phase === 'UNSAFE_TO_RESTART')) {
+      const tried = (tries.get(n.nodeId) ?? 0) + 1;
+      tries.set(n.nodeId, tried);
+      for (const b of n.blockers) {
+        const shard = (await this.gql(`{ s: shard(id: "${b.id}") { __typename ... on TenantShard { attachedNodeId secondaryNodeIds } } }`)).s;
+        const to = shard.__typename === 'TenantShard' && shard.attachedNodeId === n.nodeId ? shard.secondaryNodeIds[0] : undefined;
+        if (shard.__typename === 'TenantShard' && shard.attachedNodeId !== n.nodeId) continue;
+        if (!to || tried > 3) {
+          unsafe = true;
+          continue;
+        }
+        const r = await this.mutate(
+          'migrateShard',
+          `shardId: "${b.id}", nodeId: "${to}", prewarm: false, reason: "campaign: blocks the restart of node ${n.nodeId}"`,
+          '... on ShardMigration { operation { id } }',
+        );
+        if (r.operation) this.ledger.startedOperations.add(r.operation.id);
+        this.log(`  rollout ${id} paused on node ${n.nodeId}: move of ${b.id} to node ${to}: ${r.__typename}${r.code ? ` ${r.code} ${r.message}` : ''}`);
+      }
+    }
+    const r = await this.mutate('resumeRollout', `id: "${id}"${unsafe ? ', allowUnsafeRestart: true' : ''}, reason: "campaign"`, '');
+    this.log(`  rollout ${id} resumed${unsafe ? ' with allowUnsafeRestart' : ''}: ${r.__typename}${r.code ? ` ${r.code} ${r.message}` : ''}`);
   }
 
   /** Runs one task to its end; resolves false (and says why) when it cannot be done or does not end by `deadline`. */
