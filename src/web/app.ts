@@ -292,6 +292,7 @@ function opsVariables(q: OpsQuery): Record<string, unknown> {
 
 /** How often the page tries again while the database is unavailable. */
 const OUTAGE_RETRY_MS = 2000;
+const READY_URL = new URL('/readyz', location.href).toString();
 
 /** issue 27, point 1: an outage said as one, with the age of what is still shown. */
 function OutageBanner({ outage }: { outage: { database: string; shownFrom: string | null } }) {
@@ -343,6 +344,19 @@ function App() {
     }
   }, []);
   useEffect(() => () => clearTimeout(retry.current), []);
+  // An open subscription stays quiet through an outage (ha:DB5), so a page left open would keep
+  // saying "live" over stale data: /readyz (no database, no token) says when to ask again.
+  useEffect(() => {
+    const watch = setInterval(() => {
+      void fetch(READY_URL)
+        .then((r) => r.json())
+        .then((r: { database?: string }) => {
+          if (r.database === 'down' && retry.current === undefined) void load();
+        })
+        .catch(() => {});
+    }, OUTAGE_RETRY_MS * 2);
+    return () => clearInterval(watch);
+  }, []);
   // Bursts of events (a drain moves many shards) cost one reload each quarter second.
   const reloadSoon = useCallback(() => {
     timer.current ??= setTimeout(() => {
