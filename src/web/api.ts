@@ -17,6 +17,16 @@ export const token = {
  */
 export class NeedsToken extends Error {}
 
+/** The gateway answered UNAVAILABLE naming its database (ha:DB5): an outage, retried, never a token problem. */
+export class DatabaseUnavailable extends Error {
+  constructor(
+    readonly database: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** What the token prompt says: which of missing, wrong, revoked or expired, in a sentence. */
 export function tokenProblem(e: NeedsToken): string {
   const m = e.message;
@@ -34,9 +44,12 @@ export async function gql<T = any>(query: string, variables: Record<string, unkn
     headers: { 'content-type': 'application/json', ...(t && { authorization: `Bearer ${t}` }) },
     body: JSON.stringify({ query, variables }),
   });
-  const body = (await res.json().catch(() => ({}))) as { data?: T; errors?: { message: string; extensions?: { code?: string } }[] };
+  const body = (await res.json().catch(() => ({}))) as { data?: T; errors?: { message: string; extensions?: { code?: string; database?: string } }[] };
   const refused = body.errors?.find((e) => e.extensions?.code === 'UNAUTHENTICATED');
   if (res.status === 401 || refused) throw new NeedsToken(refused?.message ?? 'authentication required');
+  // Partial data is not shown as if whole: the dashboard keeps its last complete answer instead (issue 27).
+  const down = body.errors?.find((e) => e.extensions?.code === 'UNAVAILABLE' && e.extensions.database);
+  if (down) throw new DatabaseUnavailable(down.extensions!.database!, down.message);
   if (body.errors?.length) throw new Error(body.errors.map((e) => e.message).join('; '));
   return body.data as T;
 }

@@ -7,7 +7,7 @@
 import { h, render } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { html } from 'htm/preact';
-import { followEvents, gql, NeedsToken, token, tokenProblem } from './api.ts';
+import { DatabaseUnavailable, followEvents, gql, NeedsToken, token, tokenProblem } from './api.ts';
 import { formatDuration } from '../domain/durations.ts';
 import { operationEta, WEB_DOCUMENTS as D } from './documents.ts';
 
@@ -290,6 +290,16 @@ function opsVariables(q: OpsQuery): Record<string, unknown> {
   };
 }
 
+/** How often the page tries again while the database is unavailable. */
+const OUTAGE_RETRY_MS = 2000;
+const READY_URL = new URL('/readyz', location.href).toString();
+
+/** issue 27, point 1: an outage said as one, with the age of what is still shown. */
+function OutageBanner({ outage }: { outage: { database: string; shownFrom: string | null } }) {
+  const shown = outage.shownFrom ? `showing the last data from ${when(outage.shownFrom)} UTC` : 'no data loaded yet';
+  return html`<p class="outage" role="alert">Database unavailable: ${outage.database} — ${shown}; retrying</p>`;
+}
+
 /** The operation a `#operation=<id>` link opens. */
 const linkedOperation = () => new URLSearchParams(location.hash.slice(1)).get('operation');
 
@@ -299,6 +309,10 @@ function App() {
   /** Non-null: the token prompt is shown, with this sentence (issue 31, point 4). */
   const [tokenPrompt, setTokenPrompt] = useState<string | null>(null);
   const [message, setMessage] = useState<Message | null>(null);
+  /** Non-null during a database outage (ha:DB5): which database, and when the data shown was loaded. */
+  const [outage, setOutage] = useState<{ database: string; shownFrom: string | null } | null>(null);
+  const loadedAt = useRef<string | null>(null);
+  const retry = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const [pending, setPending] = useState<Pending | null>(null);
   const [opsQuery, setOpsQuery] = useState<OpsQuery>({ state: '', kind: '', nodeId: '' });
   const [opened, setOpened] = useState<string | null>(linkedOperation());
@@ -314,10 +328,34 @@ function App() {
   const load = useCallback(async () => {
     try {
       setData(await gql(D.dashboard, opsVariables(query.current)));
+      loadedAt.current = new Date().toISOString();
+      setOutage(null);
     } catch (e) {
       if (e instanceof NeedsToken) refused(e);
-      else setMessage({ kind: 'error', text: (e as Error).message });
+      else if (e instanceof DatabaseUnavailable) {
+        // The subscription stays open through an outage and may deliver nothing: the page itself
+        // retries until a load succeeds, keeping the last data on screen meanwhile.
+        setOutage({ database: e.database, shownFrom: loadedAt.current });
+        retry.current ??= setTimeout(() => {
+          retry.current = undefined;
+          void load();
+        }, OUTAGE_RETRY_MS);
+      } else setMessage({ kind: 'error', text: (e as Error).message });
     }
+  }, []);
+  useEffect(() => () => clearTimeout(retry.current), []);
+  // An open subscription stays quiet through an outage (ha:DB5), so a page left open would keep
+  // saying "live" over stale data: /readyz (no database, no token) says when to ask again.
+  useEffect(() => {
+    const watch = setInterval(() => {
+      void fetch(READY_URL)
+        .then((r) => r.json())
+        .then((r: { database?: string }) => {
+          if (r.database === 'down' && retry.current === undefined) void load();
+        })
+        .catch(() => {});
+    }, OUTAGE_RETRY_MS * 2);
+    return () => clearInterval(watch);
   }, []);
   // Bursts of events (a drain moves many shards) cost one reload each quarter second.
   const reloadSoon = useCallback(() => {
@@ -369,7 +407,7 @@ function App() {
     return html`<main>
       <h1>Lockkeeper</h1>
       <p>Loading…</p>
-      ${message && html`<p class="message error">${message.text}</p>`}
+      ${outage && html`<${OutageBanner} outage=${outage} />`} ${message && html`<p class="message error">${message.text}</p>`}
     </main>`;
 
   const nodes = data.nodes.edges.map((e: any) => e.node);
@@ -387,6 +425,7 @@ function App() {
       <a href="/graphql">GraphiQL</a
       >${token.get() && html`<button onClick=${() => (token.clear(), setTokenPrompt(tokenProblem(new NeedsToken(''))))}>Forget token</button>`}
     </header>
+    ${outage && html`<${OutageBanner} outage=${outage} />`}
     ${message && html`<div class=${`message ${message.kind}`} role="status">${message.text}${message.details?.map((d) => html`<div>${d}</div>`)}<button onClick=${() => setMessage(null)}>×</button></div>`}
     ${pending && html`<${Confirm} pending=${pending} onDone=${setMessage} onClose=${() => setPending(null)} />`}
     <h2>Nodes</h2>
