@@ -126,11 +126,17 @@ export class Reconciler {
     };
     // ha:L9: a background reconcile keeps the epoch it was started under: after a step-down it sends nothing more, reads included.
     const authority = this.deps.authority?.();
+    // ...and it ends with that epoch, rather than retrying refused requests while it holds the
+    // shard, which would keep a later epoch's reconciles of the shard waiting behind it.
+    const epochEnded = () => controller.abort(authority?.signal.reason ?? new Error('stepped down'));
+    if (authority?.signal.aborted) epochEnded();
+    else authority?.signal.addEventListener('abort', epochEnded, { once: true });
     entry.promise = authority ? underAuthority(authority, reconcile) : reconcile();
     this.inFlight.set(shardId, entry);
     void entry.promise
       .catch(() => {})
       .finally(() => {
+        authority?.signal.removeEventListener('abort', epochEnded);
         if (this.inFlight.get(shardId) === entry) this.inFlight.delete(shardId);
         for (const l of this.settledListeners) l(shardId);
       });

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { LeaseAuthority } from '../../src/cluster/authority.ts';
 import type { PluginStore } from '../../src/cluster/plugin-store.ts';
 import { createLogger } from '../../src/logger.ts';
 import { openDatabase, type Database } from '../../src/store/index.ts';
@@ -34,6 +35,8 @@ export interface SimCluster extends PageserverFleet {
       hook?: boolean;
       wrapStore?: (store: PluginStore) => PluginStore;
       mayAct?: () => boolean;
+      /** ha:L9: the authority of each request (`PluginContext.authority`). */
+      authority?: () => LeaseAuthority;
       insecure?: boolean;
       log?: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
       /** Hyperconverged hosts (issue 26): the Kubernetes node each pageserver runs on (`pageservers[].kubernetesNode`). */
@@ -90,7 +93,7 @@ export async function startSimCluster(spec: SimClusterSpec & { hookToken?: strin
     dir,
     unresolvable,
     controller: undefined,
-    async startController(extra = {}, { hook: withHook = true, wrapStore = (s: PluginStore) => s, mayAct, insecure, log: logger, hosts = {} } = {}) {
+    async startController(extra = {}, { hook: withHook = true, wrapStore = (s: PluginStore) => s, mayAct, authority, insecure, log: logger, hosts = {} } = {}) {
       const options = pageserverOptionsSchema.parse({
         pageservers: spec.nodes.map((n) => ({
           id: n.id,
@@ -110,6 +113,7 @@ export async function startSimCluster(spec: SimClusterSpec & { hookToken?: strin
         store: wrapStore(new PrismaPluginStore(db.prisma, 'pageserver')),
         resolveHost: async (host) => !unresolvable.has(host),
         ...(mayAct && { mayAct }),
+        ...(authority && { authority }),
       });
       const controller = await drive(starting);
       for (const sim of sims.values()) {
