@@ -35,7 +35,17 @@ function tagOf(r: LoggedRequest): { pid: number; epoch: number | 'standby'; scop
 
 async function cluster(names: string[]) {
   const dir = mkdtempSync(join(tmpdir(), 'lk-ha-deposed-'));
-  const sim = await processes.simulator(dir, ['--nodes', '3', '--vms-per-node', '0', '--tenants', String(TENANTS), '--shards-per-tenant', '1']);
+  const sim = await processes.simulator(dir, [
+    '--nodes',
+    '3',
+    '--vms-per-node',
+    '0',
+    '--separate-hosts',
+    '--tenants',
+    String(TENANTS),
+    '--shards-per-tenant',
+    '1',
+  ]);
   const pageservers = (
     JSON.parse(readFileSync(sim.config, 'utf8')) as { plugins: { name: string; options: { pageservers?: { id: number; url: string }[] } }[] }
   ).plugins.find((p) => p.name === 'pageserver')!.options.pageservers!;
