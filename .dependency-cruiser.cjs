@@ -34,6 +34,14 @@ module.exports = {
       to: { path: '^(src|plugins|simulators|test|bench)/', pathNot: ['^src/cluster/', '^src/domain/', '^plugins/$1/'] },
     },
     {
+      name: 'only-rehearsal-joins-gateway-and-simulators',
+      comment:
+        'rehearsal/ (issue 33) runs the real engines and plugins against the simulators in a worker thread; the gateway loads it by URL, never by import.',
+      severity: 'error',
+      from: { path: '^(src|plugins|simulators)/' },
+      to: { path: '^rehearsal/' },
+    },
+    {
       name: 'simulators-import-nothing-of-the-gateway',
       severity: 'error',
       from: { path: '^simulators/' },
@@ -42,13 +50,13 @@ module.exports = {
     {
       name: 'production-code-never-imports-tests',
       severity: 'error',
-      from: { path: '^(src|plugins|simulators|bin)/' },
+      from: { path: '^(src|plugins|simulators|rehearsal|bin)/' },
       to: { path: '^(test|bench)/' },
     },
     {
       name: 'no-circular',
       severity: 'error',
-      from: { path: '^(src|plugins|simulators)/' },
+      from: { path: '^(src|plugins|simulators|rehearsal)/' },
       to: { circular: true },
     },
     {
@@ -56,7 +64,7 @@ module.exports = {
       comment: 'No two folders depend on each other, directly or through others.',
       severity: 'error',
       scope: 'folder',
-      from: { path: '^(src|plugins|simulators)/' },
+      from: { path: '^(src|plugins|simulators|rehearsal)/' },
       to: { circular: true },
     },
   ],
