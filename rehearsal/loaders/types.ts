@@ -17,6 +17,11 @@ export interface LoadedSimulators {
   options: unknown;
   /** Every URL the simulators listen on (a rehearsal must send nothing anywhere else). */
   urls: string[];
+  /**
+   * Takes the node down and brings it back after `downMs` of the sample's clock, as the
+   * restart a rollout waits for (restart WAIT_FOR_REATTACH) would; resolves once it is down.
+   */
+  restartNode(nodeId: string, downMs: number): Promise<void>;
   stop(): Promise<void>;
 }
 
