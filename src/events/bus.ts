@@ -42,11 +42,30 @@ class CountingEventTarget extends EventTarget {
   }
 }
 
+/** Stands for one publish of a payload (identity only): what results computed for that publish are kept under. */
+export type Publication = object;
+
 export function createEventBus() {
   const target = new CountingEventTarget();
   const pubsub = createPubSub<BusTopics>({ eventTarget: target as unknown as NonNullable<Parameters<typeof createPubSub<BusTopics>>[0]>['eventTarget'] });
+  // A backend publishes the same object again after changing it (or after changing what its
+  // fields resolve from, as a node's scheduling policy): the payload object does not name an
+  // event, its latest publish does. Weak: a payload no longer referenced takes its stamp along.
+  const publications = new WeakMap<object, Publication>();
+  const publish = pubsub.publish.bind(pubsub);
   return Object.assign(pubsub, {
+    publish: ((...args: unknown[]) => {
+      const payload = args[args.length - 1];
+      if (typeof payload === 'object' && payload !== null) publications.set(payload, {});
+      (publish as (...a: unknown[]) => void)(...args);
+    }) as typeof pubsub.publish,
     /** Live subscribers of a topic (`operationProgress:<id>` for one operation's progress). */
     subscribers: (topic: string): number => target.listeners.get(topic) ?? 0,
+    /**
+     * The latest publish of `payload` (undefined if it was never published): a new object at
+     * every publish, even of the same payload, so that whatever is computed from an event and
+     * kept under its publication is never handed out for a later publish.
+     */
+    publication: (payload: unknown): Publication | undefined => (typeof payload === 'object' && payload !== null ? publications.get(payload) : undefined),
   });
 }
