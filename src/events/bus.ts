@@ -1,4 +1,4 @@
-import { createPubSub } from 'graphql-yoga';
+import { createPubSub, Repeater } from 'graphql-yoga';
 import type { ClusterNode, ClusterShard, ClusterVm } from '../cluster/types.ts';
 import type { OperationSnapshot, StepRecord } from '../domain/operations.ts';
 
@@ -59,6 +59,20 @@ export function createEventBus() {
       if (typeof payload === 'object' && payload !== null) publications.set(payload, {});
       (publish as (...a: unknown[]) => void)(...args);
     }) as typeof pubsub.publish,
+    /**
+     * A topic's payloads that `keep` accepts, filtered in the bus's listener: one stream per
+     * subscriber, where `pipe(subscribe(…), filter(…))` adds a second one that every event
+     * crosses, for every subscriber (issue 29: a fan-out cost the bare server does not pay).
+     */
+    subscribeWhere: <K extends 'nodeChanged' | 'workloadChanged'>(topic: K, keep: (payload: BusTopics[K][0]) => boolean): Repeater<BusTopics[K][0]> =>
+      new Repeater<BusTopics[K][0]>((push, stop) => {
+        const listener = (event: Event) => {
+          const payload = (event as CustomEvent<BusTopics[K][0]>).detail;
+          if (keep(payload)) void push(payload);
+        };
+        void stop.then(() => target.removeEventListener(topic, listener));
+        target.addEventListener(topic, listener);
+      }),
     /** Live subscribers of a topic (`operationProgress:<id>` for one operation's progress). */
     subscribers: (topic: string): number => target.listeners.get(topic) ?? 0,
     /**
