@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { createPubSub, Repeater } from 'graphql-yoga';
 import type { ClusterNode, ClusterShard, ClusterVm } from '../cluster/types.ts';
 import type { OperationSnapshot, StepRecord } from '../domain/operations.ts';
@@ -47,6 +48,8 @@ export type Publication = object;
 
 export function createEventBus() {
   const target = new CountingEventTarget();
+  // A thousand watchers of one topic are the design, not a leak: no MaxListenersExceededWarning at the eleventh.
+  setMaxListeners(0, target);
   const pubsub = createPubSub<BusTopics>({ eventTarget: target as unknown as NonNullable<Parameters<typeof createPubSub<BusTopics>>[0]>['eventTarget'] });
   // A backend publishes the same object again after changing it (or after changing what its
   // fields resolve from, as a node's scheduling policy): the payload object does not name an
