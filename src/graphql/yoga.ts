@@ -17,6 +17,7 @@ import { useDepthLimit } from './plugins/use-depth-limit.ts';
 import { useEndSubscriptionsOnRevoke } from './plugins/use-end-subscriptions-on-revoke.ts';
 import { useMutationRateLimit } from './plugins/use-mutation-rate-limit.ts';
 import { useNoOriginalErrors } from './plugins/use-no-original-errors.ts';
+import { useSharedSubscriptionResults } from './plugins/use-shared-subscription-results.ts';
 import { useHttpStatus } from './plugins/use-http-status.ts';
 import { buildSchema } from './schema.ts';
 
@@ -99,6 +100,7 @@ export function createGraphQLHandler(services: AppServices, log: Logger, { limit
       useAliasLimit(limits),
       useMutationRateLimit({ auth: services.auth }),
       useEndSubscriptionsOnRevoke({ auth: services.auth }),
+      useSharedSubscriptionResults(),
       useNoOriginalErrors(),
       useHttpStatus(),
       useCompiledQueries(),

@@ -1,4 +1,3 @@
-import { filter, pipe } from 'graphql-yoga';
 import type { ClusterNode, NodeSide } from '../../cluster/types.ts';
 import { NotFoundError, UnavailableError } from '../../domain/errors.ts';
 import { typedBackendCall } from '../map-backend-error.ts';
@@ -85,11 +84,7 @@ builder.subscriptionFields((t) => ({
     type: ClusterNodeType,
     description: 'Every change of a node as the backend reports it (availability, cordon, labels).',
     args: { nodeId: t.arg.id({ required: false }) },
-    subscribe: (_, args, ctx) =>
-      pipe(
-        ctx.bus.subscribe('nodeChanged'),
-        filter((node) => args.nodeId == null || node.id === String(args.nodeId)),
-      ),
+    subscribe: (_, args, ctx) => ctx.bus.subscribeWhere('nodeChanged', (node) => args.nodeId == null || node.id === String(args.nodeId)),
     resolve: (node) => node,
   }),
 }));

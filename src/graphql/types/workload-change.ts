@@ -1,4 +1,3 @@
-import { filter, pipe } from 'graphql-yoga';
 import type { WorkloadChange } from '../../events/bus.ts';
 import { builder } from '../builder.ts';
 import { ShardType } from './shard.ts';
@@ -31,9 +30,9 @@ builder.subscriptionFields((t) => ({
       nodeId: t.arg.id({ required: false, description: 'Only changes of workloads on this node (after the change).' }),
     },
     subscribe: (_, args, ctx) =>
-      pipe(
-        ctx.bus.subscribe('workloadChanged'),
-        filter((c) => (args.kind == null || c.kind === args.kind) && (args.nodeId == null || touchesNode(c, String(args.nodeId)))),
+      ctx.bus.subscribeWhere(
+        'workloadChanged',
+        (c) => (args.kind == null || c.kind === args.kind) && (args.nodeId == null || touchesNode(c, String(args.nodeId))),
       ),
     resolve: (c) => c,
   }),
