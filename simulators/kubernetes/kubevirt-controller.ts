@@ -13,6 +13,19 @@ export interface ControllerDelays {
   migrateMs: number;
 }
 
+/**
+ * Per-object durations that replace the fixed delays (a rehearsal draws them from history,
+ * issue 33). Plain functions of the objects: the simulator stays free of the gateway.
+ */
+export interface ControllerDurations {
+  /** A VM's start, from wanting to run to its VMI Running on `nodeName`; replaces `startMs`. */
+  start?: (vm: K8sObject, nodeName: string) => number;
+  /** A VM's stop, from run strategy Halted to its VMI gone; replaces `stopMs`. */
+  stop?: (vm: K8sObject, nodeName: string | null) => number;
+  /** A live migration's copy, from Running to its hand-over; replaces `migrateMs` (not the dirty-rate model). */
+  migrate?: (vmi: K8sObject) => number;
+}
+
 export const MIGRATION_FINALIZER = 'kubevirt.io/migrationJobFinalize';
 export const VMI_NAME_LABEL = 'kubevirt.io/vmi-name';
 export const MIGRATION_JOB_LABEL = 'kubevirt.io/migrationJobUID';
@@ -184,6 +197,7 @@ export class KubevirtController {
     private readonly store: ObjectStore,
     public delays: ControllerDelays,
     private readonly clock: SimClock,
+    private readonly durations: ControllerDurations = {},
   ) {
     this.nodes = store.def('nodes');
     this.pvcs = store.def('persistentvolumeclaims');
@@ -299,7 +313,7 @@ export class KubevirtController {
       }
       this.starting.add(key);
       this.setVmStatus(namespace, name, { printableStatus: 'Starting', ready: false, created: true });
-      this.later(this.delays.startMs, () => {
+      this.later(this.durations.start?.(vm, node.metadata.name) ?? this.delays.startMs, () => {
         this.starting.delete(key);
         const current = this.store.get(this.vms, namespace, name);
         if (!current || !wantsRunning(current) || this.store.get(this.vmis, namespace, name)) return this.reconcileVm(namespace, name);
@@ -315,7 +329,7 @@ export class KubevirtController {
       if (this.stopping.has(key)) return;
       this.stopping.add(key);
       this.setVmStatus(namespace, name, { printableStatus: 'Stopping' });
-      this.later(this.delays.stopMs, () => {
+      this.later(this.durations.stop?.(vm, vmi.status?.nodeName ?? null) ?? this.delays.stopMs, () => {
         this.stopping.delete(key);
         this.deleteVmi(namespace, name);
         const current = this.store.get(this.vms, namespace, name);
@@ -605,7 +619,7 @@ export class KubevirtController {
 
   /** How long the pre-copy of this VMI takes (the dirty-rate model), or null when it never converges. */
   private transferMs(vmi: K8sObject, configuration: Record<string, unknown>): number | null {
-    if (this.bandwidth === null) return this.delays.migrateMs;
+    if (this.bandwidth === null) return this.durations.migrate?.(vmi) ?? this.delays.migrateMs;
     const cap = configuration.bandwidthPerMigration === undefined ? null : quantityBytes(configuration.bandwidthPerMigration);
     const link = cap ? Math.min(cap, this.bandwidth) : this.bandwidth;
     const dirty = this.dirtyRates.get(`${vmi.metadata.namespace}/${vmi.metadata.name}`) ?? 0;
