@@ -36,7 +36,9 @@ export class KubeApi {
     const result = (await call('list', r, () => {
       if (r === RESOURCES.nodes) return this.k.core.listNode({ labelSelector }) as Promise<unknown>;
       if (r === RESOURCES.pods) {
-        return (namespace ? this.k.core.listNamespacedPod({ namespace, labelSelector }) : this.k.core.listPodForAllNamespaces({ labelSelector })) as Promise<unknown>;
+        return (
+          namespace ? this.k.core.listNamespacedPod({ namespace, labelSelector }) : this.k.core.listPodForAllNamespaces({ labelSelector })
+        ) as Promise<unknown>;
       }
       if (r === RESOURCES.pvcs) {
         return (

@@ -210,14 +210,7 @@ export class KubevirtBackend implements ClusterBackend {
 
   /** The cluster as a rehearsal loads it into the simulator (snapshot.ts; JSON, no credentials). */
   async snapshot(): Promise<BackendSnapshot[]> {
-    const taken = await takeSnapshot(
-      this.api,
-      this.cache,
-      () => this.volumes.longhornReplicas(),
-      this.options,
-      this.delegate !== null,
-      this.clock.now(),
-    );
+    const taken = await takeSnapshot(this.api, this.cache, () => this.volumes.longhornReplicas(), this.options, this.delegate !== null, this.clock.now());
     return [taken];
   }
 

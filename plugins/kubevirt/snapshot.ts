@@ -52,6 +52,8 @@ export interface KubevirtSnapshotData {
   /** Migrations not finished when the snapshot was read (informational: a rehearsal starts with the VMs on their sources). */
   migrationsInFlight: { namespace: string; name: string; vmiName: string; phase: string | null }[];
   pods: SnapshotObject[];
+  /** DaemonSets (`namespace/name`) that own pods but do not exist: kubectl's drain calls their pods orphans (k8s:K2). */
+  daemonSetsMissing: string[];
   pdbs: SnapshotObject[];
   pvcs: SnapshotObject[];
   replicas: SnapshotObject[];
@@ -134,7 +136,18 @@ function nodeOf(n: KObject): SnapshotObject {
       conditions: conditionsOf(s.conditions),
       allocatable: s.allocatable && pick(s.allocatable),
       capacity: s.capacity && pick(s.capacity),
-      nodeInfo: s.nodeInfo?.bootID !== undefined ? { bootID: s.nodeInfo.bootID } : undefined,
+      // The boot id tells a restart (rollout:O7); versions say what runs. Machine ids and addresses are left out.
+      nodeInfo:
+        s.nodeInfo &&
+        defined({
+          bootID: s.nodeInfo.bootID,
+          kubeletVersion: s.nodeInfo.kubeletVersion,
+          kernelVersion: s.nodeInfo.kernelVersion,
+          osImage: s.nodeInfo.osImage,
+          containerRuntimeVersion: s.nodeInfo.containerRuntimeVersion,
+          operatingSystem: s.nodeInfo.operatingSystem,
+          architecture: s.nodeInfo.architecture,
+        }),
     }),
   };
 }
@@ -190,7 +203,12 @@ function pdbOf(b: KObject): SnapshotObject {
       maxUnavailable: b.spec?.maxUnavailable,
       unhealthyPodEvictionPolicy: b.spec?.unhealthyPodEvictionPolicy,
     }),
-    status: defined({ disruptionsAllowed: s.disruptionsAllowed, currentHealthy: s.currentHealthy, desiredHealthy: s.desiredHealthy, expectedPods: s.expectedPods }),
+    status: defined({
+      disruptionsAllowed: s.disruptionsAllowed,
+      currentHealthy: s.currentHealthy,
+      desiredHealthy: s.desiredHealthy,
+      expectedPods: s.expectedPods,
+    }),
   };
 }
 
@@ -228,6 +246,26 @@ async function harvesterSetting(api: KubeApi, name: string): Promise<{ name: str
     if (e instanceof BackendError && e.code === 'NotFound') return { name, value: null, default: null };
     throw e;
   }
+}
+
+/** The DaemonSets named as pods' controllers that are gone, by one GET each (as the drain checks them, k8s:K2). */
+async function missingDaemonSets(api: KubeApi, pods: KObject[]): Promise<string[]> {
+  const owners = new Set<string>();
+  for (const p of pods) {
+    const owner = ((p.metadata?.['ownerReferences'] as any[] | undefined) ?? []).find((r) => r.controller === true);
+    if (owner?.kind === 'DaemonSet') owners.add(`${p.metadata?.namespace}/${owner.name}`);
+  }
+  const missing: string[] = [];
+  for (const key of [...owners].sort()) {
+    const [namespace, name] = key.split('/') as [string, string];
+    try {
+      await call('get', RESOURCES.daemonsets, () => api.k.apps.readNamespacedDaemonSet({ namespace, name }));
+    } catch (e) {
+      if (!(e instanceof BackendError && e.code === 'NotFound')) throw e;
+      missing.push(key);
+    }
+  }
+  return missing;
 }
 
 /**
@@ -270,6 +308,7 @@ export async function takeSnapshot(
       .filter((m) => !['Succeeded', 'Failed'].includes(m.status?.phase))
       .map((m) => ({ namespace: m.metadata?.namespace ?? '', name: m.metadata?.name ?? '', vmiName: m.spec?.vmiName ?? '', phase: m.status?.phase ?? null })),
     pods: pods.map(podOf).sort(byKey),
+    daemonSetsMissing: await missingDaemonSets(api, pods),
     pdbs: pdbs.map(pdbOf).sort(byKey),
     pvcs: pvcs.map(pvcOf).sort(byKey),
     replicas: (replicas ?? []).map(replicaOf).sort(byKey),

@@ -93,7 +93,10 @@ describe('deploy/rbac.yaml: least privilege', () => {
     harvesterSim = await K8sSim.start({ harvester: true });
     harvesterSim.setRules(rules);
     harvesterSim.addNode('node-1');
-    harvesterSim.store.create(harvesterSim.def('settings', 'harvesterhci.io'), { metadata: { name: 'vm-force-reset-policy' }, value: '{"enable":true,"period":15}' });
+    harvesterSim.store.create(harvesterSim.def('settings', 'harvesterhci.io'), {
+      metadata: { name: 'vm-force-reset-policy' },
+      value: '{"enable":true,"period":15}',
+    });
     harvesterSim.store.create(harvesterSim.def('settings', 'harvesterhci.io'), { metadata: { name: 'ssl-certificates' }, value: '{"privateKey":"k"}' });
     harvesterBackend = await createKubevirtBackend({ kubeconfigPath: harvesterSim.kubeconfigFile() });
     const [taken] = await harvesterBackend.snapshot();
