@@ -170,6 +170,7 @@ const loadKubevirt: RehearsalLoader = async (snapshot, liveOptions, context) => 
     clock: context.clock,
     longhorn: data.longhorn.installed,
     harvester: data.harvester !== null,
+    migrationLimits: true,
     durations: {
       migrate: (vmi) => durations.draw('VM_MIGRATE', idOf(vmi), vmi.status?.nodeName ?? null).ms,
       start: (vm, nodeName) => durations.draw('VM_START', idOf(vm), nodeName).ms,

@@ -72,6 +72,8 @@ export interface K8sSimOptions {
    * terminations (replacing grace × `msPerGraceSecond`): a rehearsal's draws (issue 33).
    */
   durations?: ControllerDurations & { podTermination?: (pod: K8sObject, graceSeconds: number) => number };
+  /** KubeVirt's parallel-migration limits (per cluster, outbound per node) queue migrations; default off. */
+  migrationLimits?: boolean;
   /** Serve HTTPS with this key and certificate (PEM; the certificate is also the kubeconfig's CA): kubectl sends its token only over TLS. */
   tls?: { key: string; cert: string };
 }
@@ -170,6 +172,7 @@ export class K8sSim {
     });
     this.controller = new KubevirtController(this.store, { startMs: 30, stopMs: 20, migrateMs: 40, ...options.delays }, this.clock, vmDurations);
     this.controller.bandwidth = options.migrationBandwidth ?? null;
+    this.controller.migrationLimits = options.migrationLimits ?? false;
     this.api.admitters.push((a) => this.controller.admit(a));
     this.eviction = new KubevirtEviction(this.store, this.controller, this.clock);
     this.pods.evictionWebhooks.push(this.eviction.webhook);

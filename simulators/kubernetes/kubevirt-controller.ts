@@ -184,6 +184,13 @@ export class KubevirtController {
    */
   readonly dirtyRates = new Map<string, number>();
   bandwidth: number | null = null;
+  /**
+   * KubeVirt's migration throttle: a migration stays Pending while `parallelMigrationsPerCluster`
+   * (default 5) migrations are under way, or `parallelOutboundMigrationsPerNode` (default 2)
+   * leave its VM's node, and goes on when one ends. Off by default here (the simulator's
+   * tests predate it); a rehearsal turns it on.
+   */
+  migrationLimits = false;
   readonly holds: MigrationHolds = {
     pending: () => false,
     pendingCause: 'Unschedulable',
@@ -259,6 +266,14 @@ export class KubevirtController {
     if (e.resource === this.vmis && e.type === 'MODIFIED' && e.object.status?.phase === 'Failed')
       this.schedule(`vm/${namespace}/${name}`, () => this.reconcileVm(namespace!, name));
     if (e.resource === this.migrations && e.type !== 'DELETED') this.schedule(`mig/${namespace}/${name}`, () => this.syncMigration(namespace!, name));
+    if (this.migrationLimits && e.resource === this.migrations && (e.type === 'DELETED' || FINAL.includes(e.object.status?.phase))) {
+      // A slot is free: the queued migrations are looked at again, oldest first.
+      this.schedule('throttle', () => {
+        const queued = this.store.list(this.migrations).filter((m) => m.status?.phase === 'Pending' && !m.metadata.deletionTimestamp);
+        queued.sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion));
+        for (const m of queued) this.syncMigration(m.metadata.namespace!, m.metadata.name);
+      });
+    }
     if (e.resource === this.pods && e.type === 'DELETED') this.launcherGone(e.object);
     if (e.resource === this.nodes && e.type === 'DELETED') this.schedule(`node/${name}`, () => this.nodeGone(name));
     if (e.resource === this.nodes && e.type === 'MODIFIED') {
@@ -548,8 +563,19 @@ export class KubevirtController {
     }
     if (phase === 'Pending') {
       if (this.holds.pending(mig)) return this.holdPending(mig);
+      if (this.throttled(mig)) return;
       return this.startMigration(mig);
     }
+  }
+
+  /** With `migrationLimits`: whether KubeVirt's parallel-migration limits keep this migration queued. */
+  private throttled(mig: K8sObject): boolean {
+    if (!this.migrationLimits) return false;
+    const limits = this.clusterConfig().migrations ?? {};
+    const active = this.store.list(this.migrations).filter((m) => m.status?.phase === 'Scheduling' || m.status?.phase === 'Running');
+    if (active.length >= (limits.parallelMigrationsPerCluster ?? 5)) return true;
+    const source = this.store.get(this.vmis, mig.metadata.namespace, mig.spec?.vmiName)?.status?.nodeName;
+    return active.filter((m) => m.status?.migrationState?.sourceNode === source).length >= (limits.parallelOutboundMigrationsPerNode ?? 2);
   }
 
   /**

@@ -28,13 +28,17 @@ afterEach(async () => {
 });
 
 /** A live cluster's snapshot: three nodes, a movable VM, an unmovable one, a pod. */
-async function snapshotOfLiveCluster(): Promise<BackendSnapshot> {
+function seedDefault(live: K8sSim): void {
+  for (const n of ['n1', 'n2', 'n3']) live.addNode(n, { zone: 'zone-a' });
+  live.addVm({ name: 'mover', nodeName: 'n1' });
+  live.addVm({ name: 'gpu', nodeName: 'n1', gpu: true });
+  live.addPod({ name: 'web-1', nodeName: 'n1', labels: { app: 'web' }, owner: { kind: 'ReplicaSet', name: 'web' }, terminationGracePeriodSeconds: 30 });
+}
+
+async function snapshotOfLiveCluster(seed: (live: K8sSim) => void): Promise<BackendSnapshot> {
   const live = await K8sSim.start();
   try {
-    for (const n of ['n1', 'n2', 'n3']) live.addNode(n, { zone: 'zone-a' });
-    live.addVm({ name: 'mover', nodeName: 'n1' });
-    live.addVm({ name: 'gpu', nodeName: 'n1', gpu: true });
-    live.addPod({ name: 'web-1', nodeName: 'n1', labels: { app: 'web' }, owner: { kind: 'ReplicaSet', name: 'web' }, terminationGracePeriodSeconds: 30 });
+    seed(live);
     const backend = await createKubevirtBackend({ kubeconfigPath: live.kubeconfigFile() });
     try {
       const [snapshot] = await backend.snapshot();
@@ -47,22 +51,33 @@ async function snapshotOfLiveCluster(): Promise<BackendSnapshot> {
   }
 }
 
-async function rehearse(sampler: DurationSampler): Promise<{ clock: VirtualClock }> {
+async function rehearse(sampler: DurationSampler, seed = seedDefault): Promise<{ clock: VirtualClock }> {
   const clock = new VirtualClock();
-  const snapshot = await snapshotOfLiveCluster();
+  const snapshot = await snapshotOfLiveCluster(seed);
   loaded = await loadKubevirt(snapshot, {}, { clock, durations: sampler, seed: 7 });
   backend = await createKubevirtBackend({ ...(loaded.options as object), clock });
   return { clock };
 }
 
-/** A pod's Ready condition, read from the loaded simulator's API as any client would (the plugin maps no readiness). */
-async function podReady(namespace: string, name: string): Promise<string | undefined> {
+/** GET from the loaded simulator's API as any client would, with the loader's kubeconfig. */
+async function read<T>(path: string): Promise<T> {
   const kubeconfig = JSON.parse(readFileSync((loaded!.options as { kubeconfigPath: string }).kubeconfigPath, 'utf8'));
-  const response = await fetch(`${loaded!.urls[0]}/api/v1/namespaces/${namespace}/pods/${name}`, {
-    headers: { authorization: `Bearer ${kubeconfig.users[0].user.token}` },
-  });
-  const pod = (await response.json()) as { status?: { conditions?: { type: string; status: string }[] } };
+  const response = await fetch(`${loaded!.urls[0]}${path}`, { headers: { authorization: `Bearer ${kubeconfig.users[0].user.token}` } });
+  return (await response.json()) as T;
+}
+
+/** A pod's Ready condition (the plugin maps no readiness). */
+async function podReady(namespace: string, name: string): Promise<string | undefined> {
+  const pod = await read<{ status?: { conditions?: { type: string; status: string }[] } }>(`/api/v1/namespaces/${namespace}/pods/${name}`);
   return pod.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+}
+
+/** The migrations' phases by VMI. */
+async function migrationPhases(): Promise<Record<string, string | undefined>> {
+  const list = await read<{ items: { spec: { vmiName: string }; status?: { phase?: string } }[] }>(
+    '/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstancemigrations',
+  );
+  return Object.fromEntries(list.items.map((m) => [m.spec.vmiName, m.status?.phase]));
 }
 
 /** Settles a promise's state without waiting for it. */
@@ -87,6 +102,28 @@ describe('rehearsal: drawn durations in virtual time on the kubevirt simulator (
     await clock.advance(1);
     await migration.promise;
     expect((await backend!.getVm('default/mover'))!.nodeId).not.toBe('n1');
+  });
+
+  it("KubeVirt's parallelOutboundMigrationsPerNode (2 by default) queues the third migration off a node until one of the first two ends", async () => {
+    const sampler = new RecordingSampler({ VM_MIGRATE: 90_000 });
+    const { clock } = await rehearse(sampler, (live) => {
+      for (const n of ['n1', 'n2', 'n3']) live.addNode(n);
+      for (const vm of ['a', 'b', 'c']) live.addVm({ name: vm, nodeName: 'n1' });
+    });
+    const migrations = ['a', 'b', 'c'].map((vm) => tracked(backend!.migrateVm(`default/${vm}`, { fromNodeId: 'n1' })));
+    const queued = { a: 'Running', b: 'Running', c: 'Pending' };
+    await eventually(async () => JSON.stringify(await migrationPhases()) === JSON.stringify(queued));
+    expect(sampler.draws.map(([, vm]) => vm)).toEqual(['default/a', 'default/b']);
+    await clock.advance(90_000);
+    await Promise.all(migrations.slice(0, 2).map((m) => m.promise));
+    // The third starts copying only now, and takes its own 90 s.
+    await eventually(() => sampler.draws.length === 3);
+    expect(migrations[2]!.settled()).toBe(false);
+    await clock.advance(89_999);
+    expect(migrations[2]!.settled()).toBe(false);
+    await clock.advance(1);
+    await migrations[2]!.promise;
+    expect((await backend!.listVms()).map((v) => v.nodeId === 'n1')).toEqual([false, false, false]);
   });
 
   it('a stop drawn at 40 s, a start at 25 s and a pod termination at 50 s take that long in virtual time', async () => {
