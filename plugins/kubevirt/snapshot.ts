@@ -11,7 +11,7 @@ import type { KubevirtOptions } from './options.ts';
  * Harvester settings a rehearsal reads (by name only: the ClusterRole grants `get` on these
  * names and no other, since settings such as `ssl-certificates` hold private keys).
  */
-export const HARVESTER_SNAPSHOT_SETTINGS = ['vm-force-reset-policy', 'default-vm-termination-grace-period-seconds'] as const;
+const HARVESTER_SNAPSHOT_SETTINGS = ['vm-force-reset-policy', 'default-vm-termination-grace-period-seconds'] as const;
 
 /** A trimmed Kubernetes object: only the fields a rehearsal's simulator needs (see `KubevirtSnapshotData`). */
 export interface SnapshotObject {
