@@ -199,3 +199,54 @@ describe('rehearsal: a kubevirt snapshot loaded into a fresh simulator (issue 33
     await expect(loadKubevirt({ plugin: 'kubevirt', takenAt: 0, data: { version: 1, nodes: [] } }, {}, context)).rejects.toThrow(/no list "vms"/);
   });
 });
+
+describe('rehearsal: a loaded snapshot reads back as itself (issue 33)', () => {
+  it('Harvester mode: the snapshot of the loaded simulator equals the live one (settings, mode, budgets, KubeVirt CR, policies), but for uids and launcher pod names', async () => {
+    source = await K8sSim.start({ harvester: true, msPerGraceSecond: 1 });
+    for (const n of ['h1', 'h2']) {
+      source.addNode(n, { zone: 'zone-a', roles: ['worker'] });
+      source.store.mutate(source.def('nodes'), undefined, n, (o) => {
+        o.status.nodeInfo = {
+          ...{ machineID: 'm', systemUUID: 'u', kernelVersion: '6.4.0', osImage: 'Harvester v1.6.1', containerRuntimeVersion: 'containerd://1.7.27' },
+          ...{ kubeletVersion: 'v1.33.3', kubeProxyVersion: '', operatingSystem: 'linux', architecture: 'amd64', bootID: `boot-${n}` },
+        };
+      });
+    }
+    source.setNodeTaints('h2', [{ key: 'kubevirt.io/drain', effect: 'NoSchedule' }]);
+    source.store.create(source.def('settings', 'harvesterhci.io'), {
+      metadata: { name: 'vm-force-reset-policy' },
+      value: '{"enable":true,"period":15}',
+      default: '',
+    });
+    source.setKubevirtConfig({ migrations: { parallelMigrationsPerCluster: 2 } });
+    source.addMigrationPolicy('slow', { bandwidthPerMigration: '16Mi' });
+    source.addVm({ name: 'vm', nodeName: 'h1', memory: '2Gi', labels: { 'harvesterhci.io/maintain-mode-strategy': 'Migrate' } });
+    source.addPod({ name: 'db-0', nodeName: 'h1', labels: { app: 'db' }, owner: { kind: 'StatefulSet', name: 'db' } });
+    source.addPdb('default', 'db', { matchLabels: { app: 'db' }, maxUnavailable: 0 });
+    live = await createKubevirtBackend({ kubeconfigPath: source.kubeconfigFile() });
+    const [taken] = await live.snapshot();
+
+    const clock = new VirtualClock(taken!.takenAt);
+    loaded = await loadKubevirt(JSON.parse(JSON.stringify(taken)), {}, { clock, durations: fixed, seed: 1 });
+    rehearsed = await createKubevirtBackend({ ...(loaded.options as object), clock });
+    const [again] = await rehearsed.snapshot();
+
+    const normal = (s: unknown) =>
+      JSON.parse(
+        JSON.stringify(s, (key, value) => (key === 'uid' || key === 'kubevirt.io/created-by' ? undefined : value)).replace(
+          /virt-launcher-([a-z0-9-]+?)-[a-z0-9]{5}"/g,
+          'virt-launcher-$1"',
+        ),
+      );
+    expect(normal(again)).toEqual(normal(taken));
+    const data = (again as { data: { mode: string; harvester: unknown; pdbs: { status: unknown }[] } }).data;
+    expect(data.mode).toBe('delegate');
+    expect(data.harvester).toEqual({
+      settings: [
+        { name: 'vm-force-reset-policy', value: '{"enable":true,"period":15}', default: '' },
+        { name: 'default-vm-termination-grace-period-seconds', value: null, default: null },
+      ],
+    });
+    expect(data.pdbs.map((b) => b.status)).toEqual([{ disruptionsAllowed: 0, currentHealthy: 1, desiredHealthy: 1, expectedPods: 1 }]);
+  });
+});
