@@ -35,6 +35,11 @@ export class KubeApi {
   async listRaw(r: Resource, namespace: string | undefined, labelSelector?: string): Promise<ListResult> {
     const result = (await call('list', r, () => {
       if (r === RESOURCES.nodes) return this.k.core.listNode({ labelSelector }) as Promise<unknown>;
+      if (r === RESOURCES.pods) {
+        return (
+          namespace ? this.k.core.listNamespacedPod({ namespace, labelSelector }) : this.k.core.listPodForAllNamespaces({ labelSelector })
+        ) as Promise<unknown>;
+      }
       if (r === RESOURCES.pvcs) {
         return (
           namespace ? this.k.core.listNamespacedPersistentVolumeClaim({ namespace }) : this.k.core.listPersistentVolumeClaimForAllNamespaces()

@@ -3,6 +3,7 @@ import type { Clock } from '../../src/cluster/clock.ts';
 import { BackendError } from '../../src/cluster/errors.ts';
 import type { CancelledMigration, MaintenanceDelegate, NodeMaintenanceBackend, NodeMaintenanceMark } from '../../src/cluster/node-maintenance.ts';
 import type { PluginContext } from '../../src/cluster/plugin.ts';
+import type { BackendSnapshot } from '../../src/cluster/rehearsal.ts';
 import type {
   ClusterEventListener,
   ClusterNode,
@@ -26,6 +27,7 @@ import type { KubevirtOptions } from './options.ts';
 import { VmActions } from './vm-actions.ts';
 import { VmReads } from './vms.ts';
 import { Volumes } from './volumes.ts';
+import { takeSnapshot } from './snapshot.ts';
 
 type Log = PluginContext['log'];
 
@@ -202,6 +204,14 @@ export class KubevirtBackend implements ClusterBackend {
   }
   cutOverShard(_id: string, _options: { fromNodeId: string; toNodeId: string }): Promise<void> {
     return rejectShards();
+  }
+
+  // --- rehearsal (issue 33)
+
+  /** The cluster as a rehearsal loads it into the simulator (snapshot.ts; JSON, no credentials). */
+  async snapshot(): Promise<BackendSnapshot[]> {
+    const taken = await takeSnapshot(this.api, this.cache, () => this.volumes.longhornReplicas(), this.options, this.delegate !== null, this.clock.now());
+    return [taken];
   }
 
   // --- events, lifecycle

@@ -36,6 +36,10 @@ export const RESOURCES = {
   vmis: { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachineinstances' },
   migrations: { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachineinstancemigrations' },
   replicas: { group: 'longhorn.io', version: 'v1beta2', plural: 'replicas' },
+  // Read only by a rehearsal's snapshot (issue 33).
+  pdbs: { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets' },
+  migrationPolicies: { group: 'migrations.kubevirt.io', version: 'v1alpha1', plural: 'migrationpolicies' },
+  harvesterSettings: { group: 'harvesterhci.io', version: 'v1beta1', plural: 'settings' },
 } as const;
 export type Resource = (typeof RESOURCES)[keyof typeof RESOURCES];
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'patch' | 'delete';

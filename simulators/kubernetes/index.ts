@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { wallClock, type SimClock } from './clock.ts';
 import { HarvesterController } from './harvester.ts';
-import { KubevirtController, type ControllerDelays, type MigrationHolds } from './kubevirt-controller.ts';
+import { KubevirtController, type ControllerDelays, type ControllerDurations, type MigrationHolds } from './kubevirt-controller.ts';
 import { KubevirtEviction } from './kubevirt-eviction.ts';
 import { PodController } from './pods.ts';
 import { ApiServer, type PolicyRule, type RecordedCall } from './server.ts';
@@ -67,6 +67,13 @@ export interface K8sSimOptions {
    * as fast); absent: every migration takes `delays.migrateMs`.
    */
   migrationBandwidth?: number;
+  /**
+   * Per-object durations of starts, stops and migrations (replacing `delays`) and of pod
+   * terminations (replacing grace × `msPerGraceSecond`): a rehearsal's draws (issue 33).
+   */
+  durations?: ControllerDurations & { podTermination?: (pod: K8sObject, graceSeconds: number) => number };
+  /** KubeVirt's parallel-migration limits (per cluster, outbound per node) queue migrations; default off. */
+  migrationLimits?: boolean;
   /** Serve HTTPS with this key and certificate (PEM; the certificate is also the kubeconfig's CA): kubectl sends its token only over TLS. */
   tls?: { key: string; cert: string };
 }
@@ -158,9 +165,14 @@ export class K8sSim {
     });
     for (const r of resources) if (!r.strategicMerge) this.publishCrd(r);
     if (options.longhorn !== false) this.installCrd(LONGHORN_REPLICAS);
-    this.pods = new PodController(this.store, this.api, this.clock, { msPerGraceSecond: options.msPerGraceSecond ?? 1000 });
-    this.controller = new KubevirtController(this.store, { startMs: 30, stopMs: 20, migrateMs: 40, ...options.delays }, this.clock);
+    const { podTermination, ...vmDurations } = options.durations ?? {};
+    this.pods = new PodController(this.store, this.api, this.clock, {
+      msPerGraceSecond: options.msPerGraceSecond ?? 1000,
+      ...(podTermination && { terminationMs: podTermination }),
+    });
+    this.controller = new KubevirtController(this.store, { startMs: 30, stopMs: 20, migrateMs: 40, ...options.delays }, this.clock, vmDurations);
     this.controller.bandwidth = options.migrationBandwidth ?? null;
+    this.controller.migrationLimits = options.migrationLimits ?? false;
     this.api.admitters.push((a) => this.controller.admit(a));
     this.eviction = new KubevirtEviction(this.store, this.controller, this.clock);
     this.pods.evictionWebhooks.push(this.eviction.webhook);

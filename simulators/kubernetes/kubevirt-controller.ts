@@ -13,6 +13,19 @@ export interface ControllerDelays {
   migrateMs: number;
 }
 
+/**
+ * Per-object durations that replace the fixed delays (a rehearsal draws them from history,
+ * issue 33). Plain functions of the objects: the simulator stays free of the gateway.
+ */
+export interface ControllerDurations {
+  /** A VM's start, from wanting to run to its VMI Running on `nodeName`; replaces `startMs`. */
+  start?: (vm: K8sObject, nodeName: string) => number;
+  /** A VM's stop, from run strategy Halted to its VMI gone; replaces `stopMs`. */
+  stop?: (vm: K8sObject, nodeName: string | null) => number;
+  /** A live migration's copy, from Running to its hand-over; replaces `migrateMs` (not the dirty-rate model). */
+  migrate?: (vmi: K8sObject) => number;
+}
+
 export const MIGRATION_FINALIZER = 'kubevirt.io/migrationJobFinalize';
 export const VMI_NAME_LABEL = 'kubevirt.io/vmi-name';
 export const MIGRATION_JOB_LABEL = 'kubevirt.io/migrationJobUID';
@@ -171,6 +184,13 @@ export class KubevirtController {
    */
   readonly dirtyRates = new Map<string, number>();
   bandwidth: number | null = null;
+  /**
+   * KubeVirt's migration throttle: a migration stays Pending while `parallelMigrationsPerCluster`
+   * (default 5) migrations are under way, or `parallelOutboundMigrationsPerNode` (default 2)
+   * leave its VM's node, and goes on when one ends. Off by default here (the simulator's
+   * tests predate it); a rehearsal turns it on.
+   */
+  migrationLimits = false;
   readonly holds: MigrationHolds = {
     pending: () => false,
     pendingCause: 'Unschedulable',
@@ -184,6 +204,7 @@ export class KubevirtController {
     private readonly store: ObjectStore,
     public delays: ControllerDelays,
     private readonly clock: SimClock,
+    private readonly durations: ControllerDurations = {},
   ) {
     this.nodes = store.def('nodes');
     this.pvcs = store.def('persistentvolumeclaims');
@@ -245,6 +266,14 @@ export class KubevirtController {
     if (e.resource === this.vmis && e.type === 'MODIFIED' && e.object.status?.phase === 'Failed')
       this.schedule(`vm/${namespace}/${name}`, () => this.reconcileVm(namespace!, name));
     if (e.resource === this.migrations && e.type !== 'DELETED') this.schedule(`mig/${namespace}/${name}`, () => this.syncMigration(namespace!, name));
+    if (this.migrationLimits && e.resource === this.migrations && (e.type === 'DELETED' || FINAL.includes(e.object.status?.phase))) {
+      // A slot is free: the queued migrations are looked at again, oldest first.
+      this.schedule('throttle', () => {
+        const queued = this.store.list(this.migrations).filter((m) => m.status?.phase === 'Pending' && !m.metadata.deletionTimestamp);
+        queued.sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion));
+        for (const m of queued) this.syncMigration(m.metadata.namespace!, m.metadata.name);
+      });
+    }
     if (e.resource === this.pods && e.type === 'DELETED') this.launcherGone(e.object);
     if (e.resource === this.nodes && e.type === 'DELETED') this.schedule(`node/${name}`, () => this.nodeGone(name));
     if (e.resource === this.nodes && e.type === 'MODIFIED') {
@@ -299,7 +328,7 @@ export class KubevirtController {
       }
       this.starting.add(key);
       this.setVmStatus(namespace, name, { printableStatus: 'Starting', ready: false, created: true });
-      this.later(this.delays.startMs, () => {
+      this.later(this.durations.start?.(vm, node.metadata.name) ?? this.delays.startMs, () => {
         this.starting.delete(key);
         const current = this.store.get(this.vms, namespace, name);
         if (!current || !wantsRunning(current) || this.store.get(this.vmis, namespace, name)) return this.reconcileVm(namespace, name);
@@ -315,7 +344,7 @@ export class KubevirtController {
       if (this.stopping.has(key)) return;
       this.stopping.add(key);
       this.setVmStatus(namespace, name, { printableStatus: 'Stopping' });
-      this.later(this.delays.stopMs, () => {
+      this.later(this.durations.stop?.(vm, vmi.status?.nodeName ?? null) ?? this.delays.stopMs, () => {
         this.stopping.delete(key);
         this.deleteVmi(namespace, name);
         const current = this.store.get(this.vms, namespace, name);
@@ -534,8 +563,19 @@ export class KubevirtController {
     }
     if (phase === 'Pending') {
       if (this.holds.pending(mig)) return this.holdPending(mig);
+      if (this.throttled(mig)) return;
       return this.startMigration(mig);
     }
+  }
+
+  /** With `migrationLimits`: whether KubeVirt's parallel-migration limits keep this migration queued. */
+  private throttled(mig: K8sObject): boolean {
+    if (!this.migrationLimits) return false;
+    const limits = this.clusterConfig().migrations ?? {};
+    const active = this.store.list(this.migrations).filter((m) => m.status?.phase === 'Scheduling' || m.status?.phase === 'Running');
+    if (active.length >= (limits.parallelMigrationsPerCluster ?? 5)) return true;
+    const source = this.store.get(this.vmis, mig.metadata.namespace, mig.spec?.vmiName)?.status?.nodeName;
+    return active.filter((m) => m.status?.migrationState?.sourceNode === source).length >= (limits.parallelOutboundMigrationsPerNode ?? 2);
   }
 
   /**
@@ -605,7 +645,7 @@ export class KubevirtController {
 
   /** How long the pre-copy of this VMI takes (the dirty-rate model), or null when it never converges. */
   private transferMs(vmi: K8sObject, configuration: Record<string, unknown>): number | null {
-    if (this.bandwidth === null) return this.delays.migrateMs;
+    if (this.bandwidth === null) return this.durations.migrate?.(vmi) ?? this.delays.migrateMs;
     const cap = configuration.bandwidthPerMigration === undefined ? null : quantityBytes(configuration.bandwidthPerMigration);
     const link = cap ? Math.min(cap, this.bandwidth) : this.bandwidth;
     const dirty = this.dirtyRates.get(`${vmi.metadata.namespace}/${vmi.metadata.name}`) ?? 0;

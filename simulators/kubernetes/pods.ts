@@ -8,6 +8,8 @@ import type { K8sObject, ObjectStore, ResourceDef, StoreEvent } from './store.ts
 export interface PodSimOptions {
   /** Wall or virtual milliseconds a pod stays Terminating per second of its grace period (default 1000). */
   msPerGraceSecond: number;
+  /** How long a gracefully deleted pod stays Terminating; replaces grace × `msPerGraceSecond` (a rehearsal's drawn durations). */
+  terminationMs?: (pod: K8sObject, graceSeconds: number) => number;
 }
 
 /** A webhook on `pods/eviction` CREATE (KubeVirt's): throws ApiError to deny. */
@@ -96,7 +98,7 @@ export class PodController {
     if (pod.metadata.deletionTimestamp) return pod;
     const marked = this.store.requestDelete(this.pods, namespace, name, this.clock.now(), grace);
     const uid = marked.metadata.uid;
-    this.later(grace * this.options.msPerGraceSecond, () => {
+    this.later(this.options.terminationMs?.(pod, grace) ?? grace * this.options.msPerGraceSecond, () => {
       const now = this.store.get(this.pods, namespace, name);
       if (now && now.metadata.uid === uid) this.store.delete(this.pods, namespace, name);
     });

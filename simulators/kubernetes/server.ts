@@ -14,6 +14,8 @@ export interface PolicyRule {
   apiGroups: string[];
   resources: string[];
   verbs: string[];
+  /** Only these objects (by name): a request naming no object, or another, is not allowed by this rule. */
+  resourceNames?: string[];
 }
 
 export interface RecordedCall {
@@ -319,7 +321,8 @@ export class ApiServer {
       (rule) =>
         (rule.apiGroups.includes('*') || rule.apiGroups.includes(resource.group)) &&
         (rule.resources.includes('*') || rule.resources.includes(rbacResource)) &&
-        (rule.verbs.includes('*') || rule.verbs.includes(verb)),
+        (rule.verbs.includes('*') || rule.verbs.includes(verb)) &&
+        (rule.resourceNames === undefined || (name !== undefined && rule.resourceNames.includes(name))),
     );
     if (allowed) return null;
     const scope = namespace ? `in the namespace "${namespace}"` : 'at the cluster scope';

@@ -13,10 +13,16 @@ const triples = (rules: PolicyRule[]) =>
 
 let sim: K8sSim;
 let backend: KubevirtBackend | null = null;
+let harvesterSim: K8sSim | null = null;
+let harvesterBackend: KubevirtBackend | null = null;
 afterEach(async () => {
   await backend?.close();
   await sim?.close();
+  await harvesterBackend?.close();
+  await harvesterSim?.close();
   backend = null;
+  harvesterBackend = null;
+  harvesterSim = null;
 });
 
 describe('deploy/rbac.yaml: least privilege', () => {
@@ -78,8 +84,28 @@ describe('deploy/rbac.yaml: least privilege', () => {
     sim.setNodeReady('node-3', false);
     await eventually(() => (sim.node('node-3')!.status.conditions ?? []).some((c: { type: string }) => c.type === 'Drained'));
     await backend.confirmNodeDown('node-3');
+    // A rehearsal's snapshot (issue 33): budgets and MigrationPolicies; Harvester's settings only in Harvester mode, below.
+    sim.addPdb('default', 'web', { matchLabels: { app: 'web' }, maxUnavailable: 1 });
+    sim.addMigrationPolicy('fast', { bandwidthPerMigration: '1Gi' });
+    expect(await backend.snapshot()).toHaveLength(1);
 
-    const called = new Set(sim.calls.map((c) => `${c.verb} ${c.resource}.${c.group}`));
+    // Harvester mode: the snapshot reads the allowlisted settings by name, which the role grants and nothing else.
+    harvesterSim = await K8sSim.start({ harvester: true });
+    harvesterSim.setRules(rules);
+    harvesterSim.addNode('node-1');
+    harvesterSim.store.create(harvesterSim.def('settings', 'harvesterhci.io'), {
+      metadata: { name: 'vm-force-reset-policy' },
+      value: '{"enable":true,"period":15}',
+    });
+    harvesterSim.store.create(harvesterSim.def('settings', 'harvesterhci.io'), { metadata: { name: 'ssl-certificates' }, value: '{"privateKey":"k"}' });
+    harvesterBackend = await createKubevirtBackend({ kubeconfigPath: harvesterSim.kubeconfigFile() });
+    const [taken] = await harvesterBackend.snapshot();
+    expect(JSON.stringify(taken)).toContain('"period\\":15');
+    expect(JSON.stringify(taken)).not.toContain('privateKey');
+    const refused = [...sim.calls, ...harvesterSim.calls].filter((c) => c.verb === 'get' && c.resource === 'settings' && c.name === 'ssl-certificates');
+    expect(refused).toEqual([]);
+
+    const called = new Set([...sim.calls, ...harvesterSim.calls].map((c) => `${c.verb} ${c.resource}.${c.group}`));
     // Nothing was refused (the calls above all succeeded), and nothing granted goes unused.
     expect([...called].sort()).toEqual([...triples(rules)].sort());
   });
