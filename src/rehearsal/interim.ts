@@ -24,10 +24,10 @@ export function interimPlanBasis(plan: RolloutPlanView): InterimBasis {
   for (const n of plan.nodes) {
     const m = n.maintenance;
     const work = [
-      ...(m?.vms.map((v) => `VM ${v.vmId} ${v.action}`) ?? []),
-      ...(m?.shards.map((s) => `shard ${s.workloadId} ${s.action}`) ?? []),
-      ...(m?.pods?.pods.map((p) => `pod ${p.namespace}/${p.name} ${p.verdict.action}`) ?? []),
-      ...(n.drain?.steps.map((s) => `shard ${s.workloadId} ${s.action}`) ?? []),
+      ...(m?.vms.map((v) => `VM ${v.vmId}: ${v.action.kind}${v.action.kind === 'STOP' ? `, restart ${v.action.restart}` : ''}`) ?? []),
+      ...(m?.shards.map((s) => `shard ${s.workloadId}: ${s.action}`) ?? []),
+      ...(m?.pods?.pods.map((p) => `pod ${p.namespace}/${p.name}: ${p.verdict.action}`) ?? []),
+      ...(n.drain?.steps.map((s) => `shard ${s.workloadId}: ${s.action}`) ?? []),
     ].sort();
     const refusals = [...(m?.refusals.map((r) => r.message) ?? []), ...(n.drain?.refusal ? [n.drain.refusal.message] : [])].sort();
     nodes[n.nodeId] = { work, refusals };
@@ -58,8 +58,8 @@ export function interimPlanChanges(beforeValue: unknown, afterValue: unknown): P
     for (const r of refusals.added) changes.push({ code: 'NODE_REFUSED', message: `node ${id}: ${r}` });
     for (const r of refusals.gone) changes.push({ code: 'NODE_NO_LONGER_REFUSED', message: `node ${id}: no longer refused (${r})` });
     const work = diff(was.work, now.work);
-    for (const w of work.added) changes.push({ code: 'WORK_CHANGED', message: `node ${id}: ${w} (not in the rehearsal)` });
-    for (const w of work.gone) changes.push({ code: 'WORK_CHANGED', message: `node ${id}: ${w} no longer (in the rehearsal)` });
+    for (const w of work.added) changes.push({ code: 'WORK_CHANGED', message: `node ${id}: now ${w}` });
+    for (const w of work.gone) changes.push({ code: 'WORK_CHANGED', message: `node ${id}: no longer ${w}` });
   }
   return changes;
 }
