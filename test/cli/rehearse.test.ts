@@ -1,7 +1,8 @@
 /**
  * `lockkeeper rollout rehearse` and `rollout start --rehearsal` (issue 33): the table and the
  * timeline of a stored report, and the verb against a gateway whose worker is a test double
- * (the documents go through the real schema and the real rehearsal service).
+ * (the documents go through the real schema and the real rehearsal service). The output is
+ * docs/rehearsal.md's example; docs/runbook.md's "Rehearse before a rollout" uses the verbs.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { CliError, type GatewayClient } from '../../src/cli/client.ts';

@@ -3,6 +3,8 @@
  * once, stores the report (or the error) when the samples come back; a restart marks what was
  * left RUNNING FAILED; startRollout(rehearsal:) refuses a stale one, naming the change.
  *
+ * docs/rehearsal.md's GraphQL examples are these.
+ *
  * The worker is replaced by a test double that hands back hand-written samples when the test
  * releases it (the samples themselves are the worker's and reh-domain's, tested there).
  */
