@@ -2,7 +2,8 @@
 import { formatDuration } from '../domain/durations.ts';
 import { table } from './output.ts';
 
-const q = (d: { p10: number; p50: number; p90: number } | null) => (d ? `${formatDuration(d.p10)} / ${formatDuration(d.p50)} / ${formatDuration(d.p90)}` : null);
+const q = (d: { p10: number; p50: number; p90: number } | null) =>
+  d ? `${formatDuration(d.p10)} / ${formatDuration(d.p50)} / ${formatDuration(d.p90)}` : null;
 const percent = (p: number) => `${Math.round(p * 100)}%`;
 
 /** Width of the timeline's time axis, in characters. */

@@ -167,7 +167,10 @@ export class RehearsalService {
       })) as RehearsalRow;
       slot.id = row.id;
       const request: RehearsalRequest = { config: this.deps.config(), snapshots, history, input, samples, seed };
-      this.deps.log.info({ rehearsal: row.id, samples, seed, nodes: plan.order.length }, `rehearsal ${row.id} started: ${samples} sample(s) of ${plan.order.length} node(s)`);
+      this.deps.log.info(
+        { rehearsal: row.id, samples, seed, nodes: plan.order.length },
+        `rehearsal ${row.id} started: ${samples} sample(s) of ${plan.order.length} node(s)`,
+      );
       void this.run(row.id, request, plan.waves, abort.signal).finally(() => {
         this.progress.delete(row.id);
         if (this.active === slot) this.active = null;

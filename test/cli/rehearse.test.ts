@@ -36,7 +36,14 @@ const STORED = {
     ],
     pauses: [
       { reason: 'VM_NOT_MIGRATABLE', nodeId: '2', workload: 'prod/pinned', message: 'prod/pinned cannot live-migrate', probability: 1, typicalAtSeconds: 1260 },
-      { reason: 'PDB', nodeId: '3', workload: 'prod/web-pdb', message: 'the PDB holds the eviction past its deadline', probability: 0.35, typicalAtSeconds: 2700 },
+      {
+        reason: 'PDB',
+        nodeId: '3',
+        workload: 'prod/web-pdb',
+        message: 'the PDB holds the eviction past its deadline',
+        probability: 0.35,
+        typicalAtSeconds: 2700,
+      },
     ],
     vmsLeftStopped: [{ vmId: 'prod/batch', probability: 0.5 }],
     outcomes: { succeeded: 18, failed: 0, cancelled: 0, gaveUp: 2 },

@@ -64,7 +64,12 @@ describe.each(DIALECTS)('rehearseRollout on %s', (dialect) => {
     expect(data.r.summary).toBe('MAINTENANCE of node(s) 1, 2, maxUnavailable 1, restart WAIT_FOR_REATTACH');
     // The worker got everything as data: the input, the samples and seed, the backends' snapshot.
     expect(worker.calls).toHaveLength(1);
-    expect(worker.calls[0]!.request).toMatchObject({ samples: 3, seed: 7, input: { nodes: ['1', '2'], action: 'MAINTENANCE' }, snapshots: [{ plugin: 'fake' }] });
+    expect(worker.calls[0]!.request).toMatchObject({
+      samples: 3,
+      seed: 7,
+      input: { nodes: ['1', '2'], action: 'MAINTENANCE' },
+      snapshots: [{ plugin: 'fake' }],
+    });
     expect((await t.gql(READ, { id: data.r.id })).data.r).toMatchObject({ state: 'RUNNING', report: null, finishedAt: null });
 
     worker.calls[0]!.resolve([sample(7, 600_000), sample(8, 720_000), sample(9, 900_000)]);
@@ -101,7 +106,9 @@ describe.each(DIALECTS)('rehearseRollout on %s', (dialect) => {
       const { data } = await t.gql(REHEARSE, { samples });
       expect(data.r).toMatchObject({ __typename: 'InvalidInputError', code: 'INVALID_INPUT', field: 'samples', value: String(samples) });
     }
-    const unknown = await t.gql(`mutation { r: rehearseRollout(input: { nodes: ["404"], action: MAINTENANCE }) { __typename ... on NotFoundError { kind id } } }`);
+    const unknown = await t.gql(
+      `mutation { r: rehearseRollout(input: { nodes: ["404"], action: MAINTENANCE }) { __typename ... on NotFoundError { kind id } } }`,
+    );
     expect(unknown.data.r).toEqual({ __typename: 'NotFoundError', kind: 'NODE', id: '404' });
     expect(worker.calls).toHaveLength(0);
     expect(await t.db.prisma.rehearsal.count()).toBe(0);
@@ -118,7 +125,11 @@ describe.each(DIALECTS)('rehearseRollout on %s', (dialect) => {
     expect(second.message).toContain(first.id);
     worker.calls[0]!.reject(new Error('the loader of plugin "fake" refused the snapshot'));
     await t.app.rehearsals.settled();
-    expect((await t.gql(READ, { id: first.id })).data.r).toMatchObject({ state: 'FAILED', error: 'the loader of plugin "fake" refused the snapshot', report: null });
+    expect((await t.gql(READ, { id: first.id })).data.r).toMatchObject({
+      state: 'FAILED',
+      error: 'the loader of plugin "fake" refused the snapshot',
+      report: null,
+    });
     // The slot is free again.
     expect((await t.gql(REHEARSE, {})).data.r.__typename).toBe('Rehearsal');
   });

@@ -35,7 +35,15 @@ export function aggregate(samples: RehearsalSample[], waves: string[][]): Rehear
     waves: waves.map((nodeIds, i) => ({ wave: i + 1, nodeIds, startMs: { p10: 0, p50: 0, p90: 0 }, durationMs: q })),
     nodes: waves.flatMap((w, i) => w.map((nodeId) => ({ nodeId, wave: i + 1, startMs: null, durationMs: null, leftOnNode: [], safeToRestart: true }))),
     pauses: [
-      { key: 'UNSAFE_TO_RESTART:2:prod/vm-2-1', reason: 'UNSAFE_TO_RESTART', nodeId: '2', workload: 'prod/vm-2-1', message: 'm', probability: 0.5, typicalAtMs: 90_000 },
+      {
+        key: 'UNSAFE_TO_RESTART:2:prod/vm-2-1',
+        reason: 'UNSAFE_TO_RESTART',
+        nodeId: '2',
+        workload: 'prod/vm-2-1',
+        message: 'm',
+        probability: 0.5,
+        typicalAtMs: 90_000,
+      },
     ],
     vmsLeftStopped: [],
     peakNodesOut: 1,
@@ -43,4 +51,3 @@ export function aggregate(samples: RehearsalSample[], waves: string[][]): Rehear
     durationSources: { WORKLOAD: 0, NODE: 0, CLUSTER: 0, DEFAULT: 3 * samples.length },
   };
 }
-

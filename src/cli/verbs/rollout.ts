@@ -161,7 +161,8 @@ export const rolloutVerb: Verb = {
           input: rolloutInput(ctx, ctx.args.slice(1)),
           rehearsal: stringOption(ctx, 'rehearsal') ?? null,
         });
-        if (result.__typename === 'RehearsalStaleError') throw refused({ ...result, blockers: result.changes.map((c: any) => ({ id: c.code, reasons: [c.message] })) });
+        if (result.__typename === 'RehearsalStaleError')
+          throw refused({ ...result, blockers: result.changes.map((c: any) => ({ id: c.code, reasons: [c.message] })) });
         return started(ctx, result);
       }
       case 'rehearse':

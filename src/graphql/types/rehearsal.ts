@@ -42,7 +42,10 @@ const NodeType = builder.objectRef<ReportNode>('RehearsalNode').implement({
     start: t.field({ type: QuantilesType, nullable: true, description: 'Null: it never started in any sample.', resolve: (n) => n.startMs }),
     duration: t.field({ type: QuantilesType, nullable: true, description: 'Null: it never finished in any sample.', resolve: (n) => n.durationMs }),
     leftOnNode: t.exposeStringList('leftOnNode', { description: 'Workloads that would still be on the node when it restarts.' }),
-    safeToRestart: t.exposeBoolean('safeToRestart', { nullable: true, description: 'safeToRestart as it would read when the node restarts; null when it never got there.' }),
+    safeToRestart: t.exposeBoolean('safeToRestart', {
+      nullable: true,
+      description: 'safeToRestart as it would read when the node restarts; null when it never got there.',
+    }),
   }),
 });
 
@@ -216,7 +219,12 @@ builder.queryField('rehearsals', (t) =>
         return {
           edges,
           totalCount: page.totalCount,
-          pageInfo: { hasNextPage: page.hasNextPage, hasPreviousPage: after !== null, startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null },
+          pageInfo: {
+            hasNextPage: page.hasNextPage,
+            hasPreviousPage: after !== null,
+            startCursor: edges[0]?.cursor ?? null,
+            endCursor: edges.at(-1)?.cursor ?? null,
+          },
         };
       },
     },
