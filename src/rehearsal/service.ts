@@ -13,13 +13,13 @@ import type { RehearsalRequest } from './request.ts';
 import type { RunInWorkerOptions } from './run-in-worker.ts';
 
 export const REHEARSAL_STATES = ['RUNNING', 'SUCCEEDED', 'FAILED'] as const;
-export type RehearsalState = (typeof REHEARSAL_STATES)[number];
+type RehearsalState = (typeof REHEARSAL_STATES)[number];
 
 /** Bounds of `samples` (issue 33: a distribution, not one number; 200 bounds one rehearsal's cost). */
-export const SAMPLES = { default: 20, min: 1, max: 200 } as const;
+const SAMPLES = { default: 20, min: 1, max: 200 } as const;
 
 /** What a gateway that stopped mid-rehearsal leaves: the next leader says so (the worker died with the process). */
-export const INTERRUPTED = 'interrupted by a restart';
+const INTERRUPTED = 'interrupted by a restart';
 
 /** A change of the cluster since a rehearsal that changes its rollout's plan. */
 export interface PlanChange {

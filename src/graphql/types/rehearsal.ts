@@ -113,7 +113,7 @@ const summaryOf = (r: RehearsalRecord) => {
   return `${i.action} of ${what}, maxUnavailable ${i.maxUnavailable ?? 1}, restart ${i.restart ?? 'WAIT_FOR_REATTACH'}`;
 };
 
-export const RehearsalType = builder.objectRef<RehearsalRecord>('Rehearsal').implement({
+const RehearsalType = builder.objectRef<RehearsalRecord>('Rehearsal').implement({
   description: 'A rollout rehearsed on a copy of the cluster in virtual time (issue 33, docs/rehearsal.md).',
   fields: (t) => ({
     id: t.exposeID('id'),
