@@ -110,7 +110,7 @@ export class RehearsalStaleError extends LockkeeperError {
  *
  * One rehearsal at a time per gateway: a rehearsal's samples take a core for a while, and
  * the engines' own work must keep its share of the machine. Rehearsals run where mutations
- * run, on the leader (a stand-by forwards mutations to it, ha:R1); a rehearsal changes
+ * run, on the leader (over HTTP a stand-by forwards mutations to it, ha:R4); a rehearsal changes
  * nothing but its own row, so it needs no fencing. The state lives in the row: a leader that
  * starts (after a restart or a take-over) marks RUNNING rows FAILED, since their worker died
  * with the process that ran them.
