@@ -95,18 +95,19 @@ describe('rollout rehearse and rollout start --rehearsal against a gateway', () 
     await Promise.all(apps.splice(0).map((a) => a.stop()));
   });
 
-  function io(json: boolean) {
+  function io(json: boolean, tty: boolean) {
     const out: string[] = [];
     const err: string[] = [];
+    const drawn: string[] = [];
     const value: CliIo = {
       out: (t) => out.push(t),
       err: (t) => err.push(t),
-      isTTY: false,
-      stream: process.stderr,
+      isTTY: tty,
+      stream: { write: (t: string) => drawn.push(t) } as unknown as NodeJS.WritableStream,
       env: { LOCKKEEPER_POLL_MS: '0' },
       now: () => Date.UTC(2026, 0, 1),
     };
-    return { value, out, err, json };
+    return { value, out, err, drawn, json };
   }
 
   it('starts the rehearsal, follows it to its end and prints the report (JSON with --json); start --rehearsal is refused when stale', async () => {
@@ -120,8 +121,8 @@ describe('rollout rehearse and rollout start --rehearsal against a gateway', () 
         return res.data;
       },
     } as unknown as GatewayClient;
-    const run = async (args: string[], values: Record<string, string>, json = false) => {
-      const o = io(json);
+    const run = async (args: string[], values: Record<string, string>, json = false, tty = false) => {
+      const o = io(json, tty);
       return { code: await rolloutVerb.run({ client, io: o.value, args, values, json }), ...o };
     };
 
@@ -145,6 +146,16 @@ describe('rollout rehearse and rollout start --rehearsal against a gateway', () 
     const asJson = await again;
     expect(asJson.err).toEqual([]);
     expect(JSON.parse(asJson.out.join(''))).toMatchObject({ state: 'SUCCEEDED', samples: 3, report: { duration: { p10: 600, p50: 600, p90: 600 } } });
+
+    // On a terminal: one line redrawn in place, blanked to its longest.
+    const onTerminal = run(['rehearse', '1', '2'], { samples: '3' }, false, true);
+    await waitFor(() => worker.calls.length === 3);
+    worker.calls[2]!.resolve([sample(1, 60_000)]);
+    const drawn = await onTerminal;
+    const third = (await t.db.prisma.rehearsal.findFirstOrThrow({ orderBy: { createdAt: 'desc' } })).id;
+    expect(drawn.err).toEqual([]);
+    expect(drawn.drawn[0]).toBe(`\rrehearsal ${third}: 1/3 sample(s)`);
+    expect(drawn.drawn.slice(-2)).toEqual([`\rrehearsal ${third}: SUCCEEDED    `, '\n']);
 
     await t.cluster.setVmMaintenanceStrategyLabel('prod/vm-1-0', 'Shutdown');
     const refused = await run(['start', '1', '2'], { rehearsal: id }).catch((e: unknown) => e);

@@ -64,7 +64,7 @@ async function rehearse(ctx: VerbContext): Promise<number> {
   for (;;) {
     const line = `rehearsal ${r.id}: ${r.state !== 'RUNNING' ? r.state : `${r.progress?.done ?? 0}/${r.samples} sample(s)`}`;
     if (showProgress && line !== last) {
-      if (io.isTTY) io.stream.write(`\r${line}`);
+      if (io.isTTY) io.stream.write(`\r${line.padEnd(last.length)}`);
       else io.err(`${stamp(io.now())} ${line}\n`);
       last = line;
     }
