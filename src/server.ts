@@ -43,9 +43,13 @@ import { EventWakeup } from './events/event-wakeup.ts';
 import { registerLeadershipMetrics } from './leadership/metrics.ts';
 import { createLeaderEndpoints } from './rest/leader-endpoints.ts';
 import { leaderForward } from './http/leader-forward.ts';
+import type { BackendSnapshot } from './cluster/rehearsal.ts';
+import { RehearsalService, type RehearsalServiceDeps } from './rehearsal/service.ts';
+import { runRehearsalInWorker } from './rehearsal/run-in-worker.ts';
+import { interimAggregate, interimHistoryFromSteps, interimPlanBasis, interimPlanChanges, readFinishedSteps } from './rehearsal/interim.ts';
 
 /** The sections of the config the server uses (start.ts binds `server.port` and `server.host`). */
-type AppConfig = Pick<LockkeeperConfig, 'server' | 'operations' | 'auth' | 'limits'>;
+type AppConfig = Pick<LockkeeperConfig, 'server' | 'operations' | 'auth' | 'limits'> & Partial<Pick<LockkeeperConfig, 'plugins'>>;
 
 export interface AppDeps {
   backend: ClusterBackend;
@@ -72,6 +76,8 @@ export interface AppDeps {
   databaseName?: string;
   /** How often the database's availability is probed (issue 27); default 2 s. */
   databaseProbeMs?: number;
+  /** Parts of the rehearsals (issue 33) replaced by tests (e.g. the worker); the rest as in production. */
+  rehearsal?: Partial<Pick<RehearsalServiceDeps, 'snapshot' | 'history' | 'runSamples' | 'aggregate' | 'planBasis' | 'planChanges'>>;
 }
 
 export interface App {
@@ -85,6 +91,8 @@ export interface App {
   failover: FailoverEngine;
   deletes: DeleteEngine;
   shardControls: ShardControls;
+  /** Rehearsals of rollouts (issue 33). */
+  rehearsals: RehearsalService;
   auth: AuthService;
   /** Wakes event-log subscribers on new events, this replica's and (PostgreSQL) the others' (ha:E1). */
   eventWakeup: EventWakeup;
@@ -174,6 +182,21 @@ export function buildApp(deps: AppDeps): App {
   const failover = new FailoverEngine({ ...engineDeps, storage, audit });
   const deletes = new DeleteEngine({ ...engineDeps, storage });
   const shardControls = new ShardControls({ ...engineDeps, storage });
+  const rehearsals = new RehearsalService({
+    prisma: deps.prisma,
+    clock,
+    log,
+    config: () => ({ plugins: config.plugins ?? [], operations: config.operations }),
+    plan: (input) => rollouts.plan(input),
+    // The backends' snapshot (issue 33): a structural read, so that a backend without one rehearses nothing of its own.
+    snapshot: async () => (await (deps.backend as { snapshot?: () => Promise<BackendSnapshot[]> }).snapshot?.()) ?? [],
+    history: async () => interimHistoryFromSteps(await readFinishedSteps(deps.prisma)),
+    runSamples: runRehearsalInWorker,
+    aggregate: interimAggregate,
+    planBasis: async (_input, plan) => interimPlanBasis(plan),
+    planChanges: interimPlanChanges,
+    ...deps.rehearsal,
+  });
   const auth = new AuthService(new ApiTokenStore(deps.prisma), log, {
     bootstrapToken: deps.bootstrapToken,
     recheckIntervalMs: config.auth.recheckIntervalMs,
@@ -214,6 +237,7 @@ export function buildApp(deps: AppDeps): App {
       storage,
       maintenance,
       rollouts,
+      rehearsals,
       failover,
       deletes,
       shardControls,
@@ -289,6 +313,8 @@ export function buildApp(deps: AppDeps): App {
           // The backend's own state first (ha:L4): a resumed cut-over on a stand-by's stale intent met the previous leader's swap mid-way (ha:scenario-1).
           await deps.backend.beforeLeading?.();
           await operations.start();
+          // Rehearsals run on the leader: what the previous one (or this process before a restart) left RUNNING died with it.
+          await rehearsals.recover();
           if (store.shared) admitted.start();
         } else {
           admitted.stop();
@@ -324,6 +350,7 @@ export function buildApp(deps: AppDeps): App {
     storage,
     maintenance,
     rollouts,
+    rehearsals,
     failover,
     deletes,
     shardControls,
@@ -365,6 +392,8 @@ export function buildApp(deps: AppDeps): App {
         await relay?.stop();
         admitted.stop();
         await admitted.settled();
+        // Its worker ends with the process; the row says so (FAILED, interrupted).
+        await rehearsals.stop();
         // Hand-over (ha:L5): runs halted and their writes committed, then the lease released.
         await roleChanges;
         if (leadership.canAct()) await operations.shutdown().catch((e: unknown) => log.warn({ err: e }, 'last writes before the hand-over failed'));

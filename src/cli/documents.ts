@@ -11,6 +11,7 @@ const OPERATION = `id kind nodeId state reason error createdAt finishedAt etaSec
   counts { planned moving moved stopped skipped failed total }
   waitingOn { kind description }`;
 const OPERATION_RESULT = `__typename ... on Operation { ${OPERATION} } ${BLOCKED}`;
+const REHEARSAL = `id state samples seed summary error createdAt finishedAt progress { done total }`;
 const SHARD = `id tenantId attachedNodeId secondaryNodeIds preferredZone policy pendingComputeNotification`;
 const ROLLOUT = `rollout { currentWave nodesDone nodesTotal settings { action restart maxUnavailable order }
   nodes { nodeId wave phase state failure operations { id kind state } blockers { id reasons } allowUnsafeRestart } }`;
@@ -68,7 +69,17 @@ export const DOCUMENTS = {
   rolloutPlan: `query RolloutPlan($input: StartRolloutInput!) { result: rolloutPlan(input: $input) { __typename
     ... on RolloutPlan { order waves { number nodeIds } nodes { nodeId wave maintenance { accepted refusals { code message } } drain { shardId action } drainRefusal } }
     ${ERROR} } }`,
-  startRollout: `mutation StartRollout($input: StartRolloutInput!) { result: startRollout(input: $input) { __typename ... on Operation { ${OPERATION} ${ROLLOUT} } ${ERROR} } }`,
+  startRollout: `mutation StartRollout($input: StartRolloutInput!, $rehearsal: ID) { result: startRollout(input: $input, rehearsal: $rehearsal) {
+    __typename ... on Operation { ${OPERATION} ${ROLLOUT} } ${BLOCKED} ... on RehearsalStaleError { changes { code message } } } }`,
+  rehearseRollout: `mutation RehearseRollout($input: StartRolloutInput!, $samples: Int, $seed: Int) {
+    result: rehearseRollout(input: $input, samples: $samples, seed: $seed) { __typename ... on Rehearsal { ${REHEARSAL} } ${ERROR} } }`,
+  rehearsal: `query Rehearsal($id: ID!) { result: rehearsal(id: $id) { __typename ... on Rehearsal { ${REHEARSAL}
+    report { samples duration { p10 p50 p90 } peakNodesOut
+      waves { wave nodeIds start { p10 p50 p90 } duration { p10 p50 p90 } }
+      nodes { nodeId wave duration { p10 p50 p90 } leftOnNode safeToRestart }
+      pauses { reason nodeId workload message probability typicalAtSeconds }
+      vmsLeftStopped { vmId probability }
+      outcomes { succeeded failed cancelled gaveUp } durationSources { workload node cluster default } } } ${ERROR} } }`,
   pauseRollout: `mutation PauseRollout($id: ID!, $reason: String) { result: pauseRollout(id: $id, reason: $reason) { ${OPERATION_RESULT} } }`,
   resumeRollout: `mutation ResumeRollout($id: ID!, $allowUnsafeRestart: Boolean, $allowUnsafeRestartNodes: [ID!], $reason: String) {
     result: resumeRollout(id: $id, allowUnsafeRestart: $allowUnsafeRestart, allowUnsafeRestartNodes: $allowUnsafeRestartNodes, reason: $reason) {

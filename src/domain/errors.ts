@@ -7,7 +7,7 @@ export abstract class LockkeeperError extends Error {
   abstract readonly code: string;
 }
 
-export type SubjectKind = 'node' | 'vm' | 'shard' | 'tenant' | 'operation';
+export type SubjectKind = 'node' | 'vm' | 'shard' | 'tenant' | 'operation' | 'rehearsal';
 
 export class NotFoundError extends LockkeeperError {
   readonly code = 'NOT_FOUND';

@@ -10,6 +10,7 @@ import type { MaintenanceEngine } from '../operations/maintenance/engine.ts';
 import type { ShardControls } from '../operations/shard-controls/service.ts';
 import type { RolloutEngine } from '../operations/rollouts/engine.ts';
 import type { StorageEngine } from '../operations/storage/engine.ts';
+import type { RehearsalService } from '../rehearsal/service.ts';
 import type { AuditLog } from '../store/audit-log.ts';
 import type { EventLog } from '../store/event-log.ts';
 import type { Leadership } from '../leadership/leadership.ts';
@@ -26,6 +27,8 @@ export interface AppServices {
   storage: StorageEngine;
   maintenance: MaintenanceEngine;
   rollouts: RolloutEngine;
+  /** Rehearsals of rollouts (issue 33). */
+  rehearsals: RehearsalService;
   /** Failover and commanded availability (neon:H5, neon:E6). */
   failover: FailoverEngine;
   /** Node deletes (neon:L4–L7). */

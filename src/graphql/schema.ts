@@ -13,6 +13,7 @@ import './types/maintenance.ts';
 import './types/node-down.ts';
 import './types/remaining.ts';
 import './types/rollout.ts';
+import './types/rehearsal.ts';
 import './types/event-log.ts';
 import './types/tokens.ts';
 import './types/audit.ts';

@@ -31,6 +31,10 @@ export const MUTATIONS: Record<string, Entry> = {
   createToken: { scope: 'admin', query: () => `mutation { createToken(name: "${unique()}", scope: VIEWER) { __typename } }` },
   revokeToken: { scope: 'admin', query: 'mutation { revokeToken(token: "no-such-token") { __typename } }' },
   startRollout: { scope: 'operator', query: 'mutation { startRollout(input: { nodes: ["404"], action: MAINTENANCE, reason: "scope test" }) { __typename } }' },
+  rehearseRollout: {
+    scope: 'operator',
+    query: 'mutation { rehearseRollout(input: { nodes: ["404"], action: MAINTENANCE, reason: "scope test" }) { __typename } }',
+  },
   pauseRollout: { scope: 'operator', query: 'mutation { pauseRollout(id: "404") { __typename } }' },
   resumeRollout: { scope: 'operator', query: 'mutation { resumeRollout(id: "404") { __typename } }' },
   continueRollout: { scope: 'operator', query: 'mutation { continueRollout(id: "404", nodeId: "404") { __typename } }' },

@@ -88,6 +88,7 @@ describe('schema drift', () => {
       'PluginMeta',
       'PluginNode',
       'PluginShard',
+      'Rehearsal',
       'VmTracking',
     ]);
     expect(live.OperationStep?.foreignKeys).toEqual([

@@ -4,7 +4,7 @@ import { createLogger } from '../../src/logger.ts';
 import { yogaClient } from './yoga-client.ts';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
 import type { AuthSettings, LimitSettings, OperationSettings } from '../../src/config/schema.ts';
-import { buildApp, type App } from '../../src/server.ts';
+import { buildApp, type App, type AppDeps } from '../../src/server.ts';
 import { isPostgresUrl, type DatabaseDialect } from '../../src/store/database.ts';
 import type { Database } from '../../src/store/index.ts';
 import { ioIdle, openTestDatabase } from './test-database.ts';
@@ -30,6 +30,8 @@ export interface TestAppOptions extends CreateSimulatedClusterOptions {
   security?: TestSecurity;
   /** The database's dialect when no `databaseFile` is given; default the run's (test-database.ts). */
   dialect?: DatabaseDialect;
+  /** Parts of the rehearsals replaced (issue 33): e.g. the worker that runs the samples. */
+  rehearsal?: AppDeps['rehearsal'];
 }
 
 interface TestSecurity {
@@ -42,7 +44,7 @@ interface TestSecurity {
 /** An app over a simulated cluster on a virtual clock and a fresh database (SQLite, or PostgreSQL: test-database.ts), not listening. */
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const clock = options.clock instanceof VirtualClock ? options.clock : new VirtualClock();
-  const { backend: wrap, settings, databaseFile, security, dialect, ...clusterOptions } = options;
+  const { backend: wrap, settings, databaseFile, security, dialect, rehearsal, ...clusterOptions } = options;
   const cluster = createSimulatedCluster({ ...clusterOptions, clock });
   const db = await openTestDatabase(databaseFile ? { url: isPostgresUrl(databaseFile) ? databaseFile : `file:${databaseFile}` } : dialect ? { dialect } : {});
   clock.waitForIo(ioIdle(db));
@@ -61,6 +63,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     ...(security?.now && { now: security.now }),
     databaseName: db.file,
     onClose: () => db.close(),
+    ...(rehearsal && { rehearsal }),
   });
   await app.ready();
   return {

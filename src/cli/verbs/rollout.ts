@@ -1,7 +1,8 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- results are read as the documents select them; test/cli/documents.test.ts validates every document against schema.graphql (rollout:T6) */
 import { EXIT, refused } from '../client.ts';
 import { DOCUMENTS } from '../documents.ts';
-import { json, table } from '../output.ts';
+import { json, stamp, table } from '../output.ts';
+import { rehearsalText } from '../rehearsal-report.ts';
 import { watchOperation } from '../watch.ts';
 import { ENUMS } from '../enums.ts';
 import { arg, enumValue, listOption, parseSeconds, stringOption, UsageError, type Verb, type VerbContext } from '../verb.ts';
@@ -38,6 +39,47 @@ function rolloutInput(ctx: VerbContext, nodes: string[]) {
   };
 }
 
+/** How often `rollout rehearse` asks how far the rehearsal is (LOCKKEEPER_POLL_MS overrides: tests). */
+const pollMs = (ctx: VerbContext) => Number(ctx.io.env.LOCKKEEPER_POLL_MS ?? 1000);
+
+const integerOption = (ctx: VerbContext, name: string) => {
+  const text = stringOption(ctx, name);
+  if (text === undefined) return null;
+  if (!/^\d+$/.test(text)) throw new UsageError(`--${name} ${text}: not a whole number`);
+  return Number(text);
+};
+
+/** `rollout rehearse`: starts the rehearsal, follows it to its end, prints what it predicts (issue 33). */
+async function rehearse(ctx: VerbContext): Promise<number> {
+  const { result } = await ctx.client.request(DOCUMENTS.rehearseRollout, {
+    input: rolloutInput(ctx, ctx.args.slice(1)),
+    samples: integerOption(ctx, 'samples'),
+    seed: integerOption(ctx, 'seed'),
+  });
+  if (result.__typename !== 'Rehearsal') throw refused(result);
+  const { io } = ctx;
+  const showProgress = !ctx.json;
+  let last = '';
+  let r = result;
+  for (;;) {
+    const line = `rehearsal ${r.id}: ${r.state !== 'RUNNING' ? r.state : `${r.progress?.done ?? 0}/${r.samples} sample(s)`}`;
+    if (showProgress && line !== last) {
+      if (io.isTTY) io.stream.write(`\r${line.padEnd(last.length)}`);
+      else io.err(`${stamp(io.now())} ${line}\n`);
+      last = line;
+    }
+    if (r.state !== 'RUNNING') break;
+    await new Promise((resolve) => setTimeout(resolve, pollMs(ctx)));
+    const read = (await ctx.client.request(DOCUMENTS.rehearsal, { id: r.id })).result;
+    if (read.__typename !== 'Rehearsal') throw refused(read);
+    r = read;
+  }
+  if (showProgress && io.isTTY) io.stream.write('\n');
+  if (r.state === 'RUNNING' || !r.report) r = (await ctx.client.request(DOCUMENTS.rehearsal, { id: r.id })).result;
+  io.out(ctx.json ? json(r) : rehearsalText(r));
+  return r.state === 'SUCCEEDED' ? EXIT.DONE : EXIT.ENDED_BADLY;
+}
+
 async function control(ctx: VerbContext, mutation: 'pauseRollout' | 'resumeRollout' | 'cancelRollout' | 'continueRollout', variables: Record<string, unknown>) {
   const { result } = await ctx.client.request(DOCUMENTS[mutation], { ...variables, reason: stringOption(ctx, 'reason') ?? null });
   return started(ctx, result);
@@ -45,14 +87,15 @@ async function control(ctx: VerbContext, mutation: 'pauseRollout' | 'resumeRollo
 
 export const rolloutVerb: Verb = {
   name: 'rollout',
-  usage: `rollout plan|start [<node>…] [--zone Z]… [--role R]… [--label k=v]… [--action MAINTENANCE|DRAIN_FILL]
+  usage: `rollout plan|start|rehearse [<node>…] [--zone Z]… [--role R]… [--label k=v]… [--action MAINTENANCE|DRAIN_FILL]
           [--restart WAIT_FOR_REATTACH|NONE|CONFIRM] [--max-unavailable N] [--order GIVEN|BY_ID|ZONE_BY_ZONE]
           [--settle 60s] [--force] [--deadline 30m] [--no-pause-on-failure] [--reason R] [--watch]
           [--allow-unsafe-restart (every node) | --allow-unsafe-restart-on <node>…]
+          rehearse: [--samples N] [--seed S]; start: [--rehearsal <id>]
   rollout resume <rollout> [--allow-unsafe-restart (the node it paused on) | --allow-unsafe-restart-on <node>…]
   rollout pause|cancel|watch <rollout> [--reason R]
   rollout continue <rollout> <node>                      (restart CONFIRM: the node was restarted)`,
-  subcommands: ['plan', 'start', 'pause', 'resume', 'continue', 'cancel', 'watch'],
+  subcommands: ['plan', 'start', 'rehearse', 'pause', 'resume', 'continue', 'cancel', 'watch'],
   options: {
     zone: { type: 'string', multiple: true, value: 'Z', description: 'plan/start: the nodes in this zone (repeatable)' },
     role: { type: 'string', multiple: true, value: 'R', description: 'plan/start: the nodes with this role (repeatable)' },
@@ -70,16 +113,21 @@ export const rolloutVerb: Verb = {
       description: 'hand a node over for restart although workloads remain on it (start: every node; resume: the node it paused on)',
     },
     'allow-unsafe-restart-on': { type: 'string', multiple: true, value: 'NODE', description: 'the same, for the nodes named only (repeatable)' },
+    samples: { type: 'string', value: 'N', description: 'rehearse: seeded samples, 1–200 (default 20)' },
+    seed: { type: 'string', value: 'S', description: 'rehearse: sample i runs with seed S+i (default random, printed)' },
+    rehearsal: { type: 'string', value: 'ID', description: 'start: refuse when the cluster changed since this rehearsal in a way that changes the plan' },
     watch: { type: 'boolean', description: 'start/pause/resume/cancel: follow the rollout live until it ends or pauses (exit 4 when paused)' },
   },
   examples: [
     'lockkeeper rollout plan --zone zone-a --action drain-fill',
     'lockkeeper rollout start 1 2 3 --restart confirm --max-unavailable 1 --watch --reason "kernel 6.8"',
+    'lockkeeper rollout rehearse --zone zone-a --max-unavailable 2 --samples 50',
+    'lockkeeper rollout start --zone zone-a --max-unavailable 2 --rehearsal 9b2e…',
     'lockkeeper rollout continue 3f1c… 2',
   ],
-  mutations: ['startRollout', 'pauseRollout', 'resumeRollout', 'continueRollout', 'cancelRollout'],
+  mutations: ['startRollout', 'rehearseRollout', 'pauseRollout', 'resumeRollout', 'continueRollout', 'cancelRollout'],
   async run(ctx) {
-    const sub = arg(ctx, 0, 'sub-command (plan, start, pause, resume, continue, cancel, watch)');
+    const sub = arg(ctx, 0, 'sub-command (plan, start, rehearse, pause, resume, continue, cancel, watch)');
     switch (sub) {
       case 'plan': {
         const { result } = await ctx.client.request(DOCUMENTS.rolloutPlan, { input: rolloutInput(ctx, ctx.args.slice(1)) });
@@ -109,9 +157,16 @@ export const rolloutVerb: Verb = {
         return EXIT.DONE;
       }
       case 'start': {
-        const { result } = await ctx.client.request(DOCUMENTS.startRollout, { input: rolloutInput(ctx, ctx.args.slice(1)) });
+        const { result } = await ctx.client.request(DOCUMENTS.startRollout, {
+          input: rolloutInput(ctx, ctx.args.slice(1)),
+          rehearsal: stringOption(ctx, 'rehearsal') ?? null,
+        });
+        if (result.__typename === 'RehearsalStaleError')
+          throw refused({ ...result, blockers: result.changes.map((c: any) => ({ id: c.code, reasons: [c.message] })) });
         return started(ctx, result);
       }
+      case 'rehearse':
+        return rehearse(ctx);
       case 'pause':
         return control(ctx, 'pauseRollout', { id: arg(ctx, 1, 'rollout id') });
       case 'resume':
@@ -127,7 +182,7 @@ export const rolloutVerb: Verb = {
       case 'watch':
         return watchOperation(ctx.client, arg(ctx, 1, 'rollout id'), ctx.io, { json: ctx.json });
       default:
-        throw new UsageError(`unknown rollout sub-command "${sub}" (plan, start, pause, resume, continue, cancel, watch)`);
+        throw new UsageError(`unknown rollout sub-command "${sub}" (plan, start, rehearse, pause, resume, continue, cancel, watch)`);
     }
   },
 };

@@ -21,7 +21,14 @@ export const ErrorInterface = builder.interfaceRef<LockkeeperError>('Error').imp
 });
 
 const SubjectKindEnum = builder.enumType('SubjectKind', {
-  values: { NODE: { value: 'node' }, VM: { value: 'vm' }, SHARD: { value: 'shard' }, TENANT: { value: 'tenant' }, OPERATION: { value: 'operation' } } as const,
+  values: {
+    NODE: { value: 'node' },
+    VM: { value: 'vm' },
+    SHARD: { value: 'shard' },
+    TENANT: { value: 'tenant' },
+    OPERATION: { value: 'operation' },
+    REHEARSAL: { value: 'rehearsal' },
+  } as const,
 });
 
 builder.objectType(NotFoundError, {

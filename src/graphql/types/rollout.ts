@@ -2,6 +2,7 @@ import { ConflictError, InvalidInputError, NotFoundError, PreconditionFailedErro
 import type { OperationSnapshot, RequestMeta } from '../../domain/operations.ts';
 import { ROLLOUT_ACTIONS, ROLLOUT_NODE_PHASES, ROLLOUT_ORDERS, ROLLOUT_RESTARTS, type RolloutSettings } from '../../domain/rollouts.ts';
 import { audited } from '../../operations/core/audited.ts';
+import { RehearsalStaleError } from '../../rehearsal/service.ts';
 import type { RolloutInput, RolloutPlanView, RolloutView } from '../../operations/rollouts/engine.ts';
 import { builder } from '../builder.ts';
 import type { GraphQLContext } from '../context.ts';
@@ -35,7 +36,7 @@ const SelectorInput = builder.inputType('RolloutSelectorInput', {
   }),
 });
 
-const StartInput = builder.inputType('StartRolloutInput', {
+export const StartInput = builder.inputType('StartRolloutInput', {
   description: 'rollout:O1. Exactly one of nodes or selector.',
   fields: (t) => ({
     nodes: t.idList({ required: false }),
@@ -63,7 +64,7 @@ const StartInput = builder.inputType('StartRolloutInput', {
 });
 
 type StartArgs = typeof StartInput.$inferInput;
-const toInput = (i: StartArgs): RolloutInput => ({
+export const toInput = (i: StartArgs): RolloutInput => ({
   nodes: i.nodes?.map(String) ?? null,
   selector: i.selector
     ? {
@@ -193,7 +194,7 @@ builder.queryField('rolloutPlan', (t) =>
 );
 
 const meta = (ctx: GraphQLContext, reason: string | null | undefined): RequestMeta => ({ actor: ctx.actor, reason: reason ?? null });
-const audit = <T>(ctx: GraphQLContext, action: string, args: object, reason: string | null | undefined, run: (m: RequestMeta) => Promise<T>) => {
+export const audit = <T>(ctx: GraphQLContext, action: string, args: object, reason: string | null | undefined, run: (m: RequestMeta) => Promise<T>) => {
   const m = meta(ctx, reason);
   return audited({ audit: ctx.audit, clock: ctx.clock }, { action, arguments: args, nodeId: null, meta: m }, () => run(m));
 };
@@ -202,9 +203,24 @@ builder.mutationFields((t) => ({
   startRollout: t.field({
     type: OperationType,
     description: 'Maintains many nodes, wave by wave, never more than maxUnavailable out of service (spec rollouts).',
-    args: { input: t.arg({ type: StartInput, required: true }) },
-    errors: { types: START_ERRORS },
-    resolve: (_, args, ctx) => audit(ctx, 'startRollout', args, args.input.reason, (m) => typedBackendCall(() => ctx.rollouts.start(toInput(args.input), m))),
+    args: {
+      input: t.arg({ type: StartInput, required: true }),
+      rehearsal: t.arg.id({
+        required: false,
+        description:
+          'A SUCCEEDED rehearsal of this input (rehearseRollout): refused with RehearsalStaleError when the cluster changed since in a way that changes the plan; recorded on the rollout (Operation.rehearsal).',
+      }),
+    },
+    errors: { types: [...START_ERRORS, PreconditionFailedError, RehearsalStaleError] },
+    resolve: (_, args, ctx) =>
+      audit(ctx, 'startRollout', args, args.input.reason, (m) =>
+        typedBackendCall(async () => {
+          const input = toInput(args.input);
+          if (args.rehearsal == null) return ctx.rollouts.start(input, m);
+          const record = await ctx.rehearsals.checkStillValid(String(args.rehearsal), input);
+          return ctx.rollouts.start(input, m, (id) => [record(id)]);
+        }),
+      ),
   }),
   pauseRollout: t.field({
     type: OperationType,

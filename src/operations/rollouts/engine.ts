@@ -15,6 +15,7 @@ import {
   type RolloutSettings,
 } from '../../domain/rollouts.ts';
 import type { AuditLog } from '../../store/audit-log.ts';
+import type { PendingWrite } from '../../store/pending-write.ts';
 import type { InterruptedOperation } from '../../store/operation-repository.ts';
 import type { EngineDeps } from '../core/engine-deps.ts';
 import { RemainingReader } from '../core/remaining-reader.ts';
@@ -172,8 +173,8 @@ export class RolloutEngine implements OperationKindEngine {
     return { settings, order: nodes.map((n) => n.id), waves, nodes: plans };
   }
 
-  /** rollout:O1, rollout:O2: admits and starts a rollout. */
-  start(input: RolloutInput, meta: RequestMeta): Promise<OperationSnapshot> {
+  /** rollout:O1, rollout:O2: admits and starts a rollout; `also` gives writes committed with its start (e.g. the rehearsal it was started with). */
+  start(input: RolloutInput, meta: RequestMeta, also: (operationId: string) => PendingWrite[] = () => []): Promise<OperationSnapshot> {
     return this.core.exclusive(async () => {
       const { settings, nodes, waves, unsafe } = await this.admit(input);
       const now = this.deps.clock.now();
@@ -214,6 +215,7 @@ export class RolloutEngine implements OperationKindEngine {
             allowUnsafeRestartNodes: nodes.filter((n) => unsafe.has(n.id)).map((n) => n.id),
           },
         }),
+        ...also(id),
       ]);
       this.deps.observer.operationStarted('ROLLOUT');
       this.deps.log.info(
