@@ -140,7 +140,11 @@ export async function readSnapshot(deps: {
             ...CALLS.listing,
             check: checkSecondaryProgress,
           });
-          shard.secondaries[nodeId] = { bytesTotal: json.bytes_total, bytesDownloaded: Math.min(json.bytes_downloaded, json.bytes_total), heatmap: json.heatmap_mtime !== null };
+          shard.secondaries[nodeId] = {
+            bytesTotal: json.bytes_total,
+            bytesDownloaded: Math.min(json.bytes_downloaded, json.bytes_total),
+            heatmap: json.heatmap_mtime !== null,
+          };
         } catch (e) {
           unread.push(`secondary of ${shard.id} on node ${nodeId}: ${(e as Error).message}`);
         }

@@ -870,7 +870,8 @@ export class PageserverSim {
       this.options.safety.issue(shardId, generation);
       let lagging = prev && ATTACHED.includes(prev.mode) ? prev.lagging : null;
       const hold =
-        this.catchUpHolds.get(shardId) ?? (mode === 'AttachedMulti' && !(prev && ATTACHED.includes(prev.mode)) ? this.options.catchUpMs?.(shardId, this.nodeId) : undefined);
+        this.catchUpHolds.get(shardId) ??
+        (mode === 'AttachedMulti' && !(prev && ATTACHED.includes(prev.mode)) ? this.options.catchUpMs?.(shardId, this.nodeId) : undefined);
       if (!(prev && ATTACHED.includes(prev.mode)) && hold !== undefined) {
         // Freshly attached and still replaying WAL: one byte behind every head until the hold ends.
         this.catchUpHolds.delete(shardId);

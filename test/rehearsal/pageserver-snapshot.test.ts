@@ -93,7 +93,8 @@ describe('issue 33: a pageserver snapshot loaded into a rehearsal fleet', { time
     expect(await r.controller.placement!.getTenantConfig!(tenantIdOf(3))).toEqual({ pitr_interval: '2days' });
     expect(c.sim(3).tenantConf(shardId(3, 0))).toEqual({ heatmap_period: '1m', pitr_interval: '2days' });
     expect(await r.controller.placement!.getTenantConfig!(tenantIdOf(1))).toEqual({ heatmap_period: '1m' });
-    const nodesOf = async (b: typeof live) => (await b.listNodes()).map(({ id, zone, name, cordoned, availability }) => ({ id, zone, name, cordoned, availability }));
+    const nodesOf = async (b: typeof live) =>
+      (await b.listNodes()).map(({ id, zone, name, cordoned, availability }) => ({ id, zone, name, cordoned, availability }));
     expect(await nodesOf(r.controller)).toEqual(await nodesOf(live));
     expect((await r.controller.getNode('4'))?.cordoned).toBe(true);
     expect(r.controller.hosts()).toEqual({ '2': 'host-b' });
