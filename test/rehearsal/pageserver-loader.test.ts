@@ -26,17 +26,17 @@ interface ShardLayout {
 }
 
 /** A snapshot as the plugin writes one, for three pageservers (1 and 2 in az-a, 3 in az-b). */
-function snapshotOf(shards: ShardLayout[]): BackendSnapshot {
+function snapshotOf(shards: ShardLayout[], offline: string[] = []): BackendSnapshot {
   return {
     plugin: 'pageserver',
     takenAt: Date.UTC(2026, 0, 1),
     data: {
       version: 1,
       nodes: [
-        { id: '1', name: 'pageserver-1', zone: 'az-a', availability: 'ACTIVE', cordoned: false },
-        { id: '2', name: 'pageserver-2', zone: 'az-a', availability: 'ACTIVE', cordoned: false },
-        { id: '3', name: 'pageserver-3', zone: 'az-b', availability: 'ACTIVE', cordoned: false },
-      ],
+        { id: '1', name: 'pageserver-1', zone: 'az-a' },
+        { id: '2', name: 'pageserver-2', zone: 'az-a' },
+        { id: '3', name: 'pageserver-3', zone: 'az-b' },
+      ].map((n) => ({ ...n, availability: offline.includes(n.id) ? 'OFFLINE' : 'ACTIVE', cordoned: false })),
       shards: shards.map((s) => ({
         id: id(s.tenant),
         tenantId: tenantIdOf(s.tenant),
@@ -139,6 +139,28 @@ describe('issue 33: the pageserver rehearsal loader', { timeout: 120_000 }, () =
     // A node of another plugin is not this loader's: nothing happens.
     await r.loaded.restartNode('k8s-only-node', 1000);
     expect(r.controller.generationOf(id(1))).toBe(6);
+  });
+
+  it('a node OFFLINE in the snapshot does not answer: the plugin over the fleet finds it OFFLINE, the others ACTIVE', async () => {
+    const layout = [
+      { tenant: 1, attached: '3', secondaries: ['1'], generation: 2 },
+      { tenant: 2, attached: '1', secondaries: ['3'], generation: 2 },
+    ];
+    rehearsed = await rehearsePageservers(snapshotOf(layout, ['3']), LIVE_OPTIONS, constantSampler(0));
+    const r = rehearsed;
+    await r.until(async () => (await r.controller.getNode('1'))?.availability === 'ACTIVE', { what: 'node 1 ACTIVE' });
+    for (let i = 0; i < 10; i++) {
+      await r.idle();
+      await r.clock.advance(1000);
+    }
+    expect((await r.controller.listNodes()).map((n) => [n.id, n.availability])).toEqual([
+      ['1', 'ACTIVE'],
+      ['2', 'ACTIVE'],
+      ['3', 'OFFLINE'],
+    ]);
+    expect(r.controller.discoveryReport.unreachable).toEqual(['3']);
+    // Its shards are still in the intent where they were.
+    expect((await r.controller.getShard(id(1)))?.attachedNodeId).toBe('3');
   });
 
   it('refuses a snapshot of another version or one that places a shard on a node it does not list', async () => {
