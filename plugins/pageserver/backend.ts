@@ -4,6 +4,7 @@ import { BackendError, notFound } from '../../src/cluster/errors.ts';
 import { EventFanout } from '../../src/cluster/event-fanout.ts';
 import type { PluginStore } from '../../src/cluster/plugin-store.ts';
 import type { PluginContext } from '../../src/cluster/plugin.ts';
+import type { BackendSnapshot } from '../../src/cluster/rehearsal.ts';
 import type {
   CutOverOptions,
   FailoverControl,
@@ -30,6 +31,7 @@ import type { PageserverOptions } from './options.ts';
 import { Reconciler } from './reconciler.ts';
 import { Registration, registrationOf, resolveWithDns, type ResolveHost } from './registration.ts';
 import { ShardMoves } from './shard-moves.ts';
+import { readSnapshot } from './snapshot.ts';
 import { Upcalls } from './upcalls.ts';
 import type { SecondaryProgress } from './wire.ts';
 import { normaliseTenantConfig, type TenantConfig } from '../../src/domain/storage/tenant-config.ts';
@@ -239,6 +241,24 @@ export class PageserverBackend implements ClusterBackend {
   /** Requests to pageservers and the hook not yet answered (tests wait until the plugin is idle). */
   outstandingRequests(): number {
     return this.http.pending + this.hook.pending;
+  }
+
+  /**
+   * Issue 33: the pageservers' state for a rehearsal, one `BackendSnapshot` (see snapshot.ts):
+   * the intent as the database holds it, what is observed, timelines and secondaries' progress
+   * read now from the pageservers (reads only, allowed on a stand-by too). No address, no token.
+   */
+  async snapshot(): Promise<BackendSnapshot[]> {
+    this.assertOpen();
+    const takenAt = this.config.clock.now();
+    const data = await readSnapshot({
+      http: this.http,
+      intents: this.intents,
+      nodes: this.nodes,
+      observed: this.observed,
+      hook: { configured: this.hook.configured, tokenRequired: this.hook.tokenRequired },
+    });
+    return [{ plugin: 'pageserver', takenAt, data }];
   }
 
   /** The highest generation issued for a shard (tests and operators). */

@@ -104,6 +104,11 @@ export class ComputeHook {
     return this.config.url !== undefined;
   }
 
+  /** Whether notifications carry a bearer token (a rehearsal's snapshot says so, never the token). */
+  get tokenRequired(): boolean {
+    return this.config.token !== undefined;
+  }
+
   /** Requests sent and not yet answered. */
   get pending(): number {
     return this.active;

@@ -65,10 +65,10 @@ export async function importStateFile(intents: IntentStore, path: string, log: L
   const shards: ShardIntent[] = saved.shards.map((s) => ({
     ...s,
     generationNodeId: s.attachedNodeId,
-    secondaryCount: defaultSecondaryCount(s.secondaryNodeIds.length),
-    pendingComputeNotification: false,
-    // Read from the pageservers by discovery, which follows (neon:W10).
-    tenantConfig: null,
+    secondaryCount: s.secondaryCount ?? defaultSecondaryCount(s.secondaryNodeIds.length),
+    pendingComputeNotification: s.pendingComputeNotification ?? false,
+    // Absent (earlier versions): read from the pageservers by discovery, which follows (neon:W10).
+    tenantConfig: s.tenantConfig ? normaliseTenantConfig(s.tenantConfig) : null,
   }));
   await intents.create(shards);
   for (const shard of shards) await intents.raiseGeneration(intents.shards.get(shard.id)!, shard.generation);

@@ -1,6 +1,6 @@
 import { checkSecondaryProgress } from './checks.ts';
 import { describeNotify, notifySucceeded } from './compute-hook.ts';
-import { isObject, PageserverRequestError } from './http-client.ts';
+import { isObject, PageserverRequestError, type HttpTarget, type PageserverHttp } from './http-client.ts';
 import type { ShardIntent } from './intent.ts';
 import { ATTACHED_MODES } from './wire.ts';
 import { Cancelled, notifyCompute, OperationCancelled, observedAs, putLocation, sleepUnless, type ReconcileDeps, type ReconcileRun } from './location-calls.ts';
@@ -70,10 +70,15 @@ export async function liveMigrate(
 async function timelineLsns(deps: ReconcileDeps, signal: AbortSignal, shard: ShardIntent, nodeId: string): Promise<Map<string, number>> {
   const node = deps.nodes.get(nodeId);
   if (!node) throw new Cancelled(`node ${nodeId} is no longer registered`);
-  const { json } = await deps.http.request<TimelineInfo[]>(node, 'GET', `/v1/tenant/${shard.id}/timeline`, {
+  return readTimelineLsns(deps.http, node, shard.id, signal);
+}
+
+/** `GET /v1/tenant/:id/timeline` on an attached location: each timeline's last record LSN (neon:C2, and a rehearsal's snapshot). */
+export async function readTimelineLsns(http: PageserverHttp, node: HttpTarget, shardId: string, signal?: AbortSignal): Promise<Map<string, number>> {
+  const { json } = await http.request<TimelineInfo[]>(node, 'GET', `/v1/tenant/${shardId}/timeline`, {
     ...CALLS.timelines,
     check: checkTimelines,
-    signal,
+    ...(signal && { signal }),
   });
   const out = new Map<string, number>();
   for (const t of json) {
@@ -250,7 +255,7 @@ function anySignal(...signals: (AbortSignal | undefined)[]): AbortSignal {
   return AbortSignal.any(signals.filter((s): s is AbortSignal => s !== undefined));
 }
 
-function formatLsn(lsn: number): string {
+export function formatLsn(lsn: number): string {
   const hi = Math.floor(lsn / 2 ** 32);
   const lo = lsn % 2 ** 32;
   return `${hi.toString(16).toUpperCase()}/${lo.toString(16).toUpperCase()}`;

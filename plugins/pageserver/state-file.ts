@@ -23,6 +23,11 @@ const shardSchema = z
     generation: z.number().int().nonnegative(),
     preferredZone: z.string().nullable(),
     policy: z.enum(SHARD_POLICIES),
+    // Optional, so files of earlier versions still read: a rehearsal's loader (issue 33) writes
+    // them to hand the snapshot's whole intent over; absent, discovery and the defaults fill them.
+    secondaryCount: z.number().int().nonnegative().optional(),
+    pendingComputeNotification: z.boolean().optional(),
+    tenantConfig: z.record(z.string(), z.unknown()).nullable().optional(),
   })
   .strict();
 
@@ -37,6 +42,8 @@ const stateSchema = z
   .strict();
 
 export type ControllerState = z.output<typeof stateSchema>;
+export type ControllerStateInput = z.input<typeof stateSchema>;
+export { STATE_FORMAT, STATE_VERSION };
 
 export class PageserverStateFileError extends Error {
   constructor(

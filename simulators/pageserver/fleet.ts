@@ -34,6 +34,8 @@ export interface SimClusterSpec {
   log?: RequestLog;
   /** The safety checker every simulator reports to (default: a new one); a subclass can also record what it is told. */
   safety?: SafetyChecker;
+  /** Each simulator's `catchUpMs` (PageserverSimOptions): how long a live migration's destination stays behind the WAL. */
+  catchUpMs?: (shardId: string, nodeId: number) => number;
 }
 
 /**
@@ -85,7 +87,16 @@ export async function startPageserverFleet(spec: SimClusterSpec): Promise<Pagese
   const sims = new Map<number, PageserverSim>();
   try {
     for (const n of spec.nodes) {
-      const sim = new PageserverSim({ nodeId: n.id, safety, downloadBytesPerSecond: spec.downloadBytesPerSecond, clock: spec.clock, log, wal, heatmaps });
+      const sim = new PageserverSim({
+        nodeId: n.id,
+        safety,
+        downloadBytesPerSecond: spec.downloadBytesPerSecond,
+        clock: spec.clock,
+        log,
+        wal,
+        heatmaps,
+        ...(spec.catchUpMs && { catchUpMs: spec.catchUpMs }),
+      });
       sims.set(n.id, await sim.start());
     }
   } catch (e) {

@@ -101,6 +101,8 @@ export interface SeedLocation {
   heatmap?: boolean;
   /** The location's tenant config (default `{}`). */
   tenantConf?: Record<string, unknown>;
+  /** Default: 32768 for a sharded tenant, 0 otherwise. */
+  stripeSize?: number;
 }
 
 /** What a pageserver's `metadata.json` holds (Neon `pageserver/src/bin/pageserver.rs`), from which its re-attach `register` is built. */
@@ -135,6 +137,13 @@ export interface PageserverSimOptions {
   metadata?: PageserverMetadata;
   /** Shared heatmaps in remote storage (the fleet's). */
   heatmaps?: RemoteHeatmaps;
+  /**
+   * How long a shard attached here `AttachedMulti` on an empty or secondary slot (a live
+   * migration's destination, neon:C5) stays behind the WAL head, in ms of the clock: a
+   * rehearsal's drawn cut-over duration. Asked once per such attach; `holdCatchUp` wins over
+   * it. Absent: caught up at once.
+   */
+  catchUpMs?: (shardId: string, nodeId: number) => number;
 }
 
 /** The reads whose answers the log keeps: a shard's timeline list (neon:C2, neon:C6) and one location's config (neon:C7's origin check). */
@@ -237,7 +246,7 @@ export class PageserverSim {
       warm: seed.mode === 'Secondary',
       shardNumber: shard.shardNumber,
       shardCount: shard.shardCount,
-      stripeSize: shard.shardCount ? 32768 : 0,
+      stripeSize: seed.stripeSize ?? (shard.shardCount ? 32768 : 0),
       tenantConf: structuredClone(seed.tenantConf ?? {}),
       bytesTotal: total,
       bytesDownloadedAt: seed.mode === 'Secondary' ? Math.min(total, seed.bytesDownloaded ?? total) : total,
@@ -381,13 +390,13 @@ export class PageserverSim {
    * The pageserver process restarts: requests in flight are lost, it is down for `downMs`
    * of the clock, then it boots (`boot`) before it answers again.
    */
-  async restart({ downMs = 0 }: { downMs?: number } = {}): Promise<void> {
+  async restart({ downMs = 0, retryEveryMs }: { downMs?: number; retryEveryMs?: number } = {}): Promise<void> {
     this.epoch++;
     this.answering = false;
     this.options.safety.setReachable(String(this.nodeId), false);
     this.dropHeld();
     if (downMs) await this.waits.sleep(this.clock, downMs);
-    await this.boot();
+    await this.boot(retryEveryMs === undefined ? {} : { retryEveryMs });
   }
 
   /**
@@ -860,7 +869,9 @@ export class PageserverSim {
       this.highestSeen.set(shardId, generation);
       this.options.safety.issue(shardId, generation);
       let lagging = prev && ATTACHED.includes(prev.mode) ? prev.lagging : null;
-      const hold = this.catchUpHolds.get(shardId);
+      const hold =
+        this.catchUpHolds.get(shardId) ??
+        (mode === 'AttachedMulti' && !(prev && ATTACHED.includes(prev.mode)) ? this.options.catchUpMs?.(shardId, this.nodeId) : undefined);
       if (!(prev && ATTACHED.includes(prev.mode)) && hold !== undefined) {
         // Freshly attached and still replaying WAL: one byte behind every head until the hold ends.
         this.catchUpHolds.delete(shardId);

@@ -48,6 +48,11 @@ export class WalStreams {
     for (const [id, lsn] of t) if (timelineId === undefined || id === timelineId) t.set(id, lsn + bytes);
   }
 
+  /** The shard's timelines are exactly these, at these heads (a rehearsal's snapshot). */
+  setTimelines(shardId: string, heads: ReadonlyMap<string, number>): void {
+    this.heads.set(shardId, new Map(heads));
+  }
+
   addTimeline(shardId: string, timelineId: string): void {
     this.timelines(shardId).set(timelineId, INITIAL_LSN);
   }
