@@ -98,11 +98,10 @@ export interface HotPath {
   readonly admission?: AdmissionSql;
 }
 
-/** The columns an upserted step row changes when it exists (its identity and plan stay), as in STEP_UPSERT_CHANGES. */
-export const STEP_CHANGED = ['state', 'reason', 'error', 'fromNodeId', 'toNodeId', 'startedAt', 'finishedAt', 'detail'] as const;
-
 /** What an upserted step row changes when it exists (its identity and plan stay): the same in both dialects. */
 export const STEP_UPSERT_CHANGES = `ON CONFLICT ("operationId", "workloadKind", "workloadId") DO UPDATE SET
-  ${STEP_CHANGED.map((c) => `"${c}" = excluded."${c}"`).join(', ')}`;
+  "state" = excluded."state", "reason" = excluded."reason", "error" = excluded."error",
+  "fromNodeId" = excluded."fromNodeId", "toNodeId" = excluded."toNodeId",
+  "startedAt" = excluded."startedAt", "finishedAt" = excluded."finishedAt", "detail" = excluded."detail"`;
 
 export const quotedColumns = (columns: readonly string[]) => columns.map((c) => `"${c}"`).join(', ');

@@ -1,25 +1,10 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { Prisma } from './generated/client.ts';
-import {
-  EVENT_COLUMNS,
-  PROGRESS_COLUMNS,
-  quotedColumns,
-  STEP_CHANGED,
-  STEP_COLUMNS,
-  STEP_UPSERT_CHANGES,
-  type HotPath,
-  type JournalBatch,
-  type StepRow,
-} from './hot-path-sql.ts';
+import { EVENT_COLUMNS, PROGRESS_COLUMNS, quotedColumns, STEP_COLUMNS, STEP_UPSERT_CHANGES, type HotPath, type JournalBatch } from './hot-path-sql.ts';
 
 const params = (columns: readonly string[]) => columns.map(() => '?').join(', ');
 
 const UPSERT_STEP = `INSERT INTO "OperationStep" (${quotedColumns(STEP_COLUMNS)}) VALUES (${params(STEP_COLUMNS)}) ${STEP_UPSERT_CHANGES}`;
-/**
- * What the upsert changes, for a row that exists (nearly every journal write: the plan wrote
- * it), by its id: half the upsert's cost, which probes both of the table's keys first.
- */
-const UPDATE_STEP = `UPDATE "OperationStep" SET ${STEP_CHANGED.map((c) => `"${c}" = ?`).join(', ')} WHERE "id" = ?`;
 const UPDATE_PROGRESS = `UPDATE "Operation" SET ${PROGRESS_COLUMNS.map((c) => `"${c}" = ?`).join(', ')} WHERE "id" = ?`;
 /** The same UPDATE as a Prisma statement: its text around the parameters. */
 const UPDATE_PROGRESS_PARTS = UPDATE_PROGRESS.split('?');
@@ -53,13 +38,10 @@ const TRANSACTION_POLL_MS = 1;
  */
 export function sqliteHotPath(connection: BetterSqlite3.Database): HotPath {
   const upsertStep = connection.prepare(UPSERT_STEP);
-  const updateStep = connection.prepare(UPDATE_STEP);
-  // The row's values in UPDATE_STEP's order (STEP_CHANGED, then the id), without an array per row.
-  const update = (r: StepRow) => updateStep.run(r[5], r[6], r[7], r[8], r[9], r[11], r[12], r[13], r[0]).changes;
   const updateProgress = connection.prepare(UPDATE_PROGRESS);
   const insertEvent = connection.prepare(INSERT_EVENT);
   const write = connection.transaction((batch: JournalBatch) => {
-    for (const row of batch.steps) if (update(row) === 0) upsertStep.run(row);
+    for (const row of batch.steps) upsertStep.run(row);
     for (const row of batch.progress) updateProgress.run(row);
     for (const row of batch.events) insertEvent.run(row);
   });
