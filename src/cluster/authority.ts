@@ -24,6 +24,14 @@ export interface LeaseAuthority {
   readonly signal: AbortSignal;
   /** Whether it may change the cluster (a leader's epoch); a stand-by's authority only reads. */
   readonly leads: boolean;
+  /**
+   * It can never end: the sole leader of a process on its own database, which nobody can depose
+   * and whose plugins are handed no authority (start.ts). Calls under it are not carried
+   * through their awaits (`underAuthority`): there is nothing to check or name that the
+   * fallback (`issuingAuthority`'s current one) would not give, and carrying it would switch
+   * on Node's promise hooks for every promise of the process (AsyncLocalStorage on Node 20).
+   */
+  readonly endless?: boolean;
   /** Who sends, for `x-lockkeeper-sender`: `holder@epoch/run-<id>`, `holder@epoch/background`, `holder@standby/discovery`. */
   tag(): string;
   /** Throws AuthorityLostError unless requests may still be sent under it; checks the lease deadline on the monotonic clock first. */
@@ -44,6 +52,8 @@ export class AuthorityLostError extends BackendError {
 
 export interface EpochAuthorityDeps {
   holder: string;
+  /** See LeaseAuthority.endless: set only where nothing can end the epoch (soleLeadership). */
+  endless?: boolean;
   epoch: number;
   /** Monotonic milliseconds (performance.now in production; injected by tests). */
   monotonic: () => number;
@@ -56,13 +66,16 @@ export interface EpochAuthorityDeps {
 /** A leader's authority for one epoch. */
 export class EpochAuthority implements LeaseAuthority {
   readonly leads = true;
+  readonly endless: boolean;
   private readonly controller = new AbortController();
 
   constructor(
     private readonly deps: EpochAuthorityDeps,
     private readonly scope = 'background',
     private readonly parent?: EpochAuthority,
-  ) {}
+  ) {
+    this.endless = deps.endless === true;
+  }
 
   get signal(): AbortSignal {
     return this.parent?.signal ?? this.controller.signal;
@@ -116,8 +129,9 @@ function reasonOf(signal: AbortSignal): string {
 
 const issuing = new AsyncLocalStorage<LeaseAuthority>();
 
-/** Runs `fn` — and everything it awaits or schedules — under `authority`. */
+/** Runs `fn` — and everything it awaits or schedules — under `authority` (an endless one outside any other: as it is, see LeaseAuthority.endless). */
 export function underAuthority<T>(authority: LeaseAuthority, fn: () => T): T {
+  if (authority.endless && issuing.getStore() === undefined) return fn();
   return issuing.run(authority, fn);
 }
 

@@ -1,8 +1,8 @@
 /**
  * Hands a backend's events to its `watch` listeners, the same way in every plugin:
  * - after the change that caused them, never inside the caller's stack (a real backend's
- *   watch stream is asynchronous too), and in the order they were emitted (queueMicrotask
- *   is FIFO);
+ *   watch stream is asynchronous too), and in the order they were emitted (a microtask
+ *   each, FIFO);
  * - as they were when emitted (copied then), and each listener gets its own copy, so that
  *   neither later changes nor another listener can alter what a listener sees;
  * - to the listeners subscribed when the delivery runs, less those that unsubscribed
@@ -14,6 +14,8 @@ interface EventFanoutOptions<E> {
   /** A deep copy; plugins with large events pass a hand-written one (structuredClone is slow). */
   copy?: (event: E) => E;
 }
+
+const RESOLVED = Promise.resolve();
 
 export class EventFanout<E> {
   private readonly listeners = new Set<(event: E) => unknown>();
@@ -35,7 +37,11 @@ export class EventFanout<E> {
   }
 
   emit(event: E): void {
-    void this.deliver(event);
+    const snapshot = this.copy(event);
+    // A resolved promise's reaction rather than queueMicrotask, which makes an AsyncResource per call (a shard move emits one event).
+    void RESOLVED.then(() => {
+      this.toListeners(snapshot, null);
+    });
   }
 
   /**
@@ -45,21 +51,29 @@ export class EventFanout<E> {
    */
   deliver(event: E): Promise<number> {
     const snapshot = this.copy(event);
-    return new Promise((resolve) => {
-      queueMicrotask(() => {
-        const acting: Promise<void>[] = [];
-        for (const listener of [...this.listeners]) {
-          if (!this.listeners.has(listener)) continue;
-          try {
-            const result = listener(this.copy(snapshot));
-            if (result instanceof Promise) acting.push(result.catch((error: unknown) => this.onListenerError(error)));
-          } catch (error) {
-            this.onListenerError(error);
-          }
-        }
-        void Promise.all(acting).then(() => resolve(acting.length));
-      });
+    return RESOLVED.then(() => {
+      const acting: Promise<void>[] = [];
+      this.toListeners(snapshot, acting);
+      return Promise.all(acting).then(() => acting.length);
     });
+  }
+
+  /** Hands `snapshot` to each listener subscribed now (its own copy; the last one gets the snapshot itself, which nobody else sees). */
+  private toListeners(snapshot: E, acting: Promise<void>[] | null): void {
+    const listeners = [...this.listeners];
+    for (let i = 0; i < listeners.length; i++) {
+      const listener = listeners[i]!;
+      if (!this.listeners.has(listener)) continue;
+      try {
+        const result = listener(i === listeners.length - 1 ? snapshot : this.copy(snapshot));
+        if (result instanceof Promise) {
+          const settled = result.catch((error: unknown) => this.onListenerError(error));
+          acting?.push(settled);
+        }
+      } catch (error) {
+        this.onListenerError(error);
+      }
+    }
   }
 
   /** Delivers to one listener only (a backend telling a new listener what the others already heard); as `deliver`. */

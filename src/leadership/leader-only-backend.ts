@@ -42,38 +42,58 @@ type Rule = (property: string) => { reads: RegExp; nested: RegExp };
 function gated<T extends object>(target: T, canAct: () => boolean, authority: (() => LeaseAuthority) | undefined, rule: Rule): T {
   // By the object itself: a getter (nodeMaintenance.delegate) may hand out another one later.
   const parts = new WeakMap<object, object>();
+  // The gate of each method, made once (the engines call a few methods per move): what it checks is read at each call.
+  const gates = new Map<string, { method: unknown; gate: unknown }>();
   return new Proxy(target, {
     get(t, property, receiver) {
       const value: unknown = Reflect.get(t, property, receiver);
       if (typeof property !== 'string') return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(t) : value;
-      const { reads, nested } = rule(property);
+      if (typeof value === 'function') {
+        const known = gates.get(property);
+        if (known?.method === value) return known.gate;
+        const gate = gateOf(t, property, value as (...a: unknown[]) => unknown, rule(property).reads, canAct, authority);
+        gates.set(property, { method: value, gate });
+        return gate;
+      }
       if (value && typeof value === 'object') {
         // An object inside a part (nodeMaintenance.delegate) is read through the part's own reads.
-        if (!parts.has(value))
+        if (!parts.has(value)) {
+          const { nested } = rule(property);
           parts.set(
             value,
             gated(value, canAct, authority, () => ({ reads: nested, nested })),
           );
+        }
         return parts.get(value);
       }
-      if (typeof value !== 'function') return value;
-      // Called on the target itself, not the proxy: a plugin's private fields (#x) are not on the proxy.
-      const call = (args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(t, args);
-      if (reads.test(property)) {
-        if (!authority || !SENDS.test(property)) return (value as (...a: unknown[]) => unknown).bind(t);
-        return (...args: unknown[]) => {
-          const under = issuingAuthority(authority);
-          if (under.signal.aborted) return Promise.reject(refusal(under, property));
-          return underAuthority(under, () => call(args));
-        };
-      }
-      return (...args: unknown[]) => {
-        if (!canAct()) return Promise.reject(new BackendError('Unavailable', `${property} refused: this replica is not the leader (ha:L2)`));
-        if (!authority) return call(args);
-        const under = issuingAuthority(authority);
-        if (under.signal.aborted || !under.leads) return Promise.reject(refusal(under, property));
-        return underAuthority(under, () => call(args));
-      };
+      return value;
     },
   });
+}
+
+function gateOf(
+  t: object,
+  property: string,
+  method: (...a: unknown[]) => unknown,
+  reads: RegExp,
+  canAct: () => boolean,
+  authority: (() => LeaseAuthority) | undefined,
+): (...args: unknown[]) => unknown {
+  // Called on the target itself, not the proxy: a plugin's private fields (#x) are not on the proxy.
+  const call = (args: unknown[]) => method.apply(t, args);
+  if (reads.test(property)) {
+    if (!authority || !SENDS.test(property)) return method.bind(t);
+    return (...args: unknown[]) => {
+      const under = issuingAuthority(authority);
+      if (under.signal.aborted) return Promise.reject(refusal(under, property));
+      return underAuthority(under, () => call(args));
+    };
+  }
+  return (...args: unknown[]) => {
+    if (!canAct()) return Promise.reject(new BackendError('Unavailable', `${property} refused: this replica is not the leader (ha:L2)`));
+    if (!authority) return call(args);
+    const under = issuingAuthority(authority);
+    if (under.signal.aborted || !under.leads) return Promise.reject(refusal(under, property));
+    return underAuthority(under, () => call(args));
+  };
 }

@@ -61,8 +61,8 @@ export interface Leadership {
 export function soleLeadership(): Leadership {
   const status: LeadershipStatus = { role: 'leader', holder: 'sole', epoch: null, leaseValidUntil: null, database: 'up', takeovers: 0 };
   const listeners = new Set<(status: LeadershipStatus) => void>();
-  // Alone, nobody can take over: an authority that never ends.
-  const authority = new EpochAuthority({ holder: 'sole', epoch: 0, monotonic: () => 0, deadline: () => Infinity, expired: () => {} });
+  // Alone, nobody can take over: an authority that never ends (and so need not follow each call).
+  const authority = new EpochAuthority({ holder: 'sole', epoch: 0, endless: true, monotonic: () => 0, deadline: () => Infinity, expired: () => {} });
   return {
     status: () => ({ ...status }),
     canAct: () => true,

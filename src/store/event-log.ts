@@ -1,6 +1,7 @@
 import type { Event, PrismaClient } from './index.ts';
 import type { EventRow } from './hot-path-sql.ts';
 import type { PendingWrite } from './pending-write.ts';
+import { isoTime } from './iso-time.ts';
 
 export interface EventFilter {
   /** Only events after this sequence number (the cursor). */
@@ -21,7 +22,7 @@ export interface LoggedEvent {
 
 /** An entry's row for the hot path (the journal's batches). */
 export function eventRow(e: LoggedEvent): EventRow {
-  return [new Date(e.at).toISOString(), e.type, e.nodeId, e.operationId, JSON.stringify(e.payload ?? {})];
+  return [isoTime(e.at), e.type, e.nodeId, e.operationId, JSON.stringify(e.payload ?? {})];
 }
 
 /** The append-only event log, read oldest first; `seq` is the replay cursor. */

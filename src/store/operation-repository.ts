@@ -3,6 +3,7 @@ import type { HotPath, ProgressRow, StepRow } from './hot-path-sql.ts';
 import type { PrismaClient } from './index.ts';
 import { compactPlan, mergeSteps, snapshotOf, stepOf, stepsOfPlan } from './operation-rows.ts';
 import type { PendingWrite } from './pending-write.ts';
+import { isoTime } from './iso-time.ts';
 
 export interface OperationFilter {
   nodeId?: string;
@@ -20,7 +21,7 @@ export interface InterruptedOperation {
 
 const paramsOf = (json: string) => JSON.parse(json) as Record<string, unknown>;
 
-const date = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const date = (ms: number | null) => (ms === null ? null : isoTime(ms));
 
 /** A step's row for the hot path (the journal, writeSteps). */
 export function stepRow(operationId: string, s: StepRecord): StepRow {

@@ -40,13 +40,17 @@ describe('EventFanout', () => {
     expect(got[0]).not.toBe(got[1]);
   });
 
-  it('uses the copy it is given', async () => {
+  it('uses the copy it is given, once per listener (the copy taken at emit goes to the last one)', async () => {
     const copies: number[] = [];
     const events = new EventFanout<Ev>({ onListenerError: () => {}, copy: (e) => (copies.push(e.n), { ...e, tags: [...e.tags] }) });
     events.add(() => {});
     events.emit({ n: 7, tags: [] });
     await flushMicrotasks();
-    expect(copies).toEqual([7, 7]);
+    expect(copies).toEqual([7]);
+    events.add(() => {});
+    events.emit({ n: 8, tags: [] });
+    await flushMicrotasks();
+    expect(copies).toEqual([7, 8, 8]);
   });
 
   it('a throwing listener is reported and the others still get the event', async () => {

@@ -210,3 +210,26 @@ describe('plugin requests under an authority (ha:L9)', () => {
 
 /** Until `condition` holds (a state the server reaches), polled. */
 const reached = (condition: () => boolean, what: string) => until(() => (condition() ? true : undefined), what, 10_000, 5);
+
+describe('an endless authority (the sole leader of its own SQLite file)', () => {
+  it('is not carried through awaits (no AsyncLocalStorage, so no promise hooks): calls see the current authority; one that can end still is', async () => {
+    const sole = new EpochAuthority({ holder: 'sole', epoch: 0, endless: true, monotonic: () => 0, deadline: () => Infinity, expired: () => {} });
+    const current = standbyAuthority('now');
+    const seen: string[] = [];
+    await underAuthority(sole.forRun('op-1'), async () => {
+      await Promise.resolve();
+      seen.push(issuingAuthority(() => current).tag());
+    });
+    const epoch7 = new EpochAuthority({ holder: 'r1', epoch: 7, monotonic: () => 0, deadline: () => Infinity, expired: () => {} });
+    await underAuthority(epoch7.forRun('op-2'), async () => {
+      await Promise.resolve();
+      seen.push(issuingAuthority(() => current).tag());
+      // Inside an authority that is carried, an endless one is carried too (it replaces it).
+      await underAuthority(sole.forRun('op-3'), async () => {
+        await Promise.resolve();
+        seen.push(issuingAuthority(() => current).tag());
+      });
+    });
+    expect(seen).toEqual(['now@standby/discovery', 'r1@7/run-op-2', 'sole@0/run-op-3']);
+  });
+});

@@ -129,6 +129,23 @@ describe.each(DIALECTS)('repositories on %s', (dialect) => {
     expect((await store.events.read({ operationId: 'j' }, 10)).map((e) => e.type)).toEqual(['SHARD_MOVED']);
   });
 
+  it.skipIf(skip)('the journal writes a step the plan did not (an insert), beside steps already written (an update)', async () => {
+    const { store } = await repositories();
+    const plan = [step('a', 0)];
+    const op = newOperation({ id: 'k', kind: 'FILL', nodeId: '2', meta: { actor: 'a', reason: null }, steps: plan, now: START });
+    await store.commit([store.operations.create(op, {}, plan)]);
+    const journal = new Journal(store, () => {});
+    journal.step('k', { ...plan[0]!, state: 'MOVING', startedAt: START });
+    await journal.flush();
+    journal.step('k', { ...plan[0]!, state: 'MOVED', startedAt: START, finishedAt: START + 1 });
+    journal.step('k', { ...step('late', 1), state: 'MOVING', startedAt: START + 2 });
+    await journal.flush();
+    expect((await store.operations.steps('k')).map((s) => [s.workloadId, s.state])).toEqual([
+      ['a', 'MOVED'],
+      ['late', 'MOVING'],
+    ]);
+  });
+
   it.skipIf(skip)('a journal batch behind a fence goes through the fence in the same transaction, and a refusal writes nothing (ha:L3)', async () => {
     const { db } = await repositories();
     let refuse = false;

@@ -20,7 +20,9 @@ const GROUP_COMMIT_MS = 50;
  * again (the cut-over of a shard already at its destination resolves at once).
  */
 export class Journal {
-  private steps = new Map<string, { operationId: string; step: StepRecord }>();
+  /** By operation, then workload kind, then workload id (no key string to build at each change). */
+  private steps = new Map<string, Map<string, Map<string, StepRecord>>>();
+  private stepCount = 0;
   private operations = new Map<string, OperationSnapshot>();
   private events: LoggedEvent[] = [];
   private flushing: Promise<void> | null = null;
@@ -35,8 +37,21 @@ export class Journal {
 
   /** Queues the step; it is copied when the flush writes it (a step changed twice before a flush is written once, as last changed). */
   step(operationId: string, step: StepRecord): void {
-    this.steps.set(`${operationId}\u0000${step.workloadKind}\u0000${step.workloadId}`, { operationId, step });
+    this.put(operationId, step, true);
     this.schedule();
+  }
+
+  /** Queues `step` (`replace`: also over one already queued); false when one was queued and kept. */
+  private put(operationId: string, step: StepRecord, replace: boolean): boolean {
+    let kinds = this.steps.get(operationId);
+    if (!kinds) this.steps.set(operationId, (kinds = new Map()));
+    let ids = kinds.get(step.workloadKind);
+    if (!ids) kinds.set(step.workloadKind, (ids = new Map()));
+    const had = ids.has(step.workloadId);
+    if (had && !replace) return false;
+    if (!had) this.stepCount++;
+    ids.set(step.workloadId, step);
+    return true;
   }
 
   /** Queues the operation's record; it is read (not copied) when the flush writes it. */
@@ -65,13 +80,15 @@ export class Journal {
   async flushWith(also: (() => PendingWrite[]) | null): Promise<void> {
     while (this.flushing) await this.flushing;
     const extra = also?.() ?? [];
-    if (!this.steps.size && !this.operations.size && !this.events.length && !extra.length) return;
+    if (!this.stepCount && !this.operations.size && !this.events.length && !extra.length) return;
     // Copies: what is written (and then published) is the step as it is now, not as it will be.
     const steps: { operationId: string; step: StepRecord }[] = [];
-    for (const { operationId, step } of this.steps.values()) steps.push({ operationId, step: { ...step } });
+    for (const [operationId, kinds] of this.steps)
+      for (const ids of kinds.values()) for (const step of ids.values()) steps.push({ operationId, step: { ...step } });
     const operations = [...this.operations.values()];
     const events = this.events;
     this.steps = new Map();
+    this.stepCount = 0;
     this.operations = new Map();
     this.events = [];
     this.flushing = this.write(steps, operations, events, extra).finally(() => {
@@ -89,6 +106,7 @@ export class Journal {
   discard(): void {
     this.generation++;
     this.steps = new Map();
+    this.stepCount = 0;
     this.operations = new Map();
     this.events = [];
   }
@@ -113,10 +131,7 @@ export class Journal {
     } catch (e) {
       if (generation !== this.generation || also.length) throw e;
       // Put the batch back so nothing is lost; newer queued values win over older ones.
-      for (const s of steps) {
-        const key = `${s.operationId}\u0000${s.step.workloadKind}\u0000${s.step.workloadId}`;
-        if (!this.steps.has(key)) this.steps.set(key, s);
-      }
+      for (const s of steps) this.put(s.operationId, s.step, false);
       for (const op of operations) if (!this.operations.has(op.id)) this.operations.set(op.id, op);
       this.events = [...events, ...this.events];
       throw e;

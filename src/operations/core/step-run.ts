@@ -55,9 +55,15 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
   private finishedSteps = 0;
   /** Durations of the steps that finished with an outcome (MOVED, STOPPED): the median is the expected duration. */
   private readonly durations = new FinishedDurations();
-  /** Steps past twice their expected duration, by workload id; and the timers that look at the others. */
+  /** Steps past twice their expected duration, by workload id. */
   private readonly stalled = new Map<string, StalledStep>();
-  private readonly stallTimers = new Map<string, () => void>();
+  /**
+   * The other steps under way, by workload id, with when each is next looked at (`due`, as its own
+   * timer would have been set); one timer for them all, at the earliest `due` (a timer per step
+   * cost more than the rest of a zero-latency move's bookkeeping).
+   */
+  private readonly watched = new Map<string, { step: StepRecord; startedAt: number; due: number }>();
+  private stallTimer: { at: number; cancel: () => void } | null = null;
   /** What the kind last said it waits on, before the stalls are added to it. */
   private waiting: WaitingOn | null = null;
 
@@ -88,8 +94,9 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
    */
   halt(): void {
     this.halted = true;
-    for (const cancel of this.stallTimers.values()) cancel();
-    this.stallTimers.clear();
+    this.stallTimer?.cancel();
+    this.stallTimer = null;
+    this.watched.clear();
     this.onHalt();
     this.wakeUp();
   }
@@ -200,28 +207,63 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
 
   /** The step's expected duration now: the median of finished steps, else the backend's declared latency, else the configured default. */
   private expectedMs(step: StepRecord, basis: StallBasis): number {
-    return expectedDuration({ finishedMedian: this.durations.median(), declaredMs: basis.declaredMs(step), defaultMs: basis.defaultMs });
+    const finishedMedian = this.durations.median();
+    // The declared latency is asked for only when it is used (it is a backend call).
+    return expectedDuration({ finishedMedian, declaredMs: finishedMedian === null ? basis.declaredMs(step) : null, defaultMs: basis.defaultMs });
   }
 
   /** Looks at the step again when it would be stalled; the expected duration may have changed by then (more steps finished). */
   private watchForStall(step: StepRecord): void {
     const basis = this.host.stall;
     if (!basis || step.startedAt === null || this.halted) return;
+    const due = stallsAt(step.startedAt, this.expectedMs(step, basis));
+    // Re-inserted: the map stays in start order.
+    this.watched.delete(step.workloadId);
+    this.watched.set(step.workloadId, { step, startedAt: step.startedAt, due });
+    this.armStallTimer(due);
+  }
+
+  private armStallTimer(at: number): void {
+    if (this.stallTimer && this.stallTimer.at <= at) return;
+    this.stallTimer?.cancel();
     const { clock } = this.host;
-    const startedAt = step.startedAt;
-    const expectedMs = this.expectedMs(step, basis);
-    const at = stallsAt(startedAt, expectedMs);
-    this.stallTimers.get(step.workloadId)?.();
-    this.stallTimers.set(
-      step.workloadId,
-      clock.setTimer(Math.max(0, at - clock.now()), () => {
-        this.stallTimers.delete(step.workloadId);
-        if (this.halted || step.state !== 'MOVING' || step.startedAt !== startedAt || this.stallExempt(step)) return;
-        const expected = this.expectedMs(step, basis);
-        if (clock.now() < stallsAt(startedAt, expected)) return this.watchForStall(step);
-        this.markStalled(step, expected);
+    this.stallTimer = {
+      at,
+      cancel: clock.setTimer(Math.max(0, at - clock.now()), () => {
+        this.stallTimer = null;
+        this.lookForStalls();
       }),
-    );
+    };
+  }
+
+  /** Each watched step whose time came: stalled, or looked at again later if its expected duration grew meanwhile. */
+  private lookForStalls(): void {
+    const basis = this.host.stall;
+    if (this.halted || !basis) return;
+    const now = this.host.clock.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const [id, watch] of this.watched) {
+      if (watch.due > now) {
+        next = Math.min(next, watch.due);
+        continue;
+      }
+      const { step, startedAt } = watch;
+      if (step.state !== 'MOVING' || step.startedAt !== startedAt || this.stallExempt(step)) {
+        this.watched.delete(id);
+        continue;
+      }
+      const expected = this.expectedMs(step, basis);
+      const due = stallsAt(startedAt, expected);
+      if (now < due) {
+        watch.due = due;
+        next = Math.min(next, due);
+        continue;
+      }
+      this.watched.delete(id);
+      this.markStalled(step, expected);
+      if (this.halted) return;
+    }
+    if (next < Number.POSITIVE_INFINITY) this.armStallTimer(next);
   }
 
   private markStalled(step: StepRecord, expectedMs: number): void {
@@ -245,8 +287,8 @@ export abstract class StepRun<R extends StepRun<R>> implements LiveRun {
   }
 
   private unwatch(step: StepRecord): void {
-    this.stallTimers.get(step.workloadId)?.();
-    this.stallTimers.delete(step.workloadId);
+    // The shared timer stays: it finds nothing due for this step and is set again for the others.
+    this.watched.delete(step.workloadId);
     if (this.stalled.delete(step.workloadId)) this.showWaitingWithStalls();
   }
 
