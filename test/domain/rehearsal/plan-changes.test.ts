@@ -62,6 +62,10 @@ describe('planChanges: what changes the plan', () => {
     after.selector = { labels: { pool: 'blue' } };
     after.settings = Object.fromEntries(Object.entries(SETTINGS).reverse()) as unknown as RolloutSettings;
     expect(planChanges(basis(), after)).toEqual([]);
+    const before = basis();
+    before.selector = { roles: ['worker'], labels: { pool: 'blue', tier: 'x' } };
+    after.selector = { labels: { tier: 'x', pool: 'blue' }, roles: ['worker'] };
+    expect(planChanges(before, after)).toEqual([]);
   });
 
   it('a VM that can no longer migrate, and what the plan would do with it', () => {
