@@ -12,7 +12,7 @@ import type { DrawnDuration, DurationSampler, DurationSource, HistoryRecord, Reh
  * broader level answers the rest: one lucky migration must not become a certainty, yet it
  * still counts for something. Three is the smallest pool whose resampling has a middle value.
  */
-export const MIN_RECORDS = 3;
+const MIN_RECORDS = 3;
 
 const LEVELS: readonly DurationSource[] = ['WORKLOAD', 'NODE', 'CLUSTER'];
 

@@ -69,18 +69,21 @@ export interface PlanBasisShard {
   reason: string | null;
 }
 
-export type PlanChangeCode =
-  | 'SETTINGS_CHANGED'
-  | 'WAVES_CHANGED'
-  | 'NODE_ADDED'
-  | 'NODE_REMOVED'
-  | 'NODE_STATE_CHANGED'
-  | 'NODE_CHANGED'
-  | 'NODE_REFUSAL_CHANGED'
-  | 'WORKLOAD_ADDED'
-  | 'WORKLOAD_REMOVED'
-  | 'WORKLOAD_MOVED'
-  | 'WORKLOAD_CHANGED';
+/** The kinds of change, for the API's enum; docs/rehearsal.md has a row for each. */
+export const PLAN_CHANGE_CODES = [
+  'SETTINGS_CHANGED',
+  'WAVES_CHANGED',
+  'NODE_ADDED',
+  'NODE_REMOVED',
+  'NODE_STATE_CHANGED',
+  'NODE_CHANGED',
+  'NODE_REFUSAL_CHANGED',
+  'WORKLOAD_ADDED',
+  'WORKLOAD_REMOVED',
+  'WORKLOAD_MOVED',
+  'WORKLOAD_CHANGED',
+] as const;
+type PlanChangeCode = (typeof PLAN_CHANGE_CODES)[number];
 
 export interface PlanChange {
   code: PlanChangeCode;

@@ -1,5 +1,16 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { describeChanges, planChanges, type PlanBasis, type PlanBasisNode } from '../../../src/domain/rehearsal/plan-changes.ts';
+import {
+  describeChanges,
+  PLAN_CHANGE_CODES,
+  planChanges,
+  type PlanBasis,
+  type PlanBasisNode,
+  type PlanBasisPod,
+  type PlanBasisShard,
+  type PlanBasisVm,
+  type PlanChange,
+} from '../../../src/domain/rehearsal/plan-changes.ts';
 import type { RolloutSettings } from '../../../src/domain/rollouts.ts';
 
 const SETTINGS: RolloutSettings = {
@@ -71,7 +82,7 @@ describe('planChanges: what changes the plan', () => {
   it('a VM that can no longer migrate, and what the plan would do with it', () => {
     expect(
       change((b) => {
-        nodeOf(b, 'node-1').vms![0] = {
+        const vm: PlanBasisVm = {
           id: 'vm-7',
           strategy: 'Migrate',
           nonMigratable: ['NotLiveMigratable'],
@@ -79,6 +90,7 @@ describe('planChanges: what changes the plan', () => {
           action: 'STOP',
           restart: 'NEVER',
         };
+        nodeOf(b, 'node-1').vms![0] = vm;
       }),
     ).toEqual([
       {
@@ -123,8 +135,10 @@ describe('planChanges: what changes the plan', () => {
   it('a pod newly covered by a PDB, or blocking the drain; a shard now skipped', () => {
     expect(
       change((b) => {
-        nodeOf(b, 'node-1').pods = [{ id: 'db/db-0', verdict: 'ERROR:EMPTY_DIR', pdb: null }];
-        nodeOf(b, 'node-2').shards = [{ id: 't1-0001', state: 'SKIPPED', reason: 'SHARD_POLICY_PAUSE' }];
+        const pod: PlanBasisPod = { id: 'db/db-0', verdict: 'ERROR:EMPTY_DIR', pdb: null };
+        const shard: PlanBasisShard = { id: 't1-0001', state: 'SKIPPED', reason: 'SHARD_POLICY_PAUSE' };
+        nodeOf(b, 'node-1').pods = [pod];
+        nodeOf(b, 'node-2').shards = [shard];
       }).map((c) => [c.code, c.message]),
     ).toEqual([
       [
@@ -203,7 +217,7 @@ describe('planChanges: what does not change the plan', () => {
 });
 
 describe('describeChanges', () => {
-  const c = (message: string) => ({ code: 'NODE_ADDED' as const, nodeId: null, workload: null, message });
+  const c = (message: string): PlanChange => ({ code: 'NODE_ADDED', nodeId: null, workload: null, message });
 
   it('says so when nothing changed, names up to three, counts the rest', () => {
     expect(describeChanges([])).toBe('the plan has not changed since the rehearsal');
@@ -211,5 +225,14 @@ describe('describeChanges', () => {
     expect(describeChanges([c('one'), c('two'), c('three'), c('four'), c('five')])).toBe(
       'the plan changed since the rehearsal (5 changes): one; two; three; and 2 more',
     );
+  });
+});
+
+describe('the codes', () => {
+  it('each has a row in docs/rehearsal.md', () => {
+    const doc = readFileSync(new URL('../../../docs/rehearsal.md', import.meta.url), 'utf8');
+    const stale = doc.slice(doc.indexOf('## When a rehearsal is stale'));
+    const documented = [...stale.matchAll(/^\| (.+?) \|/gm)].flatMap((m) => [...m[1]!.matchAll(/`([A-Z_]+)`/g)].map((c) => c[1]));
+    expect([...PLAN_CHANGE_CODES].sort()).toEqual([...new Set(documented)].sort());
   });
 });
