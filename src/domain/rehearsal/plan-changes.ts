@@ -4,7 +4,7 @@
  * the plan, naming it. Pure: the gateway fills both bases from its plan views.
  */
 import { compareNatural, compareNodeIds } from '../compare.ts';
-import type { RolloutSelector, RolloutSettings } from '../rollouts.ts';
+import type { RolloutNodeView, RolloutSelector, RolloutSettings } from '../rollouts.ts';
 
 /** What a rollout's plan rests on: its settings and waves, and every node of the cluster. */
 export interface PlanBasis {
@@ -19,13 +19,9 @@ export interface PlanBasis {
   nodes: PlanBasisNode[];
 }
 
-export interface PlanBasisNode {
+/** A node as the rollout sees it (RolloutNodeView's zone, roles, labels, availability and cordon), with the plan's view of it. */
+export interface PlanBasisNode extends Pick<RolloutNodeView, 'zone' | 'roles' | 'labels' | 'availability' | 'cordoned'> {
   nodeId: string;
-  zone: string | null;
-  roles: string[];
-  labels: Record<string, string>;
-  availability: 'ACTIVE' | 'WARMING_UP' | 'OFFLINE';
-  cordoned: boolean;
   /** rollout:O5: why the node is out of service (`outOfService`), null when it serves. */
   outOfService?: string | null;
   /** Codes of why its node operation would be refused (MaintenancePlan.refusals, a shard or pod-drain refusal); empty: accepted. */
