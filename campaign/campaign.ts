@@ -8,7 +8,7 @@
  * is printed, so a campaign replays (the instants are the same; what is in flight at each
  * depends on the machine's speed).
  */
-import { createPrng } from '../plugins/fake/prng.ts';
+import { createPrng } from '../src/domain/prng.ts';
 import { createCampaignCluster, NODES } from './cluster.ts';
 import { Driver, type Task } from './driver.ts';
 import { computeMismatches, createPageserverCampaignCluster, findPageserverViolations, PAGESERVER_NODES, unsettledLocations } from './pageserver-cluster.ts';

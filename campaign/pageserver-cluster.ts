@@ -16,7 +16,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPrng } from '../plugins/fake/prng.ts';
+import { createPrng } from '../src/domain/prng.ts';
 import { ComputeHookSim } from '../simulators/compute-hook/index.ts';
 import {
   parseShardId,

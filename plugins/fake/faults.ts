@@ -1,6 +1,6 @@
 import type { ActionKind, FaultSettings } from '../../src/cluster/backend.ts';
 import { BackendError } from '../../src/cluster/errors.ts';
-import { createPrng } from './prng.ts';
+import { createPrng } from '../../src/domain/prng.ts';
 
 type Subject = NonNullable<BackendError['subject']>;
 

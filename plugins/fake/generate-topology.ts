@@ -1,4 +1,4 @@
-import { createPrng } from './prng.ts';
+import { createPrng } from '../../src/domain/prng.ts';
 import type { NodeSpec, ShardSpec, TopologySpec, VmSpec } from './topology.ts';
 
 export interface GenerateTopologyOptions {

@@ -3,7 +3,7 @@ import type { Clock } from '../../src/cluster/clock.ts';
 import type { BackendError } from '../../src/cluster/errors.ts';
 import type { ClusterVm } from '../../src/cluster/types.ts';
 import type { FaultInjector } from './faults.ts';
-import { createPrng } from './prng.ts';
+import { createPrng } from '../../src/domain/prng.ts';
 import type { MoveResult, SavedMove } from './state-file.ts';
 
 /** An action in flight on one subject (a node, a VM or a shard). */

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StepRow } from '../../campaign/invariants.ts';
-import { createPrng } from '../../plugins/fake/prng.ts';
+import { createPrng } from '../../src/domain/prng.ts';
 import { postGraphQL, until } from '../support/child-server.ts';
 import { HaProcesses, leaderOf, nodesActive, type ReplicaProcess as Replica, type SimulatorProcess as Simulator } from '../support/ha-processes.ts';
 import { createPostgresDatabase, postgresSkipReason } from '../support/test-database.ts';

@@ -110,7 +110,18 @@ export interface RehearsalReport {
   /** Total duration in ms. */
   durationMs: Quantiles;
   waves: { wave: number; nodeIds: string[]; startMs: Quantiles; durationMs: Quantiles }[];
-  nodes: { nodeId: string; wave: number; startMs: Quantiles | null; durationMs: Quantiles | null; leftOnNode: string[]; safeToRestart: boolean | null }[];
+  /** Waves (1-based) that no sample started, left out of `waves`. */
+  wavesNotReached?: number[];
+  nodes: {
+    nodeId: string;
+    wave: number;
+    startMs: Quantiles | null;
+    durationMs: Quantiles | null;
+    leftOnNode: string[];
+    safeToRestart: boolean | null;
+    /** Every workload any sample left on the node, with the fraction of the node's samples that left it. */
+    leftOnNodeProbabilities?: { workload: string; probability: number }[];
+  }[];
   /** First one first (by typicalAtMs). */
   pauses: ReportPause[];
   /** VM id → fraction of samples in which it was left stopped. */

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createPrng } from '../../../plugins/fake/prng.ts';
+import { createPrng } from '../../../src/domain/prng.ts';
 import { createKubevirtBackend, type KubevirtBackend } from '../../../plugins/kubevirt/index.ts';
 import { K8sSim } from '../../../simulators/kubernetes/index.ts';
 import { makeSelfSignedCert } from '../../support/self-signed-cert.ts';

@@ -1,4 +1,7 @@
-/** A seeded PRNG (mulberry32): fault decisions must replay identically for a given seed. */
+/**
+ * A seeded PRNG (mulberry32): fault decisions, generated topologies and rehearsal samples must
+ * replay identically for a given seed, which Math.random cannot promise.
+ */
 export function createPrng(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
