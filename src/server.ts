@@ -46,7 +46,9 @@ import { leaderForward } from './http/leader-forward.ts';
 import type { BackendSnapshot } from './cluster/rehearsal.ts';
 import { RehearsalService, type RehearsalServiceDeps } from './rehearsal/service.ts';
 import { runRehearsalInWorker } from './rehearsal/run-in-worker.ts';
-import { interimAggregate, interimHistoryFromSteps, interimPlanBasis, interimPlanChanges, readFinishedSteps } from './rehearsal/interim.ts';
+import { interimPlanBasis, interimPlanChanges } from './rehearsal/interim.ts';
+import { readHistory } from './rehearsal/history-read.ts';
+import { aggregateSamples } from './domain/rehearsal/report.ts';
 
 /** The sections of the config the server uses (start.ts binds `server.port` and `server.host`). */
 type AppConfig = Pick<LockkeeperConfig, 'server' | 'operations' | 'auth' | 'limits'> & Partial<Pick<LockkeeperConfig, 'plugins'>>;
@@ -190,9 +192,9 @@ export function buildApp(deps: AppDeps): App {
     plan: (input) => rollouts.plan(input),
     // The backends' snapshot (issue 33): a structural read, so that a backend without one rehearses nothing of its own.
     snapshot: async () => (await (deps.backend as { snapshot?: () => Promise<BackendSnapshot[]> }).snapshot?.()) ?? [],
-    history: async () => interimHistoryFromSteps(await readFinishedSteps(deps.prisma)),
+    history: () => readHistory(deps.prisma),
     runSamples: runRehearsalInWorker,
-    aggregate: interimAggregate,
+    aggregate: aggregateSamples,
     planBasis: async (_input, plan) => interimPlanBasis(plan),
     planChanges: interimPlanChanges,
     ...deps.rehearsal,

@@ -1,13 +1,10 @@
 /**
- * Interim parts of the rehearsal (issue 33) that other parts own once merged: the plan basis
- * and its comparison (reh-domain's `src/domain/rehearsal/plan-changes.ts`: `PlanBasis`,
- * `planChanges`) and the conversion of finished steps to history (its
- * `src/domain/rehearsal/history.ts`: `historyFromSteps`). The lead swaps these for those in
- * src/server.ts; the service takes them as functions and does not care which.
+ * Interim: the plan basis a rehearsal stores and the comparison startRollout(rehearsal:) makes
+ * (issue 33), from the rollout plan alone. `src/domain/rehearsal/plan-changes.ts` (PlanBasis,
+ * planChanges) is the richer comparison that also reads the snapshot (PDB names, nodes outside
+ * the rollout); until the gateway builds its basis from the snapshot, this one is used.
  */
-import type { HistoryRecord, RehearsedAction } from '../domain/rehearsal/types.ts';
 import type { RolloutPlanView } from '../operations/rollouts/engine.ts';
-import type { PrismaClient } from '../store/index.ts';
 import type { PlanChange } from './service.ts';
 
 /** What the plan rests on: the settings, the nodes in order and their waves, and per node what its operation would do. */
@@ -64,38 +61,3 @@ export function interimPlanChanges(beforeValue: unknown, afterValue: unknown): P
   return changes;
 }
 
-const ACTIONS: Readonly<Record<string, RehearsedAction>> = {
-  'vm:MIGRATE': 'VM_MIGRATE',
-  'vm:STOP': 'VM_STOP',
-  'vm:RESTART': 'VM_STOP',
-  'shard:CUT_OVER': 'SHARD_CUT_OVER',
-};
-
-/** How many finished steps the history reads at most (the newest): bounds the request the worker gets. */
-const HISTORY_LIMIT = 50_000;
-
-/** The finished steps of earlier operations, newest first (the database read; the conversion is `interimHistoryFromSteps`'s). */
-export async function readFinishedSteps(prisma: PrismaClient) {
-  return prisma.operationStep.findMany({
-    where: { state: 'MOVED', startedAt: { not: null }, finishedAt: { not: null } },
-    select: { workloadKind: true, workloadId: true, action: true, fromNodeId: true, startedAt: true, finishedAt: true },
-    orderBy: { finishedAt: 'desc' },
-    take: HISTORY_LIMIT,
-  });
-}
-
-export function interimHistoryFromSteps(rows: Awaited<ReturnType<typeof readFinishedSteps>>): HistoryRecord[] {
-  return rows.flatMap((r) => {
-    const action = ACTIONS[`${r.workloadKind}:${r.action}`];
-    if (!action || !r.startedAt || !r.finishedAt) return [];
-    return [{ action, workloadId: r.workloadId, nodeId: r.fromNodeId, durationMs: r.finishedAt.getTime() - r.startedAt.getTime(), at: r.finishedAt.getTime() }];
-  });
-}
-
-/**
- * Stands for reh-domain's `aggregateSamples(samples, waves)` until it is merged: a rehearsal
- * that gets here fails with this message, rather than storing a report nobody checked.
- */
-export function interimAggregate(): never {
-  throw new Error('the rehearsal report (aggregateSamples, src/domain/rehearsal/report.ts) is not part of this build yet');
-}
