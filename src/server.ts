@@ -174,7 +174,7 @@ export function buildApp(deps: AppDeps): App {
   const failover = new FailoverEngine({ ...engineDeps, storage, audit });
   const deletes = new DeleteEngine({ ...engineDeps, storage });
   const shardControls = new ShardControls({ ...engineDeps, storage });
-  const auth = new AuthService(new ApiTokenStore(deps.prisma), log, {
+  const auth = new AuthService(new ApiTokenStore(deps.prisma, deps.hotPath.findApiToken), log, {
     bootstrapToken: deps.bootstrapToken,
     recheckIntervalMs: config.auth.recheckIntervalMs,
     mutationsPerMinute: config.limits.mutationsPerMinute,
