@@ -255,6 +255,7 @@ const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFracti
 
 function calls(s: Summary): string {
   if (s.callsPerRequest === null || !s.callsByName) return '—';
+  if (s.callsByName.size === 0) return '0';
   const parts = [...s.callsByName].sort(([a], [b]) => a.localeCompare(b)).map(([name, n]) => `${name} ${fmt(n / s.requests, 2)}`);
   return `${fmt(s.callsPerRequest, 2)} (${parts.join(', ')})`;
 }
