@@ -13,6 +13,8 @@ export interface LoadSpec {
   url: string;
   /** JSON request body, POSTed with content-type application/json. */
   body: string;
+  /** Sent with every request (e.g. `authorization`). */
+  headers?: Record<string, string>;
   /** Size of a correct response; any other size or status counts as an error. */
   expectedBytes: number;
   concurrency: number;
@@ -38,11 +40,11 @@ function send(message: ChildMessage): void {
   process.send!(message);
 }
 
-function post(agent: Agent, url: URL, body: Buffer): Promise<{ status: number; bytes: number }> {
+function post(agent: Agent, url: URL, body: Buffer, extra: Record<string, string> = {}): Promise<{ status: number; bytes: number }> {
   return new Promise((resolve, reject) => {
     const req = request(
       url,
-      { method: 'POST', agent, headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': body.length } },
+      { method: 'POST', agent, headers: { ...extra, 'content-type': 'application/json', accept: 'application/json', 'content-length': body.length } },
       (res) => {
         let bytes = 0;
         res.on('data', (chunk: Buffer) => (bytes += chunk.length));
@@ -70,7 +72,7 @@ async function phase(spec: LoadSpec, agent: Agent, durationMs: number): Promise<
       issued++;
       const t0 = performance.now();
       try {
-        const res = await post(agent, url, body);
+        const res = await post(agent, url, body, spec.headers);
         if (res.status !== 200 || res.bytes !== spec.expectedBytes) {
           errors++;
           firstError ??= `status ${res.status}, ${res.bytes} bytes (expected 200, ${spec.expectedBytes} bytes)`;

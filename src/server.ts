@@ -199,7 +199,7 @@ export function buildApp(deps: AppDeps): App {
     planChanges: interimPlanChanges,
     ...deps.rehearsal,
   });
-  const auth = new AuthService(new ApiTokenStore(deps.prisma), log, {
+  const auth = new AuthService(new ApiTokenStore(deps.prisma, deps.hotPath.findApiToken), log, {
     bootstrapToken: deps.bootstrapToken,
     recheckIntervalMs: config.auth.recheckIntervalMs,
     mutationsPerMinute: config.limits.mutationsPerMinute,

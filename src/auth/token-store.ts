@@ -3,6 +3,7 @@ import { isScope, type Scope } from './scopes.ts';
 import { checkTokenName, generateToken, hashToken, UnknownTokenError } from './tokens.ts';
 import { ConflictError } from '../domain/errors.ts';
 import type { ApiToken, PrismaClient } from '../store/index.ts';
+import type { HotPath } from '../store/hot-path-sql.ts';
 
 export interface TokenRecord {
   id: string;
@@ -49,7 +50,11 @@ export function isUsable(token: TokenRecord, now: number): boolean {
 
 /** The API tokens table: only hashes, never a token. Used by the server and by `lockkeeper token`. */
 export class ApiTokenStore {
-  constructor(private readonly prisma: PrismaClient) {}
+  constructor(
+    private readonly prisma: PrismaClient,
+    /** The hot path's lookup by hash (Database.hotPath.findApiToken), where the dialect has one. */
+    private readonly lookup?: HotPath['findApiToken'],
+  ) {}
 
   /** Creates a token; the returned `token` string exists nowhere else (show it once). */
   async create(input: NewToken): Promise<{ record: TokenRecord; token: string }> {
@@ -78,7 +83,9 @@ export class ApiTokenStore {
   }
 
   async findByToken(token: string): Promise<TokenRecord | null> {
-    const row = await this.prisma.apiToken.findUnique({ where: { tokenHash: hashToken(token) } });
+    const tokenHash = hashToken(token);
+    let row = await this.lookup?.(tokenHash);
+    if (row === undefined) row = await this.prisma.apiToken.findUnique({ where: { tokenHash } });
     return row ? toRecord(row) : null;
   }
 

@@ -90,6 +90,11 @@ export function createGraphQLHandler(services: AppServices, log: Logger, { limit
     renderGraphiQL: async (options) => (await import('./graphiql.ts')).renderLockkeeperGraphiQL(options),
     graphiql: { title: 'Lockkeeper', subscriptionsProtocol: 'WS' },
     landingPage: false,
+    // Every HTTP body is read and bounded (limits.maxBodyBytes, 413) before yoga sees it
+    // (http/graphql-over-http.ts), WebSocket messages by maxPayload; yoga's own 25 MB check
+    // re-streamed each body through a TransformStream into a new Request, ~3 % of a small
+    // request's CPU (issue 29 point 4).
+    maxRequestBodySize: false,
     maskedErrors: { maskError: (error, message, isDev) => maskUnlessActionable(services.database, error, message, isDev) },
     // yoga's default answers every origin; only the configured ones get CORS headers.
     cors: allowedOrigins.length ? { origin: [...allowedOrigins], credentials: false } : false,

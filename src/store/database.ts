@@ -239,6 +239,7 @@ function sqliteFaults(connection: BetterSqlite3.Database, hotPath: HotPath): { u
     return exec(sql);
   }) as typeof connection.exec;
   const direct = hotPath.commitDirect;
+  const findApiToken = hotPath.findApiToken;
   return {
     unavailable: (on) => {
       failing = on;
@@ -247,6 +248,9 @@ function sqliteFaults(connection: BetterSqlite3.Database, hotPath: HotPath): { u
       ...hotPath,
       ...(direct && {
         commitDirect: (batch) => (failing ? Promise.reject(ioError()) : direct(batch)),
+      }),
+      ...(findApiToken && {
+        findApiToken: (tokenHash) => (failing ? Promise.reject(ioError()) : findApiToken(tokenHash)),
       }),
     },
   };

@@ -1,5 +1,5 @@
 import type { AdmissionSql } from './admission-sql.ts';
-import type { Prisma } from './generated/client.ts';
+import type { ApiToken, Prisma } from './generated/client.ts';
 
 /** A step row of the hot path, in the order of {@link STEP_COLUMNS}; times are ISO-8601 text. */
 export type StepRow = [
@@ -96,6 +96,14 @@ export interface HotPath {
   readonly notifyEvents?: Prisma.Sql;
   /** Admission by the database, so that every replica may admit (ha:R2); none on SQLite (one process). */
   readonly admission?: AdmissionSql;
+  /**
+   * The API token row with this hash, read on a statement prepared once: every request with
+   * a token looks its token up (revocation takes effect at once), and Prisma's query
+   * compiler and per-query statement preparation cost more than the read (issue 29 point 4).
+   * `undefined`: not answered here (a Prisma transaction is open on the connection), ask
+   * Prisma. Absent: Prisma always (PostgreSQL).
+   */
+  findApiToken?(tokenHash: string): Promise<ApiToken | null | undefined>;
 }
 
 /** What an upserted step row changes when it exists (its identity and plan stay): the same in both dialects. */

@@ -1,5 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import { Prisma } from './generated/client.ts';
+import { Prisma, type ApiToken } from './generated/client.ts';
 import { EVENT_COLUMNS, PROGRESS_COLUMNS, quotedColumns, STEP_COLUMNS, STEP_UPSERT_CHANGES, type HotPath, type JournalBatch } from './hot-path-sql.ts';
 
 const params = (columns: readonly string[]) => columns.map(() => '?').join(', ');
@@ -21,6 +21,31 @@ const INSERT_EVENTS_JSON = [
   `INSERT INTO "Event" (${quotedColumns(EVENT_COLUMNS)}) SELECT ${EVENT_COLUMNS.map((_, i) => `r.value->>${i}`).join(', ')} FROM json_each(`,
   `) AS r ORDER BY r.key`,
 ];
+
+/** An `ApiToken` row as SQLite returns it: Prisma's DateTime is ISO-8601 text, its Boolean 0 or 1. */
+interface ApiTokenRow extends Omit<ApiToken, 'createdAt' | 'lastUsedAt' | 'expiresAt' | 'revokedAt' | 'revoked'> {
+  createdAt: string;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
+  revokedAt: string | null;
+  // The adapter reads integers as BigInt (safeIntegers).
+  revoked: number | bigint;
+}
+
+/** SQLite's own CURRENT_TIMESTAMP (the column default) has no zone: it is UTC. */
+const sqliteTime = (text: string) => new Date(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/.test(text) ? `${text.replace(' ', 'T')}Z` : text);
+const sqliteTimeOrNull = (text: string | null) => (text === null ? null : sqliteTime(text));
+
+function apiTokenOf(row: ApiTokenRow): ApiToken {
+  return {
+    ...row,
+    createdAt: sqliteTime(row.createdAt),
+    lastUsedAt: sqliteTimeOrNull(row.lastUsedAt),
+    expiresAt: sqliteTimeOrNull(row.expiresAt),
+    revokedAt: sqliteTimeOrNull(row.revokedAt),
+    revoked: Number(row.revoked) !== 0,
+  };
+}
 
 /** How long a group commit waits between looks at a Prisma transaction still open on the connection. */
 const TRANSACTION_POLL_MS = 1;
@@ -46,7 +71,14 @@ export function sqliteHotPath(connection: BetterSqlite3.Database): HotPath {
     for (const row of batch.events) insertEvent.run(row);
   });
   const upsertSteps = (rowsJson: string) => Prisma.sql(UPSERT_STEPS_JSON, rowsJson);
+  const tokenByHash = connection.prepare<[string], ApiTokenRow>('SELECT * FROM "ApiToken" WHERE "tokenHash" = ?');
   return {
+    async findApiToken(tokenHash) {
+      // Inside a Prisma transaction on this connection the read would see its uncommitted writes.
+      if (connection.inTransaction) return undefined;
+      const row = tokenByHash.get(tokenHash);
+      return row ? apiTokenOf(row) : null;
+    },
     async commitDirect(batch) {
       while (connection.inTransaction) await new Promise((resolve) => setTimeout(resolve, TRANSACTION_POLL_MS));
       write(batch);
