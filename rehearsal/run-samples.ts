@@ -15,6 +15,7 @@ import { createBackendFromConfig } from '../src/config/plugin-registry.ts';
 import type { PluginEntry } from '../src/config/schema.ts';
 import type { DurationSampler, DurationSource, RehearsalSample, RehearsedAction, SampleNode, SamplePause } from '../src/domain/rehearsal/types.ts';
 import { createLogger } from '../src/logger.ts';
+import type { StepRecord } from '../src/domain/operations.ts';
 import type { RolloutRun } from '../src/operations/rollouts/run.ts';
 import type { RehearsalRequest } from '../src/rehearsal/request.ts';
 import { buildApp, type App } from '../src/server.ts';
@@ -26,8 +27,10 @@ import type { LoadedSimulators, RehearsalLoader } from './loaders/types.ts';
 
 /** A sample that has not ended after this much virtual time gives up (GAVE_UP). */
 const MAX_VIRTUAL_MS = 7 * 24 * 3600_000;
-/** How far the clock moves between two looks at the rollout: the sample reacts (restarts, resumes) within this. */
-const STEP_MS = 1_000;
+/** The longest the clock moves between two looks at the rollout (it moves to the next timer when that is sooner). */
+const STEP_MS = 60_000;
+/** Looks with no timer set anywhere before a sample is said to wait forever. */
+const IDLE_LOOKS = 3;
 const META = { actor: 'rehearsal', reason: 'rehearsal (issue 33)' };
 const ENDED = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 
@@ -248,6 +251,7 @@ async function drive(request: RehearsalRequest, d: Drive): Promise<RehearsalSamp
     return drawn.source === 'DEFAULT' && request.defaults?.NODE_RESTART === undefined ? (d.fallback.NODE_RESTART ?? drawn.ms) : drawn.ms;
   };
   let outcome: RehearsalSample['outcome'] | null = null;
+  let idle = 0;
   let endedAt = startedAt;
   let run = app.operations.live.get(op.id) as RolloutRun | undefined;
   const steps = () => run?.steps ?? [];
@@ -291,16 +295,21 @@ async function drive(request: RehearsalRequest, d: Drive): Promise<RehearsalSamp
           }
         }
       }
-      if (clock.now() - startedAt >= d.maxMs) {
+      const next = clock.nextDueAt();
+      idle = next === null ? idle + 1 : 0;
+      // Nothing due any more, looked at again after the work in flight settled: the rollout waits for what will never come.
+      if (clock.now() - startedAt >= d.maxMs || idle > IDLE_LOOKS) {
         outcome = 'GAVE_UP';
         endedAt = clock.now();
         break;
       }
-      await clock.advance(STEP_MS);
+      // Straight to the next timer, then a look: restarts and resumes happen at the virtual instant they are due.
+      await clock.advance(next === null ? 0 : Math.min(STEP_MS, Math.max(0, next - clock.now())));
     }
   } finally {
     unwatch();
   }
+  recordFailures(lastSteps, rec, startedAt);
   const vmsAfter = new Map((await backend.listVms()).map((vm) => [vm.id, vm.status]));
   return {
     seed: d.seed,
@@ -351,6 +360,28 @@ async function onPause(d: Drive, rec: SampleRecorder, operationId: string, start
 async function lastPause(d: Drive, operationId: string): Promise<{ seq: number; at: number; payload: unknown } | null> {
   const row = await d.prisma.event.findFirst({ where: { operationId, type: 'ROLLOUT_PAUSED' }, orderBy: { seq: 'desc' } });
   return row && { seq: row.seq, at: row.at.getTime(), payload: JSON.parse(row.payload) as unknown };
+}
+
+/**
+ * A node step that failed where the rollout did not pause (its last node, or pauseOnFailure
+ * off) is reported as a pause too: it is what the operator would meet.
+ */
+function recordFailures(steps: readonly StepRecord[], rec: SampleRecorder, startedAt: number): void {
+  for (const step of steps) {
+    if (step.state !== 'FAILED' || rec.pauses.some((p) => p.nodeId === step.workloadId)) continue;
+    const blockers = step.detail ? ((JSON.parse(step.detail) as { blockers?: { id: string }[] }).blockers ?? []) : [];
+    if (blockers.length) rec.left.set(step.workloadId, blockers.map((b) => b.id));
+    const reason = step.reason ?? 'FAILED';
+    const workload = blockers[0]?.id ?? null;
+    rec.pauses.push({
+      key: `${reason}:${step.workloadId}:${workload}`,
+      reason,
+      nodeId: step.workloadId,
+      workload,
+      message: `${step.workloadId}: ${step.error ?? 'failed'}`,
+      atMs: (step.finishedAt ?? startedAt) - startedAt,
+    });
+  }
 }
 
 function nodesOf(steps: readonly { workloadId: string; startedAt: number | null; finishedAt: number | null }[], details: ReadonlyMap<string, { wave: number }>, rec: SampleRecorder, startedAt: number): SampleNode[] {

@@ -51,6 +51,13 @@ export class VirtualClock implements Clock {
     return this.timers.length;
   }
 
+  /** When the next timer is due (null: none is set), so that a driver can move time straight there. */
+  nextDueAt(): number | null {
+    let at: number | null = null;
+    for (const t of this.timers) if (at === null || t.at < at) at = t.at;
+    return at;
+  }
+
   /**
    * Moves time forward by `ms`, firing due timers in order and letting the promise
    * callbacks they trigger run before the next timer, so chains of sleeps behave as in
