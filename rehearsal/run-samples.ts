@@ -74,7 +74,8 @@ async function loaderOf(plugin: string): Promise<RehearsalLoader> {
   if (!/^[a-z0-9][a-z0-9-]*$/.test(plugin)) throw new RehearsalRefusedError(`no rehearsal loader for a plugin named ${JSON.stringify(plugin)}`, 'plugins');
   const compiled = import.meta.url.endsWith('.js');
   const url = new URL(`./loaders/${plugin}.${compiled ? 'js' : 'ts'}`, import.meta.url);
-  if (!existsSync(fileURLToPath(url))) throw new RehearsalRefusedError(`plugin ${plugin} cannot be rehearsed: it has no loader (rehearsal/loaders/${plugin}.ts)`, 'plugins');
+  if (!existsSync(fileURLToPath(url)))
+    throw new RehearsalRefusedError(`plugin ${plugin} cannot be rehearsed: it has no loader (rehearsal/loaders/${plugin}.ts)`, 'plugins');
   const mod = (await import(url.href)) as { default?: RehearsalLoader };
   if (typeof mod.default !== 'function') throw new Error(`rehearsal/loaders/${plugin} has no default export`);
   return mod.default;
@@ -107,7 +108,7 @@ const hostOf = (url: string) => {
  * Never a real backend: every address left in the options the plugins are created with must be
  * one the loaders' simulators listen on. Checked before any plugin is created.
  */
-export function assertOnlySimulators(entries: readonly PluginEntry[], urls: readonly string[]): void {
+function assertOnlySimulators(entries: readonly PluginEntry[], urls: readonly string[]): void {
   const allowed = new Set(urls.map(hostOf));
   for (const [i, entry] of entries.entries()) {
     for (const { path, origin } of addresses(entry.options, `plugins[${i}].options`)) {
@@ -209,7 +210,18 @@ async function runSample(request: RehearsalRequest, seed: number, options: RunSa
     });
     await app.ready();
     const fallback = Object.assign({}, ...sims.map((s) => s.defaults ?? {})) as Partial<Record<RehearsedAction, number>>;
-    return await drive(request, { app, prisma: database.prisma, backend, clock, durations, sims, seed, sources, fallback, maxMs: options.maxVirtualMs ?? MAX_VIRTUAL_MS });
+    return await drive(request, {
+      app,
+      prisma: database.prisma,
+      backend,
+      clock,
+      durations,
+      sims,
+      seed,
+      sources,
+      fallback,
+      maxMs: options.maxVirtualMs ?? MAX_VIRTUAL_MS,
+    });
   } finally {
     if (app) await app.stop();
     else {
@@ -272,7 +284,11 @@ async function drive(request: RehearsalRequest, d: Drive): Promise<RehearsalSamp
         lastSteps = run.steps.map((s) => ({ ...s }));
         lastDetails = new Map(run.details);
         for (const [nodeId, detail] of run.details) {
-          if (detail.blockers.length) rec.left.set(nodeId, detail.blockers.map((b) => b.id));
+          if (detail.blockers.length)
+            rec.left.set(
+              nodeId,
+              detail.blockers.map((b) => b.id),
+            );
           const atRestart = detail.phase === 'WAITING_FOR_RESTART' || detail.phase === 'WAITING_FOR_CONFIRM';
           if (atRestart) rec.reachedRestart.add(nodeId);
           const key = `${nodeId}@${detail.since}`;
@@ -370,7 +386,11 @@ function recordFailures(steps: readonly StepRecord[], rec: SampleRecorder, start
   for (const step of steps) {
     if (step.state !== 'FAILED' || rec.pauses.some((p) => p.nodeId === step.workloadId)) continue;
     const blockers = step.detail ? ((JSON.parse(step.detail) as { blockers?: { id: string }[] }).blockers ?? []) : [];
-    if (blockers.length) rec.left.set(step.workloadId, blockers.map((b) => b.id));
+    if (blockers.length)
+      rec.left.set(
+        step.workloadId,
+        blockers.map((b) => b.id),
+      );
     const reason = step.reason ?? 'FAILED';
     const workload = blockers[0]?.id ?? null;
     rec.pauses.push({
@@ -384,7 +404,12 @@ function recordFailures(steps: readonly StepRecord[], rec: SampleRecorder, start
   }
 }
 
-function nodesOf(steps: readonly { workloadId: string; startedAt: number | null; finishedAt: number | null }[], details: ReadonlyMap<string, { wave: number }>, rec: SampleRecorder, startedAt: number): SampleNode[] {
+function nodesOf(
+  steps: readonly { workloadId: string; startedAt: number | null; finishedAt: number | null }[],
+  details: ReadonlyMap<string, { wave: number }>,
+  rec: SampleRecorder,
+  startedAt: number,
+): SampleNode[] {
   return steps.map((s) => {
     const left = rec.left.get(s.workloadId) ?? [];
     const reached = rec.reachedRestart.has(s.workloadId) || left.length > 0;

@@ -15,12 +15,23 @@ const MIN = 60_000;
 function topology(): TopologySpec {
   const nodes = ['1', '2', '3', '4', '5'].map((id) => ({ id, zone: Number(id) <= 2 ? 'zone-a' : 'zone-b', roles: ['worker', 'storage'] }));
   const vms = nodes.flatMap((n) => [0, 1].map((j) => ({ namespace: 'prod', name: `vm-${n.id}-${j}`, nodeId: n.id, maintenanceStrategyLabel: 'Migrate' })));
-  vms.push({ namespace: 'prod', name: 'pinned', nodeId: '3', maintenanceStrategyLabel: 'Migrate', liveMigratable: false, liveMigratableReason: 'HostDeviceNotLiveMigratable' } as never);
+  vms.push({
+    namespace: 'prod',
+    name: 'pinned',
+    nodeId: '3',
+    maintenanceStrategyLabel: 'Migrate',
+    liveMigratable: false,
+    liveMigratableReason: 'HostDeviceNotLiveMigratable',
+  } as never);
   return { nodes, vms, shards: [] };
 }
 
 async function request(history: HistoryRecord[], overrides: Partial<RehearsalRequest> = {}): Promise<RehearsalRequest> {
-  const cluster = createSimulatedCluster({ topology: topology(), clock: new VirtualClock(), latenciesMs: { migrate: 1_000, stop: 500, start: 500, cordon: 10, cutOver: 10 } });
+  const cluster = createSimulatedCluster({
+    topology: topology(),
+    clock: new VirtualClock(),
+    latenciesMs: { migrate: 1_000, stop: 500, start: 500, cordon: 10, cutOver: 10 },
+  });
   const snapshots = await cluster.snapshot();
   await cluster.close();
   return {
@@ -39,8 +50,10 @@ function history(minutes: number): HistoryRecord[] {
   const records: HistoryRecord[] = [];
   for (const node of ['1', '2', '3', '4', '5'])
     for (const j of [0, 1])
-      for (const f of [0.7, 1, 1.3]) records.push({ action: 'VM_MIGRATE', workloadId: `prod/vm-${node}-${j}`, nodeId: node, durationMs: Math.round(minutes * f * MIN), at: 0 });
-  for (const node of ['1', '2', '3', '4', '5']) for (const m of [2, 3, 4]) records.push({ action: 'NODE_RESTART', workloadId: node, nodeId: node, durationMs: m * MIN, at: 0 });
+      for (const f of [0.7, 1, 1.3])
+        records.push({ action: 'VM_MIGRATE', workloadId: `prod/vm-${node}-${j}`, nodeId: node, durationMs: Math.round(minutes * f * MIN), at: 0 });
+  for (const node of ['1', '2', '3', '4', '5'])
+    for (const m of [2, 3, 4]) records.push({ action: 'NODE_RESTART', workloadId: node, nodeId: node, durationMs: m * MIN, at: 0 });
   return records;
 }
 
