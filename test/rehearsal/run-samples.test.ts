@@ -75,7 +75,8 @@ afterEach(async () => {
   real = undefined;
 });
 
-describe('rehearsal samples on the fake backend (issue 33)', () => {
+// Whole rollouts, a sample after the other (the worker compiles the TypeScript itself): generous on a loaded machine.
+describe('rehearsal samples on the fake backend (issue 33)', { timeout: 120_000 }, () => {
   it('every sample pauses on node 3 for the VM that cannot move, resumes once scoped to it, and gives up when it pauses there again', async () => {
     const samples = await runSamples(await request(history(1)));
     expect(samples).toHaveLength(3);
