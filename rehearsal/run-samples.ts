@@ -298,6 +298,7 @@ async function drive(request: RehearsalRequest, d: Drive): Promise<RehearsalSamp
             for (const s of d.sims) await s.restartNode(nodeId, ms);
             if (detail.phase === 'WAITING_FOR_CONFIRM') {
               const id = op.id;
+              // Refused only when the rollout has moved on meanwhile (cancelled, given up): nothing to confirm then.
               clock.setTimer(ms, () => void app.rollouts.continueNode(id, nodeId).catch(() => {}));
             }
           }

@@ -124,6 +124,20 @@ describe('rehearsal samples on the fake backend (issue 33)', { timeout: 120_000 
     for (const [s, l] of short.map((s, i) => [s, long[i]!] as const)) expect(l.durationMs - s.durationMs).toBeGreaterThan(2 * 0.7 * 9 * MIN - 2 * 2 * MIN);
   });
 
+  it('restart CONFIRM: each node is restarted and confirmed once back; without the pinned VM the rollout succeeds, nothing paused', async () => {
+    const [s] = await runSamples(await request(history(1), { samples: 1, input: { nodes: ['1', '2', '4'], action: 'MAINTENANCE', restart: 'CONFIRM' } }));
+    expect(s!.outcome).toBe('SUCCEEDED');
+    expect(s!.pauses).toEqual([]);
+    expect(s!.nodes.map((n) => [n.nodeId, n.finishedAtMs !== null, n.safeToRestart])).toEqual([
+      ['1', true, true],
+      ['2', true, true],
+      ['4', true, true],
+    ]);
+    // Three restarts of 2–4 min, one node at a time, each confirmed when it is back.
+    expect(s!.durationMs).toBeGreaterThanOrEqual(3 * (0.7 + 2) * MIN);
+    expect(s!.durationMs).toBe(s!.nodes[2]!.finishedAtMs);
+  });
+
   it('without history, durations are the backend’s defaults and said to be', async () => {
     const [s] = await runSamples(await request([], { samples: 1 }));
     expect(s!.durationSources).toMatchObject({ WORKLOAD: 0, NODE: 0, CLUSTER: 0 });
