@@ -11,10 +11,14 @@ import { VirtualClock } from '../support/virtual-clock.ts';
 
 const MIN = 60_000;
 
-/** Five nodes in two zones, two migratable VMs each; on node 3 a VM that cannot be live-migrated (strategy Migrate: the maintenance is refused). */
+/**
+ * Five nodes in two zones, two migratable VMs each; on node 3 a VM that cannot be live-migrated
+ * (strategy Migrate: the maintenance is refused), on node 5 one that is shut down for maintenance.
+ */
 function topology(): TopologySpec {
   const nodes = ['1', '2', '3', '4', '5'].map((id) => ({ id, zone: Number(id) <= 2 ? 'zone-a' : 'zone-b', roles: ['worker', 'storage'] }));
   const vms = nodes.flatMap((n) => [0, 1].map((j) => ({ namespace: 'prod', name: `vm-${n.id}-${j}`, nodeId: n.id, maintenanceStrategyLabel: 'Migrate' })));
+  vms.push({ namespace: 'prod', name: 'batch', nodeId: '5', maintenanceStrategyLabel: 'Shutdown' } as never);
   vms.push({
     namespace: 'prod',
     name: 'pinned',
@@ -100,8 +104,8 @@ describe('rehearsal samples on the fake backend (issue 33)', { timeout: 120_000 
       expect(s.pauses[0]!.atMs).toBe(s.nodes[1]!.finishedAtMs);
       expect(s.peakNodesOut).toBe(1);
       expect(s.vmsLeftStopped).toEqual([]);
-      // Drawn: each VM's migration from its own history (the pinned VM's from its node's), stops and starts by default, and the two restarts.
-      expect(s.durationSources).toEqual({ WORKLOAD: 10 + 2, NODE: 1, CLUSTER: 0, DEFAULT: 22 });
+      // Drawn: each VM's migration from its own history (pinned's and batch's from their node's), stops and starts by default, and the two restarts.
+      expect(s.durationSources).toEqual({ WORKLOAD: 10 + 2, NODE: 2, CLUSTER: 0, DEFAULT: 24 });
       // In virtual time: 2 nodes, each 2 migrations (at once) of 0.7–1.3 min and a restart of 2–4 min.
       expect(s.durationMs).toBeGreaterThanOrEqual(2 * (0.7 + 2) * MIN);
       expect(s.durationMs).toBeLessThanOrEqual(2 * (2 * 1.3 + 4 + 1) * MIN);
@@ -125,13 +129,15 @@ describe('rehearsal samples on the fake backend (issue 33)', { timeout: 120_000 
   });
 
   it('restart CONFIRM: each node is restarted and confirmed once back; without the pinned VM the rollout succeeds, nothing paused', async () => {
-    const [s] = await runSamples(await request(history(1), { samples: 1, input: { nodes: ['1', '2', '4'], action: 'MAINTENANCE', restart: 'CONFIRM' } }));
+    const [s] = await runSamples(await request(history(1), { samples: 1, input: { nodes: ['1', '2', '5'], action: 'MAINTENANCE', restart: 'CONFIRM' } }));
     expect(s!.outcome).toBe('SUCCEEDED');
     expect(s!.pauses).toEqual([]);
+    // Strategy Shutdown: stopped for the maintenance and not started again.
+    expect(s!.vmsLeftStopped).toEqual(['prod/batch']);
     expect(s!.nodes.map((n) => [n.nodeId, n.finishedAtMs !== null, n.safeToRestart])).toEqual([
       ['1', true, true],
       ['2', true, true],
-      ['4', true, true],
+      ['5', true, true],
     ]);
     // Three restarts of 2–4 min, one node at a time, each confirmed when it is back.
     expect(s!.durationMs).toBeGreaterThanOrEqual(3 * (0.7 + 2) * MIN);
