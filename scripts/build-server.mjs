@@ -7,6 +7,8 @@
 // - dist/src/cli.js: the command line (`npm start` runs `serve`);
 // - dist/plugins/<name>/index.js: one entry per plugin, loaded by name at start
 //   (src/config/plugin-registry.ts), so a plugin that is not configured is never read;
+// - dist/rehearsal/worker.js and dist/rehearsal/loaders/<plugin>.js: the rehearsal's worker
+//   thread (src/rehearsal/run-in-worker.ts starts it by URL) and the loaders it reads by name;
 // - dist/chunks/: code shared between them (one copy of src/cluster, src/domain...), and
 //   code behind a dynamic import (PostgreSQL, db copy, client verbs) loaded only when used;
 //
@@ -31,10 +33,16 @@ const { build } = await import('esbuild');
 const plugins = readdirSync(join(root, 'plugins'), { withFileTypes: true })
   .filter((d) => d.isDirectory())
   .map((d) => join(root, 'plugins', d.name, 'index.ts'));
+const rehearsal = [
+  join(root, 'rehearsal', 'worker.ts'),
+  ...readdirSync(join(root, 'rehearsal', 'loaders'))
+    .filter((f) => f.endsWith('.ts') && f !== 'types.ts')
+    .map((f) => join(root, 'rehearsal', 'loaders', f)),
+];
 
-for (const dir of ['src', 'plugins', 'chunks', 'bin']) rmSync(join(out, dir), { recursive: true, force: true });
+for (const dir of ['src', 'plugins', 'rehearsal', 'chunks', 'bin']) rmSync(join(out, dir), { recursive: true, force: true });
 await build({
-  entryPoints: [join(root, 'src', 'cli.ts'), ...plugins],
+  entryPoints: [join(root, 'src', 'cli.ts'), ...plugins, ...rehearsal],
   outdir: out,
   outbase: root,
   entryNames: '[dir]/[name]',

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** Written by scripts/build-server.mjs after each build. */
 export const BUILD_STAMP = join(root, 'dist', '.server-build');
-const SOURCES = ['src', 'plugins', 'bin', 'prisma/schema.prisma', 'package.json'];
+const SOURCES = ['src', 'plugins', 'rehearsal', 'bin', 'prisma/schema.prisma', 'package.json'];
 const SKIP = new Set(['web', 'node_modules']);
 
 function newestMtime(path) {

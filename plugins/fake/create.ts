@@ -36,6 +36,7 @@ export function clusterFromOptions(options: FakeOptions, env: { clock: Clock; ba
     secondaryDownloadBytesPerSecond: options.secondaryDownloadBytesPerSecond,
     seed: options.seed,
     latencySpike: options.latencySpike,
+    workloadLatencies: options.workloadLatenciesMs,
     onListenerError,
     ...(options.statePath !== undefined && { statePath: resolve(env.baseDir, options.statePath) }),
   });

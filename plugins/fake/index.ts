@@ -51,5 +51,6 @@ export {
   type VmSpec,
 } from './topology.ts';
 export { StateFileError } from './state-file.ts';
+export type { FakeSnapshotData } from './snapshot.ts';
 export { demoTopology } from './demo-topology.ts';
 export { generateTopology, type GenerateTopologyOptions } from './generate-topology.ts';

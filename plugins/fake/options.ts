@@ -48,6 +48,11 @@ export const fakeOptionsSchema = z
     topology: z.union([z.literal('demo'), z.literal('empty'), generatedTopologySchema, notGenerated.pipe(topologySchema)]).default('demo'),
     latenciesMs: latenciesSchema.default({}),
     /**
+     * Latencies of single VMs and shards, by id, over `latenciesMs` (issue 33: a rehearsal
+     * gives each workload the duration drawn from its history). Not slowed down.
+     */
+    workloadLatenciesMs: z.record(z.string().min(1), latenciesSchema).default({}),
+    /**
      * Multiplies every latency (and the restart delay), so that a person can watch a drain
      * or a maintenance progress: the demo's ends in about half a second otherwise. Also
      * `LOCKKEEPER_DEMO_SLOWDOWN` / `lockkeeper serve --demo-slowdown N` (issue 30, point 5).

@@ -16,6 +16,8 @@ export interface Runtime {
   readonly moves: MoveTracker;
   readonly lag: SecondaryLagTable;
   latencies: LatencySettings;
+  /** The `workloadLatenciesMs` option: latencies of one VM or shard, by its id, over `latencies`. */
+  readonly workloadLatencies: Readonly<Record<string, Partial<LatencySettings>>>;
   readonly restartDelayMs: number;
   readonly heartbeatIntervalMs: number;
   /**
@@ -29,6 +31,10 @@ export interface Runtime {
 export const nodeChanged = (rt: Runtime, node: ClusterNode) => rt.hub.emit({ type: 'nodeChanged', node });
 export const vmChanged = (rt: Runtime, vm: ClusterVm) => rt.hub.emit({ type: 'vmChanged', vm });
 export const shardChanged = (rt: Runtime, shard: ClusterShard) => rt.hub.emit({ type: 'shardChanged', shard });
+
+/** How long `kind` takes for the VM or shard `id` (issue 33: a rehearsal draws each workload's own). */
+export const latencyOf = (rt: Runtime, kind: 'migrate' | 'stop' | 'start' | 'cutOver', id: string): number =>
+  rt.workloadLatencies[id]?.[kind] ?? rt.latencies[kind];
 
 /** Move keys: one namespace per subject kind, as node, VM and shard ids may collide. */
 export const moveKey = (kind: 'node' | 'vm' | 'shard', id: string) => `${kind}:${id}`;

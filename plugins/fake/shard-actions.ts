@@ -1,6 +1,6 @@
 import { BackendError } from '../../src/cluster/errors.ts';
 import type { ClusterShard, SecondaryStatus } from '../../src/cluster/types.ts';
-import { moveKey, shardChanged, type Runtime } from './runtime.ts';
+import { latencyOf, moveKey, shardChanged, type Runtime } from './runtime.ts';
 
 const shardSubject = (id: string) => ({ kind: 'shard' as const, id });
 
@@ -73,7 +73,7 @@ export function cutOverShard(rt: Runtime, id: string, options: { fromNodeId: str
   rt.faults.maybeFail('cutOver', shardSubject(id));
   return rt.moves.start(key, {
     kind: 'cutOver',
-    latencyMs: rt.latencies.cutOver,
+    latencyMs: latencyOf(rt, 'cutOver', id),
     targetNodeId: toNodeId,
     stuckId: id,
     result: { kind: 'cutOver', shardId: id, fromNodeId, toNodeId },

@@ -10,6 +10,7 @@ import type {
   VmFilter,
 } from '../../src/cluster/backend.ts';
 import type { Clock } from '../../src/cluster/clock.ts';
+import type { BackendSnapshot } from '../../src/cluster/rehearsal.ts';
 import type { FailoverControl } from '../../src/cluster/shard-control.ts';
 import { BackendError } from '../../src/cluster/errors.ts';
 import type {
@@ -35,6 +36,7 @@ import { setCordoned } from './node-actions.ts';
 import { latenciesSchema } from './options.ts';
 import type { Runtime } from './runtime.ts';
 import { SecondaryLagTable } from './secondary-lag.ts';
+import { snapshotOf } from './snapshot.ts';
 import * as shards from './shard-actions.ts';
 import { ensureDirectoryOf, readStateFile } from './state-file.ts';
 import type { Topology } from './topology.ts';
@@ -49,6 +51,8 @@ export interface SimulatedClusterConfig {
   heartbeatIntervalMs: number;
   secondaryDownloadBytesPerSecond: number;
   seed: number;
+  /** See the `workloadLatenciesMs` option; none when absent. */
+  workloadLatencies?: Record<string, Partial<LatencySettings>>;
   /** See the `latencySpike` option; none when absent. */
   latencySpike?: { rate: number; factor: number };
   /** Where exceptions thrown by watch listeners go (they never break delivery to the others). */
@@ -108,6 +112,7 @@ export class SimulatedCluster implements ClusterBackend {
       moves: new MoveTracker(config.clock, faults, latencySpikes(config.seed, config.latencySpike)),
       lag,
       latencies: saved ? { ...saved.latencies } : { ...config.latencies },
+      workloadLatencies: config.workloadLatencies ?? {},
       restartDelayMs: config.restartDelayMs,
       heartbeatIntervalMs: config.heartbeatIntervalMs,
       changed: this.saver?.changed ?? (() => {}),
@@ -217,6 +222,12 @@ export class SimulatedCluster implements ClusterBackend {
 
   cutOverShard(id: string, options: { fromNodeId: string; toNodeId: string }): Promise<void> {
     return this.call('cutOverShard', () => shards.cutOverShard(this.rt, id, options));
+  }
+
+  // --- rehearsal (issue 33)
+
+  snapshot(): Promise<BackendSnapshot[]> {
+    return this.call('snapshot', () => [snapshotOf(this.rt, { restartDelayMs: this.rt.restartDelayMs, heartbeatIntervalMs: this.rt.heartbeatIntervalMs })]);
   }
 
   // --- changes

@@ -2,7 +2,7 @@ import type { ActionKind } from '../../src/cluster/backend.ts';
 import { BackendError } from '../../src/cluster/errors.ts';
 import type { ClusterNode, ClusterVm, RunStrategy, VmMaintenanceTracking } from '../../src/cluster/types.ts';
 import type { Move } from './moves.ts';
-import { moveKey, vmChanged, vmLoad, type Runtime } from './runtime.ts';
+import { latencyOf, moveKey, vmChanged, vmLoad, type Runtime } from './runtime.ts';
 import { canTake, pickNode } from './scheduling.ts';
 import { applyStrategyLabel } from './strategy-label.ts';
 
@@ -88,7 +88,7 @@ export async function migrateVm(rt: Runtime, id: string, options: { fromNodeId: 
   return rt.moves.start(key, {
     kind: 'migrate',
     beforeMove,
-    latencyMs: rt.latencies.migrate,
+    latencyMs: latencyOf(rt, 'migrate', id),
     targetNodeId: target.id,
     stuckId: id,
     result: { kind: 'migrate', vmId: id, targetNodeId: target.id },
@@ -118,7 +118,7 @@ export async function stopVm(rt: Runtime, id: string): Promise<void> {
   return rt.moves.start(key, {
     kind: 'stop',
     beforeMove,
-    latencyMs: rt.latencies.stop,
+    latencyMs: latencyOf(rt, 'stop', id),
     stuckId: id,
     result: { kind: 'stop', vmId: id },
     complete: () => finishStop(rt, vm),
@@ -153,7 +153,7 @@ export async function startVm(rt: Runtime, id: string, options: { runStrategy: R
   return rt.moves.start(key, {
     kind: 'start',
     beforeMove,
-    latencyMs: rt.latencies.start,
+    latencyMs: latencyOf(rt, 'start', id),
     targetNodeId: target.id,
     stuckId: id,
     result: { kind: 'start', vmId: id, targetNodeId: target.id, runStrategy: options.runStrategy },

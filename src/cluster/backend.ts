@@ -1,6 +1,7 @@
 import type { CutOverOptions, CutOverResult, FailoverControl, NodeRegistry, PlacementControl } from './shard-control.ts';
 import type { NodeMaintenanceBackend } from './node-maintenance.ts';
 import type { PodDrainBackend } from './pod-drain.ts';
+import type { BackendSnapshot } from './rehearsal.ts';
 import type { ClusterEventListener, ClusterNode, ClusterShard, ClusterVm, RunStrategy, SecondaryStatus, VmMaintenanceTracking } from './types.ts';
 
 /** A merged node's id in a member backend's own terms, and back (hyperconverged hosts). */
@@ -158,6 +159,13 @@ export interface ClusterBackend {
    * (`external`: the pageserver's integer id, for the Neon REST facade) and back.
    */
   readonly nodeAliases?: NodeAliases;
+  /**
+   * Issue 33: the cluster's state as this backend reads it, as JSON that
+   * rehearsal/loaders/<plugin>.ts loads into the plugin's simulator; one snapshot per plugin
+   * (a combined backend concatenates its members'). A read: changes nothing, emits nothing.
+   * Absent: the backend cannot be rehearsed.
+   */
+  snapshot?(): Promise<BackendSnapshot[]>;
 
   close(): Promise<void>;
 }

@@ -1,6 +1,6 @@
 /**
  * Time as the core and the plugins see it. Production uses the system clock; tests use
- * VirtualClock (test/support/virtual-clock.ts) so that latencies, deadlines and heartbeats
+ * VirtualClock (src/cluster/virtual-clock.ts) so that latencies, deadlines and heartbeats
  * are deterministic.
  */
 export interface Clock {

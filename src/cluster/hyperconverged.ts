@@ -137,6 +137,8 @@ export function aliasNodes(backend: ClusterBackend, aliases: NodeAliases): Clust
     // Applied here: the aliased backend names hosts itself.
     hosts: () => undefined,
     nodeAliases: () => aliases,
+    // The member's own ids: its rehearsal loader loads them into that member's simulator, which speaks them.
+    snapshot: () => backend.snapshot && (() => backend.snapshot!()),
   };
 
   const aliased: ClusterBackend = {

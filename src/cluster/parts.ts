@@ -96,6 +96,11 @@ export const BACKEND_PARTS = {
     shape: { kind: 'method', read: true },
     contract: 'names only nodes the backend has, each on a distinct host',
   },
+  snapshot: {
+    owner: 'every',
+    shape: { kind: 'method', read: true },
+    contract: 'JSON-serialisable snapshots, each naming the plugin; changes nothing (no event)',
+  },
   nodeAliases: {
     owner: 'sole',
     shape: { kind: 'object', reads: /^\w+$/ },
@@ -134,7 +139,8 @@ export function partProviders(part: OptionalPart, backends: readonly ClusterBack
 /**
  * The value of `part` on a backend combined of `backends` (undefined when none provides it):
  * an object part is its owner's own object; a method is bound to its owner, or — owner
- * `every` — calls every provider at once and resolves when all have.
+ * `every` — calls every provider at once and resolves when all have (`snapshot`: with the
+ * providers' arrays concatenated).
  */
 export function combinedPart<K extends OptionalPart>(part: K, backends: readonly ClusterBackend[]): ClusterBackend[K] {
   const providers = partProviders(part, backends);
@@ -143,6 +149,8 @@ export function combinedPart<K extends OptionalPart>(part: K, backends: readonly
   if (spec.shape.kind === 'object') return providers[0]![part];
   const bound = providers.map((b) => (b[part] as (...args: unknown[]) => unknown).bind(b));
   if (bound.length === 1) return bound[0] as ClusterBackend[K];
+  // Issue 33: each member's snapshots, in config order (one rehearsal loader per plugin).
+  if (part === 'snapshot') return (async () => (await Promise.all(bound.map((f) => f() as Promise<unknown[]>))).flat()) as ClusterBackend[K];
   const all = async (...args: unknown[]) => {
     await Promise.all(bound.map((f) => f(...args)));
   };

@@ -9,7 +9,7 @@ const READS = /^(name|capabilities|watch|close|then|list[A-Z]\w*|get[A-Z]\w*)$/;
 const NO_READS = /^then$/;
 
 /** The reads that may reach the cluster: refused under an authority that has ended (a deposed leader's run, ha:L9). */
-const SENDS = /^(list|get)[A-Z]/;
+const SENDS = /^((list|get)[A-Z]|snapshot$)/;
 
 const refusal = (under: LeaseAuthority, property: string) => new AuthorityLostError(under.tag(), `${property} refused: the epoch that issued it is over`);
 

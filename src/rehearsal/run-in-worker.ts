@@ -7,6 +7,16 @@ import type { RehearsalRequest, RehearsalWorkerMessage } from './request.ts';
 /** rehearsal/worker.ts, or its compiled build (scripts/build-server.mjs): loaded by URL, never imported (the layering). */
 const workerUrl = () => pathToFileURL(projectPath(COMPILED ? 'dist/rehearsal/worker.js' : 'rehearsal/worker.ts'));
 
+/**
+ * The TypeScript worker (tests, `tsx`): Node 20 does not apply `--import tsx` of a worker's
+ * `execArgv` to its entry, so a small module registers tsx's hooks in the thread first, then
+ * imports the worker.
+ */
+function tsxEntry(): URL {
+  const code = `import { register } from ${JSON.stringify(import.meta.resolve('tsx/esm/api'))}; register(); await import(${JSON.stringify(workerUrl().href)});`;
+  return new URL(`data:text/javascript,${encodeURIComponent(code)}`);
+}
+
 export interface RunInWorkerOptions {
   onProgress?: (done: number, total: number) => void;
   /** Aborting terminates the worker; the promise rejects with the signal's reason. */
@@ -16,10 +26,11 @@ export interface RunInWorkerOptions {
 /**
  * Runs a rehearsal's samples in a worker thread, so that the gateway keeps answering while
  * the engines run in virtual time. The TypeScript worker (tests, `tsx`) needs tsx's loader.
+ * Rejects with the worker's error (a refused rehearsal: `RehearsalRefusedError: …`).
  */
 export function runRehearsalInWorker(request: RehearsalRequest, options: RunInWorkerOptions = {}): Promise<RehearsalSample[]> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(workerUrl(), { workerData: request, ...(!COMPILED && { execArgv: ['--import', 'tsx'] }) });
+    const worker = new Worker(COMPILED ? workerUrl() : tsxEntry(), { workerData: request });
     let settled = false;
     const finish = (fn: () => void) => {
       if (settled) return;

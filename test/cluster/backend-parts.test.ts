@@ -34,6 +34,7 @@ const ALL = [
   'podDrain',
   'registry',
   'simulation',
+  'snapshot',
 ] as const;
 
 describe('the table of optional backend parts (issue 26)', () => {
@@ -71,6 +72,7 @@ describe('the table of optional backend parts (issue 26)', () => {
       podDrain: 'vm-side',
       registry: 'shard-side',
       simulation: 'shard-side',
+      snapshot: 'missing',
     });
   });
 
@@ -80,6 +82,20 @@ describe('the table of optional backend parts (issue 26)', () => {
     const b = { ...stub('b', { vms: false, shards: true }, []), beforeLeading: async () => void calls.push('b') };
     await combineBackends([a, b]).beforeLeading!();
     expect(calls.sort()).toEqual(['a', 'b']);
+  });
+
+  it('issue 33: snapshot gives every backend’s snapshots, concatenated in config order, also through a hyperconverged alias', async () => {
+    const snap = (plugin: string, n: number) => Array.from({ length: n }, (_, i) => ({ plugin, takenAt: i, data: { i } }));
+    const a = { ...stub('a', { vms: true, shards: false }, []), snapshot: async () => snap('a', 1) };
+    const b = { ...stub('b', { vms: false, shards: true }, []), snapshot: async () => snap('b', 2), hosts: () => ({ '1': 'n1' }) };
+    const c = stub('c', { vms: false, shards: false }, []);
+    expect(await combineBackends([a, c, b]).snapshot!()).toEqual([
+      { plugin: 'a', takenAt: 0, data: { i: 0 } },
+      { plugin: 'b', takenAt: 0, data: { i: 0 } },
+      { plugin: 'b', takenAt: 1, data: { i: 1 } },
+    ]);
+    expect(await combineBackends([c, b]).snapshot!()).toEqual(snap('b', 2));
+    expect(combineBackends([c, stub('d', { vms: true, shards: false }, [])]).snapshot).toBeUndefined();
   });
 
   it('two backends that both provide a part with one owner are refused, not one of them silently dropped', () => {
@@ -92,10 +108,11 @@ describe('the table of optional backend parts (issue 26)', () => {
   it('the leader gate gates each part as the table says: reads pass on a stand-by, actions are refused', async () => {
     const backend = stub('k', { vms: true, shards: true }, ALL);
     const gated = leaderOnlyBackend(backend, () => false);
-    // Method parts: pageVms, pageShards and beforeLeading are reads; confirmNodeDown is an action.
+    // Method parts: pageVms, pageShards, beforeLeading and snapshot are reads; confirmNodeDown is an action.
     expect(await gated.pageVms!({}, () => ({ offset: 0, limit: 1 }))).toBe('k.pageVms');
     expect(await gated.pageShards!({}, () => ({ offset: 0, limit: 1 }))).toBe('k.pageShards');
     expect(await gated.beforeLeading!()).toBe('k.beforeLeading');
+    expect(await gated.snapshot!()).toBe('k.snapshot');
     await expect(gated.confirmNodeDown!('n')).rejects.toThrow('confirmNodeDown refused: this replica is not the leader (ha:L2)');
     // Object parts: list* is a read on the Kubernetes parts, an action on the shard controls; the simulation is the test's.
     const object = (part: string) => gated[part as 'podDrain'] as unknown as { act(): Promise<string>; listThings(): Promise<string> };

@@ -22,7 +22,7 @@ async function harness(): Promise<ContractHarness & { shardId: string }> {
 
 describeClusterBackendContract('fake (demo topology)', harness);
 
-describePartContracts('fake (demo topology)', ['simulation', 'failover', 'pageVms', 'pageShards'], async () => {
+describePartContracts('fake (demo topology)', ['simulation', 'failover', 'pageVms', 'pageShards', 'snapshot'], async () => {
   const h = await harness();
   return {
     ...h,

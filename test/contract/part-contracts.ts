@@ -227,6 +227,29 @@ const PART_CONTRACTS: { [K in OptionalPart]: Contract } = {
       expect(aliases.internal(h.unknownNode)).toBe(h.unknownNode);
     });
   },
+  snapshot(get) {
+    it('issue 33: JSON-serialisable snapshots, each naming a plugin and when it was read; changes nothing (no event)', async () => {
+      const h = get();
+      await quiet(h);
+      const before = { nodes: await h.backend.listNodes(), vms: await h.backend.listVms(), shards: await h.backend.listShards() };
+      const rec = record(h.backend);
+      const snapshots = await settle(h, h.backend.snapshot!());
+      await quiet(h);
+      rec.stop();
+      expect(rec.events).toEqual([]);
+      expect({ nodes: await h.backend.listNodes(), vms: await h.backend.listVms(), shards: await h.backend.listShards() }).toEqual(before);
+      expect(snapshots.length).toBeGreaterThanOrEqual(1);
+      for (const s of snapshots) {
+        expect(typeof s.plugin).toBe('string');
+        expect(s.plugin.length).toBeGreaterThan(0);
+        expect(Number.isFinite(s.takenAt)).toBe(true);
+        expect(s.data).not.toBeUndefined();
+      }
+      // JSON only: what goes through JSON comes back the same (no functions, classes, undefined or Infinity).
+      expect(JSON.parse(JSON.stringify(snapshots))).toEqual(snapshots);
+      expect(structuredClone(snapshots)).toEqual(snapshots);
+    });
+  },
   confirmNodeDown(get) {
     it('k8s:U7: confirming an unknown node, or with node-down handling off, rejects with a BackendError', async () => {
       const h = get();
