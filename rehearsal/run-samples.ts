@@ -22,8 +22,11 @@ import { buildApp, type App } from '../src/server.ts';
 import { openDatabase, type Database } from '../src/store/database.ts';
 import { PrismaPluginStore } from '../src/store/plugin-store.ts';
 import { NO_FENCE } from '../src/store/repositories.ts';
-import { historySampler } from './history-sampler.ts';
+import { createDurationSampler } from '../src/domain/rehearsal/history.ts';
 import type { LoadedSimulators, RehearsalLoader } from './loaders/types.ts';
+
+/** A draw with no history and no request default answers 0 ms from DEFAULT: the loaders then use their backend's own default (LoadedSimulators.defaults). */
+const NO_DEFAULTS: Record<RehearsedAction, number> = { VM_MIGRATE: 0, VM_STOP: 0, VM_START: 0, POD_EVICT: 0, SHARD_CUT_OVER: 0, NODE_RESTART: 0 };
 
 /** A sample that has not ended after this much virtual time gives up (GAVE_UP). */
 const MAX_VIRTUAL_MS = 7 * 24 * 3600_000;
@@ -173,7 +176,7 @@ async function runSample(request: RehearsalRequest, seed: number, options: RunSa
   const start = Math.max(Date.UTC(2026, 0, 1), ...request.snapshots.map((s) => s.takenAt));
   const clock = new VirtualClock(start);
   const sources: Record<DurationSource, number> = { WORKLOAD: 0, NODE: 0, CLUSTER: 0, DEFAULT: 0 };
-  const base = options.sampler?.(seed) ?? historySampler(request.history, seed, request.defaults);
+  const base = options.sampler?.(seed) ?? createDurationSampler(request.history, { ...NO_DEFAULTS, ...request.defaults }, seed);
   const durations: DurationSampler = {
     draw(action, workloadId, nodeId) {
       const drawn = base.draw(action, workloadId, nodeId);

@@ -43,7 +43,6 @@ import { EventWakeup } from './events/event-wakeup.ts';
 import { registerLeadershipMetrics } from './leadership/metrics.ts';
 import { createLeaderEndpoints } from './rest/leader-endpoints.ts';
 import { leaderForward } from './http/leader-forward.ts';
-import type { BackendSnapshot } from './cluster/rehearsal.ts';
 import { RehearsalService, type RehearsalServiceDeps } from './rehearsal/service.ts';
 import { runRehearsalInWorker } from './rehearsal/run-in-worker.ts';
 import { interimPlanBasis, interimPlanChanges } from './rehearsal/interim.ts';
@@ -190,8 +189,8 @@ export function buildApp(deps: AppDeps): App {
     log,
     config: () => ({ plugins: config.plugins ?? [], operations: config.operations }),
     plan: (input) => rollouts.plan(input),
-    // The backends' snapshot (issue 33): a structural read, so that a backend without one rehearses nothing of its own.
-    snapshot: async () => (await (deps.backend as { snapshot?: () => Promise<BackendSnapshot[]> }).snapshot?.()) ?? [],
+    // The backends' snapshot (issue 33): a backend without one rehearses nothing of its own.
+    snapshot: async () => (await deps.backend.snapshot?.()) ?? [],
     history: () => readHistory(deps.prisma),
     runSamples: runRehearsalInWorker,
     aggregate: aggregateSamples,

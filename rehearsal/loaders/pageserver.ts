@@ -13,6 +13,7 @@ import { RequestLog } from '../../simulators/common/request-log.ts';
 import { parseLsn, startPageserverFleet, type PageserverFleet } from '../../simulators/pageserver/index.ts';
 import type { BackendSnapshot } from '../../src/cluster/rehearsal.ts';
 import type { LoadedSimulators, RehearsalLoadContext, RehearsalLoader } from './types.ts';
+import { simulatorDefaultsWhereUndrawn } from './drawn.ts';
 
 /** A snapshot or live options this loader cannot stand simulators up from; nothing is left running. */
 export class PageserverRehearsalError extends Error {
@@ -127,7 +128,8 @@ function stateFileOf(data: PageserverSnapshotData): ControllerStateInput {
  */
 export async function loadPageservers(snapshot: BackendSnapshot, liveOptions: unknown, context: RehearsalLoadContext): Promise<LoadedPageservers> {
   const { data, live } = parseInputs(snapshot, liveOptions);
-  const { clock, durations } = context;
+  const { clock } = context;
+  const drawn = simulatorDefaultsWhereUndrawn(context);
   const log = new RequestLog();
   let fleet: PageserverFleet | undefined;
   let hook: ComputeHookSim | null = null;
@@ -146,7 +148,7 @@ export async function loadPageservers(snapshot: BackendSnapshot, liveOptions: un
       catchUpMs: (shardId, nodeId) => {
         // The origin is AttachedStale by now (neon:C1): the history is kept per origin node, the one drained.
         const origin = [...fleet!.sims.values()].find((sim) => sim.location(shardId)?.mode === 'AttachedStale');
-        return durations.draw('SHARD_CUT_OVER', shardId, String(origin?.nodeId ?? nodeId)).ms;
+        return drawn('SHARD_CUT_OVER', shardId, String(origin?.nodeId ?? nodeId));
       },
     });
     seedFleet(fleet, data);

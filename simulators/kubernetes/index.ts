@@ -71,7 +71,7 @@ export interface K8sSimOptions {
    * Per-object durations of starts, stops and migrations (replacing `delays`) and of pod
    * terminations (replacing grace × `msPerGraceSecond`): a rehearsal's draws (issue 33).
    */
-  durations?: ControllerDurations & { podTermination?: (pod: K8sObject, graceSeconds: number) => number };
+  durations?: ControllerDurations & { podTermination?: (pod: K8sObject, graceSeconds: number) => number | undefined };
   /** KubeVirt's parallel-migration limits (per cluster, outbound per node) queue migrations; default off. */
   migrationLimits?: boolean;
   /** Serve HTTPS with this key and certificate (PEM; the certificate is also the kubeconfig's CA): kubectl sends its token only over TLS. */

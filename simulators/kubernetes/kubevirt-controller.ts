@@ -17,13 +17,14 @@ export interface ControllerDelays {
  * Per-object durations that replace the fixed delays (a rehearsal draws them from history,
  * issue 33). Plain functions of the objects: the simulator stays free of the gateway.
  */
+/** Each answers the duration in ms, or undefined for the simulator's own delay. */
 export interface ControllerDurations {
   /** A VM's start, from wanting to run to its VMI Running on `nodeName`; replaces `startMs`. */
-  start?: (vm: K8sObject, nodeName: string) => number;
+  start?: (vm: K8sObject, nodeName: string) => number | undefined;
   /** A VM's stop, from run strategy Halted to its VMI gone; replaces `stopMs`. */
-  stop?: (vm: K8sObject, nodeName: string | null) => number;
+  stop?: (vm: K8sObject, nodeName: string | null) => number | undefined;
   /** A live migration's copy, from Running to its hand-over; replaces `migrateMs` (not the dirty-rate model). */
-  migrate?: (vmi: K8sObject) => number;
+  migrate?: (vmi: K8sObject) => number | undefined;
 }
 
 export const MIGRATION_FINALIZER = 'kubevirt.io/migrationJobFinalize';

@@ -9,7 +9,7 @@ export interface PodSimOptions {
   /** Wall or virtual milliseconds a pod stays Terminating per second of its grace period (default 1000). */
   msPerGraceSecond: number;
   /** How long a gracefully deleted pod stays Terminating; replaces grace × `msPerGraceSecond` (a rehearsal's drawn durations). */
-  terminationMs?: (pod: K8sObject, graceSeconds: number) => number;
+  terminationMs?: (pod: K8sObject, graceSeconds: number) => number | undefined;
 }
 
 /** A webhook on `pods/eviction` CREATE (KubeVirt's): throws ApiError to deny. */

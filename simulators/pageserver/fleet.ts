@@ -35,7 +35,7 @@ export interface SimClusterSpec {
   /** The safety checker every simulator reports to (default: a new one); a subclass can also record what it is told. */
   safety?: SafetyChecker;
   /** Each simulator's `catchUpMs` (PageserverSimOptions): how long a live migration's destination stays behind the WAL. */
-  catchUpMs?: (shardId: string, nodeId: number) => number;
+  catchUpMs?: (shardId: string, nodeId: number) => number | undefined;
 }
 
 /**

@@ -143,7 +143,7 @@ export interface PageserverSimOptions {
    * rehearsal's drawn cut-over duration. Asked once per such attach; `holdCatchUp` wins over
    * it. Absent: caught up at once.
    */
-  catchUpMs?: (shardId: string, nodeId: number) => number;
+  catchUpMs?: (shardId: string, nodeId: number) => number | undefined;
 }
 
 /** The reads whose answers the log keeps: a shard's timeline list (neon:C2, neon:C6) and one location's config (neon:C7's origin check). */

@@ -6,7 +6,14 @@ import type { PrismaClient } from '../store/index.ts';
 const HISTORY_LIMIT = 50_000;
 
 /** The events a node restart's duration is read from (historyFromSteps). */
-const RESTART_EVENTS = ['ROLLOUT_NODE_AWAITING_RESTART', 'ROLLOUT_NODE_AWAITING_CONFIRM', 'ROLLOUT_NODE_RESTARTED', 'ROLLOUT_NODE_FAILED', 'ROLLOUT_NODE_SKIPPED', 'NODE_STATE_CHANGED'];
+const RESTART_EVENTS = [
+  'ROLLOUT_NODE_AWAITING_RESTART',
+  'ROLLOUT_NODE_AWAITING_CONFIRM',
+  'ROLLOUT_NODE_RESTARTED',
+  'ROLLOUT_NODE_FAILED',
+  'ROLLOUT_NODE_SKIPPED',
+  'NODE_STATE_CHANGED',
+];
 
 const ms = (d: Date | null) => (d === null ? null : d.getTime());
 
@@ -28,6 +35,8 @@ export async function readHistory(prisma: PrismaClient): Promise<HistoryRecord[]
   ]);
   return historyFromSteps(
     steps.map((s) => ({ ...s, startedAt: ms(s.startedAt), finishedAt: ms(s.finishedAt) })),
-    events.reverse().map((e) => ({ type: e.type, nodeId: e.nodeId, operationId: e.operationId, at: e.at.getTime(), payload: JSON.parse(e.payload) as unknown })),
+    events
+      .reverse()
+      .map((e) => ({ type: e.type, nodeId: e.nodeId, operationId: e.operationId, at: e.at.getTime(), payload: JSON.parse(e.payload) as unknown })),
   );
 }

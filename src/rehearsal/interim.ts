@@ -60,4 +60,3 @@ export function interimPlanChanges(beforeValue: unknown, afterValue: unknown): P
   }
   return changes;
 }
-

@@ -55,7 +55,7 @@ async function world(hosts: Record<number, string>) {
 
 describePartContracts(
   'kubevirt + pageserver on the same hosts (pageservers[].kubernetesNode)',
-  ['podDrain', 'nodeMaintenance', 'confirmNodeDown', 'failover', 'placement', 'registry', 'beforeLeading', 'nodeAliases'],
+  ['podDrain', 'nodeMaintenance', 'confirmNodeDown', 'failover', 'placement', 'registry', 'beforeLeading', 'nodeAliases', 'snapshot'],
   async () => {
     const shard = { shard: shardIdOf(withSecondary), from: 'n1', to: 'n2' };
     return {
@@ -74,7 +74,7 @@ describePartContracts(
 
 describePartContracts(
   'kubevirt + pageserver on separate hosts',
-  ['podDrain', 'nodeMaintenance', 'confirmNodeDown', 'failover', 'placement', 'registry', 'beforeLeading', 'hosts'],
+  ['podDrain', 'nodeMaintenance', 'confirmNodeDown', 'failover', 'placement', 'registry', 'beforeLeading', 'hosts', 'snapshot'],
   async () => {
     const shard = { shard: shardIdOf(withSecondary), from: '1', to: '2' };
     return {

@@ -35,7 +35,7 @@ async function harness(): Promise<ContractHarness> {
 
 describeClusterBackendContract('kubevirt (against the Kubernetes API simulator)', harness);
 
-describePartContracts('kubevirt (against the Kubernetes API simulator)', ['podDrain', 'nodeMaintenance', 'confirmNodeDown'], async () => ({
+describePartContracts('kubevirt (against the Kubernetes API simulator)', ['podDrain', 'nodeMaintenance', 'confirmNodeDown', 'snapshot'], async () => ({
   ...(await harness()),
   unknownNode: 'no-such-node',
   parts: { podDrain: { node: 'node-b', pod: { namespace: 'default', name: 'api-1' } }, nodeMaintenance: { node: 'node-c' } },

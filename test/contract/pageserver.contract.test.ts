@@ -35,7 +35,11 @@ async function harness(): Promise<ContractHarness> {
 
 describeClusterBackendContract('pageserver (three simulated pageservers over HTTP)', harness);
 
-describePartContracts('pageserver (three simulated pageservers over HTTP)', ['failover', 'placement', 'registry', 'beforeLeading', 'hosts'], async () => {
-  const shard = { shard: shardIdOf(withSecondary), from: '1', to: '2' };
-  return { ...(await harness()), unknownNode: '99', parts: { failover: shard, placement: shard, registry: { node: '3' } } };
-});
+describePartContracts(
+  'pageserver (three simulated pageservers over HTTP)',
+  ['failover', 'placement', 'registry', 'beforeLeading', 'hosts', 'snapshot'],
+  async () => {
+    const shard = { shard: shardIdOf(withSecondary), from: '1', to: '2' };
+    return { ...(await harness()), unknownNode: '99', parts: { failover: shard, placement: shard, registry: { node: '3' } } };
+  },
+);

@@ -3,7 +3,7 @@ import type { ClusterBackend } from '../../src/cluster/backend.ts';
 import { createLogger } from '../../src/logger.ts';
 import { yogaClient } from './yoga-client.ts';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.ts';
-import type { AuthSettings, LimitSettings, OperationSettings } from '../../src/config/schema.ts';
+import type { AuthSettings, LimitSettings, OperationSettings, PluginEntry } from '../../src/config/schema.ts';
 import { buildApp, type App, type AppDeps } from '../../src/server.ts';
 import { isPostgresUrl, type DatabaseDialect } from '../../src/store/database.ts';
 import type { Database } from '../../src/store/index.ts';
@@ -32,6 +32,8 @@ export interface TestAppOptions extends CreateSimulatedClusterOptions {
   dialect?: DatabaseDialect;
   /** Parts of the rehearsals replaced (issue 33): e.g. the worker that runs the samples. */
   rehearsal?: AppDeps['rehearsal'];
+  /** The config's plugin entries (what a rehearsal loads into simulators); default: none. */
+  plugins?: PluginEntry[];
 }
 
 interface TestSecurity {
@@ -44,7 +46,7 @@ interface TestSecurity {
 /** An app over a simulated cluster on a virtual clock and a fresh database (SQLite, or PostgreSQL: test-database.ts), not listening. */
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const clock = options.clock instanceof VirtualClock ? options.clock : new VirtualClock();
-  const { backend: wrap, settings, databaseFile, security, dialect, rehearsal, ...clusterOptions } = options;
+  const { backend: wrap, settings, databaseFile, security, dialect, rehearsal, plugins, ...clusterOptions } = options;
   const cluster = createSimulatedCluster({ ...clusterOptions, clock });
   const db = await openTestDatabase(databaseFile ? { url: isPostgresUrl(databaseFile) ? databaseFile : `file:${databaseFile}` } : dialect ? { dialect } : {});
   clock.waitForIo(ioIdle(db));
@@ -56,6 +58,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     clock,
     config: {
       ...DEFAULT_CONFIG,
+      ...(plugins && { plugins }),
       operations: { ...DEFAULT_CONFIG.operations, ...settings },
       auth: { ...DEFAULT_CONFIG.auth, ...security?.auth },
       limits: { ...DEFAULT_CONFIG.limits, ...security?.limits },
