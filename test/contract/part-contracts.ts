@@ -231,13 +231,19 @@ const PART_CONTRACTS: { [K in OptionalPart]: Contract } = {
     it('issue 33: JSON-serialisable snapshots, each naming a plugin and when it was read; changes nothing (no event)', async () => {
       const h = get();
       await quiet(h);
-      const before = { nodes: await h.backend.listNodes(), vms: await h.backend.listVms(), shards: await h.backend.listShards() };
+      // What the backend serves, read before and after: a backend serving no VMs (or no shards) refuses to list them.
+      const state = async () => ({
+        nodes: await h.backend.listNodes(),
+        vms: h.backend.capabilities.vms ? await h.backend.listVms() : null,
+        shards: h.backend.capabilities.shards ? await h.backend.listShards() : null,
+      });
+      const before = await state();
       const rec = record(h.backend);
       const snapshots = await settle(h, h.backend.snapshot!());
       await quiet(h);
       rec.stop();
       expect(rec.events).toEqual([]);
-      expect({ nodes: await h.backend.listNodes(), vms: await h.backend.listVms(), shards: await h.backend.listShards() }).toEqual(before);
+      expect(await state()).toEqual(before);
       expect(snapshots.length).toBeGreaterThanOrEqual(1);
       for (const s of snapshots) {
         expect(typeof s.plugin).toBe('string');

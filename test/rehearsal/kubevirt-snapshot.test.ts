@@ -7,7 +7,7 @@ import type { LoadedSimulators } from '../../rehearsal/loaders/types.ts';
 import { K8sSim } from '../../simulators/kubernetes/index.ts';
 import { VirtualClock } from '../support/virtual-clock.ts';
 
-const fixed: DurationSampler = { draw: () => ({ ms: 1_000, source: 'DEFAULT' }) };
+const fixed: DurationSampler = { draw: () => ({ ms: 1_000, source: 'CLUSTER' }) };
 
 let source: K8sSim | null = null;
 let live: KubevirtBackend | null = null;

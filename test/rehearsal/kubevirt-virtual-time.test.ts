@@ -191,6 +191,7 @@ describe('rehearsal: drawn durations in virtual time on the kubevirt simulator (
     expect(after.bootId).toBe('n1-boot-1');
     expect(await podReady('default', 'web-1')).toBe('True');
 
-    await expect(loaded!.restartNode('n9', 1_000)).rejects.toThrow(/no node "n9"/);
+    // The runner asks every loader of a sample: a node this one does not have is another plugin's, left alone.
+    await expect(loaded!.restartNode('n9', 1_000)).resolves.toBeUndefined();
   });
 });

@@ -21,7 +21,7 @@ export function constantSampler(ms: number): DurationSampler & { draws: [Rehears
     draws,
     draw(action, workloadId, nodeId): DrawnDuration {
       draws.push([action, workloadId, nodeId]);
-      return { ms, source: 'DEFAULT' };
+      return { ms, source: 'CLUSTER' };
     },
   };
 }
