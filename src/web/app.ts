@@ -687,7 +687,7 @@ function App() {
             op.rehearsal?.report &&
             !ENDED.includes(op.state) &&
             html`<tr class="vs-row">
-              <td colspan=${mayOperate ? 9 : 8}><${PredictedVsActual} op=${op} now=${Date.now()} /></td>
+              <td colspan=${mayOperate ? 9 : 8}><${PredictedVsActual} op=${op} /></td>
             </tr>`
           }`;
       })}

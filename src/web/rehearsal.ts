@@ -5,10 +5,14 @@
  * rehearsal it was started with.
  */
 import { html } from 'htm/preact';
+import { useEffect, useState } from 'preact/hooks';
 import { formatDuration } from '../domain/durations.ts';
 
+/** formatDuration, but a rehearsal of a fast cluster predicts seconds: under 10 s, to the tenth (never `0s` for 0.4 s). */
+const seconds = (s: number) => (s > 0 && s < 9.95 ? `${s.toFixed(1)}s` : formatDuration(s));
+
 const percent = (p: number) => `${Math.round(p * 100)}%`;
-const quantiles = (q: { p10: number; p50: number; p90: number }) => `${formatDuration(q.p10)} / ${formatDuration(q.p50)} / ${formatDuration(q.p90)}`;
+const quantiles = (q: { p10: number; p50: number; p90: number }) => `${seconds(q.p10)} / ${seconds(q.p50)} / ${seconds(q.p90)}`;
 
 /**
  * Each wave a bar from its median start to its median end, with a whisker over where its end
@@ -22,14 +26,14 @@ function Timeline({ report }: { report: any }) {
       (w: any) =>
         html`<div class="wave" data-wave=${w.wave}>
           <span class="wave-label">wave ${w.wave}</span>
-          <div class="track" title=${`wave ${w.wave} (${w.nodeIds.join(', ')}): starts at ${formatDuration(w.start.p50)}, takes ${quantiles(w.duration)}`}>
+          <div class="track" title=${`wave ${w.wave} (${w.nodeIds.join(', ')}): starts at ${seconds(w.start.p50)}, takes ${quantiles(w.duration)}`}>
             <div class="whisker" style=${`left:${at(w.start.p50 + w.duration.p10)};width:calc(${at(w.duration.p90 - w.duration.p10)} + 1px)`}></div>
             <div class="bar" style=${`left:${at(w.start.p50)};width:calc(${at(w.duration.p50)} + 2px)`}></div>
           </div>
           <span class="wave-nodes">${w.nodeIds.join(', ')}</span>
         </div>`,
     )}
-    <div class="axis"><span>0</span><span>${formatDuration(end / 2)}</span><span>${formatDuration(end)}</span></div>
+    <div class="axis"><span>0</span><span>${seconds(end / 2)}</span><span>${seconds(end)}</span></div>
   </div>`;
 }
 
@@ -61,7 +65,7 @@ export function RehearsalReport({ rehearsal }: { rehearsal: any }) {
                 html`<tr data-pause=${p.reason}>
                   <td>${p.reason}</td>
                   <td>${percent(p.probability)}</td>
-                  <td>${formatDuration(p.typicalAtSeconds)}</td>
+                  <td>${seconds(p.typicalAtSeconds)}</td>
                   <td>${p.nodeId ?? ''}</td>
                   <td>${p.workload ?? ''}</td>
                   <td>${p.message}</td>
@@ -110,7 +114,13 @@ function verdict(elapsed: number, done: boolean, d: any): { text: string; cls: s
 }
 
 /** A rollout started with a rehearsal, while it runs: each wave's predicted start and duration beside what happened so far. */
-export function PredictedVsActual({ op, now }: { op: any; now: number }) {
+export function PredictedVsActual({ op }: { op: any }) {
+  // A running wave's time so far moves on between the reloads that events bring.
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const tick = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(tick);
+  }, []);
   const report = op.rehearsal.report;
   return html`<table class="vs" data-vs=${op.id}>
     <caption>
@@ -131,10 +141,10 @@ export function PredictedVsActual({ op, now }: { op: any; now: number }) {
       return html`<tr data-wave=${w.wave}>
         <td>${w.wave}</td>
         <td>${w.nodeIds.join(', ')}</td>
-        <td class="predicted-start">${formatDuration(w.start.p50)}</td>
+        <td class="predicted-start">${seconds(w.start.p50)}</td>
         <td class="predicted">${quantiles(w.duration)}</td>
-        <td class="actual-start">${a ? formatDuration(a.start) : ''}</td>
-        <td class="actual">${a ? `${formatDuration(a.elapsed)}${a.done ? '' : ' so far'}` : 'not started'}</td>
+        <td class="actual-start">${a ? seconds(a.start) : ''}</td>
+        <td class="actual">${a ? `${seconds(a.elapsed)}${a.done ? '' : ' so far'}` : 'not started'}</td>
         <td class=${`verdict ${v?.cls ?? ''}`}>${v?.text ?? ''}</td>
       </tr>`;
     })}

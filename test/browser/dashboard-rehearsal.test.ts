@@ -46,6 +46,8 @@ describe.skipIf(!haveChromium)('rehearsals in the dashboard (issue 33, points 2 
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     page.setDefaultTimeout(UI_TIMEOUT_MS);
     page.on('pageerror', (e) => pageErrors.push(`${e.name}: ${e.message}`));
+    // The bars are placed by style: under the dashboard's CSP (test/browser/hardening.test.ts) nothing may be refused.
+    page.on('console', (m) => m.type() === 'error' && /Content Security Policy/.test(m.text()) && pageErrors.push(m.text()));
     await page.clock.setFixedTime(clockAt);
     await page.goto(`${s.base}/`, { waitUntil: 'load' });
     await page.locator('form.token input[name="token"]').fill(tokenValue);
@@ -131,6 +133,8 @@ describe.skipIf(!haveChromium)('rehearsals in the dashboard (issue 33, points 2 
     // The virtual clock stands at T0; the page's clock five minutes later.
     expect(await row(1).locator('.actual-start').textContent()).toBe('0s');
     expect(await row(1).locator('.actual').textContent()).toBe('5m00s so far');
+    // The fake cluster's predicted waves take well under a second: five minutes is past p90 already.
+    expect(await row(1).locator('.verdict').textContent()).toBe('over p90');
     expect(await row(2).locator('.actual').textContent()).toBe('not started');
     expect(pageErrors).toEqual([]);
     await page.close();
