@@ -10,6 +10,7 @@ import { html } from 'htm/preact';
 import { DatabaseUnavailable, followEvents, gql, NeedsToken, token, tokenProblem } from './api.ts';
 import { formatDuration } from '../domain/durations.ts';
 import { operationEta, WEB_DOCUMENTS as D } from './documents.ts';
+import { PredictedVsActual, RehearsalReport, RehearsalStatus } from './rehearsal.ts';
 
 type Message = { kind: 'ok' | 'error'; text: string; details?: string[] };
 /**
@@ -42,7 +43,10 @@ function describeResult(result: any): Message {
   if (!result || result.__typename === 'Operation' || result.__typename === 'DisableMaintenanceResult') {
     return { kind: 'ok', text: result?.id ? `${result.kind.toLowerCase()} ${result.id} ${result.state}` : 'done' };
   }
-  return { kind: 'error', text: `${result.code}: ${result.message}`, details: (result.blockers ?? []).map((b: any) => `${b.id}: ${b.reasons.join('; ')}`) };
+  const details = result.blockers
+    ? result.blockers.map((b: any) => `${b.id}: ${b.reasons.join('; ')}`)
+    : (result.changes ?? []).map((c: any) => `${c.code}: ${c.message}`);
+  return { kind: 'error', text: `${result.code}: ${result.message}`, details };
 }
 
 /**
@@ -223,6 +227,45 @@ function RolloutForm({ nodes, ask }: { nodes: any[]; ask: (p: Pending) => void }
       run: async (reason) => (await gql(D.startRollout, { input: input(reason) })).result,
     });
   };
+  const [samples, setSamples] = useState(20);
+  /** The rehearsal of this form's input (issue 33): read every half second until it ends. */
+  const [rehearsal, setRehearsal] = useState<{ input: any; read: any } | null>(null);
+  const [refusal, setRefusal] = useState<string | null>(null);
+  const poll = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  useEffect(() => () => clearTimeout(poll.current), []);
+  const follow = (id: string, rehearsed: any) => {
+    poll.current = setTimeout(async () => {
+      try {
+        const read = (await gql(D.rehearsal, { id })).rehearsal;
+        setRehearsal({ input: rehearsed, read });
+        if (read.__typename === 'Rehearsal' && read.state === 'RUNNING') follow(id, rehearsed);
+      } catch (e) {
+        setRefusal((e as Error).message);
+      }
+    }, REHEARSAL_POLL_MS);
+  };
+  const rehearse = async () => {
+    clearTimeout(poll.current);
+    setRefusal(null);
+    const rehearsed = input();
+    try {
+      const started = (await gql(D.rehearseRollout, { input: rehearsed, samples })).result;
+      if (started.__typename !== 'Rehearsal') return setRefusal(`${started.code}: ${started.message}`);
+      setRehearsal({ input: rehearsed, read: { ...started, samples, summary: '', progress: null } });
+      follow(started.id, rehearsed);
+    } catch (e) {
+      setRefusal((e as Error).message);
+    }
+  };
+  const read = rehearsal?.read;
+  const startRehearsed = async () => {
+    const plan = await gql(D.rolloutPlan, { input: rehearsal!.input });
+    ask({
+      title: `Rollout of ${rehearsal!.input.nodes.join(', ')}, as rehearsed in ${read.id}`,
+      preview: { rollout: plan.rolloutPlan },
+      run: async (reason) => (await gql(D.startRollout, { input: { ...rehearsal!.input, ...(reason && { reason }) }, rehearsal: read.id })).result,
+    });
+  };
   return html`<details class="rollout-form">
     <summary>New rollout…</summary>
     <div class="row">
@@ -264,9 +307,26 @@ function RolloutForm({ nodes, ask }: { nodes: any[]; ask: (p: Pending) => void }
       >
       <label><input type="checkbox" checked=${form.force} onChange=${set('force')} /> force</label>
       <button onClick=${preview}>Preview rollout</button>
+      <label
+        >samples <input type="number" name="samples" min="1" max="200" value=${samples} onInput=${(e: any) => setSamples(Number(e.currentTarget.value))}
+      /></label>
+      <button class="rehearse" disabled=${read?.state === 'RUNNING'} onClick=${rehearse}>Rehearse</button>
     </div>
+    ${refusal && html`<p class="error rehearsal-refused" role="alert">${refusal}</p>`}
+    ${
+      read &&
+      (read.__typename === 'Rehearsal'
+        ? html`<section class="rehearsal">
+            <${RehearsalStatus} rehearsal=${read} />
+            ${read.state === 'SUCCEEDED' && html`<${RehearsalReport} rehearsal=${read} /><button onClick=${startRehearsed}>Start this rollout…</button>`}
+          </section>`
+        : html`<p class="error" role="alert">${read.code}: ${read.message}</p>`)
+    }
   </details>`;
 }
+
+/** How often a running rehearsal is read again (its progress lives on the gateway running it). */
+const REHEARSAL_POLL_MS = 500;
 
 const PAGE_SIZE = 20;
 const STATE_FILTERS = ['RUNNING', 'PAUSED', 'CANCELLING', 'SUCCEEDED', 'CANCELLED', 'FAILED'];
@@ -574,55 +634,62 @@ function App() {
       ${ops.map((op: any) => {
         const shown = shownState(op);
         return html`<tr data-operation=${op.id} data-kind=${op.kind} data-state=${op.state} data-shown=${shown}>
-          <td class="id"><a href=${`#operation=${op.id}`} title=${op.id}>${op.id.slice(0, 8)}</a></td>
-          <td>${op.kind}${op.rollout?.currentWave ? ` (wave ${op.rollout.currentWave})` : ''}</td>
-          <td>${op.nodeId ?? op.rollout?.nodes.map((x: any) => x.nodeId).join(', ')}</td>
-          <td class=${`state ${shown}`}>
-            <span class="label">${STATE_LABELS[shown] ?? shown}</span>${op.error && op.state !== 'FAILED' && op.error !== 'FORCED' ? ` (${op.error})` : ''}${
-              op.counts.abandoned ? html` <span class="tag warn" data-abandoned=${op.counts.abandoned}>${op.counts.abandoned} abandoned</span>` : null
-            }
-          </td>
-          <td><${Progress} op=${op} /></td>
-          <td class="time">
-            <div>${when(op.startedAt)}</div>
-            ${op.finishedAt && html`<div>→ ${sameDay(op.startedAt, op.finishedAt) ? when(op.finishedAt).slice(11) : when(op.finishedAt)}</div>`}
-          </td>
-          <td class="who">
-            <div class="actor">${op.startedBy ?? ''}</div>
-            <div class="reason">${op.reason ?? ''}</div>
-          </td>
-          <td class="waiting">
-            ${ENDED.includes(op.state) || op.stalled ? null : html`<div class="eta">${operationEta(op)}</div>`}<${Waiting} op=${op} /><${AbandonedSteps}
-              op=${op}
-            />
-          </td>
-          ${
-            mayOperate &&
-            html`<td class="actions">
-              ${
-                op.kind === 'ROLLOUT' && !ENDED.includes(op.state) && op.state !== 'CANCELLING'
-                  ? html`${op.state === 'RUNNING' && html`<button onClick=${() => act('Pause the rollout', { text: 'No new node starts; the nodes in flight go on.' }, call(D.pauseRollout, { id: op.id }))}>Pause…</button>`}
-                      ${op.state === 'PAUSED' && html`<button onClick=${() => act('Resume the rollout', { text: op.waitingOn?.description ?? '' }, call(D.resumeRollout, { id: op.id }))}>Resume…</button>`}
-                      ${op.rollout.nodes
-                        .filter((x: any) => x.phase === 'WAITING_FOR_CONFIRM')
-                        .map(
-                          (x: any) =>
-                            html`<button
-                              onClick=${() => act(`Node ${x.nodeId} was restarted`, { text: 'The rollout brings it back.' }, call(D.continueRollout, { id: op.id, nodeId: x.nodeId }))}
-                            >
-                              Continue ${x.nodeId}…
-                            </button>`,
-                        )}
-                      <button
-                        onClick=${() => act('Cancel the rollout', { text: 'The node in flight is brought back into service; no other starts.' }, call(D.cancelRollout, { id: op.id }))}
-                      >
-                        Cancel…
-                      </button>`
-                  : null
+            <td class="id"><a href=${`#operation=${op.id}`} title=${op.id}>${op.id.slice(0, 8)}</a></td>
+            <td>${op.kind}${op.rollout?.currentWave ? ` (wave ${op.rollout.currentWave})` : ''}</td>
+            <td>${op.nodeId ?? op.rollout?.nodes.map((x: any) => x.nodeId).join(', ')}</td>
+            <td class=${`state ${shown}`}>
+              <span class="label">${STATE_LABELS[shown] ?? shown}</span>${op.error && op.state !== 'FAILED' && op.error !== 'FORCED' ? ` (${op.error})` : ''}${
+                op.counts.abandoned ? html` <span class="tag warn" data-abandoned=${op.counts.abandoned}>${op.counts.abandoned} abandoned</span>` : null
               }
-            </td>`
-          }
-        </tr>`;
+            </td>
+            <td><${Progress} op=${op} /></td>
+            <td class="time">
+              <div>${when(op.startedAt)}</div>
+              ${op.finishedAt && html`<div>→ ${sameDay(op.startedAt, op.finishedAt) ? when(op.finishedAt).slice(11) : when(op.finishedAt)}</div>`}
+            </td>
+            <td class="who">
+              <div class="actor">${op.startedBy ?? ''}</div>
+              <div class="reason">${op.reason ?? ''}</div>
+            </td>
+            <td class="waiting">
+              ${ENDED.includes(op.state) || op.stalled ? null : html`<div class="eta">${operationEta(op)}</div>`}<${Waiting} op=${op} /><${AbandonedSteps}
+                op=${op}
+              />
+            </td>
+            ${
+              mayOperate &&
+              html`<td class="actions">
+                ${
+                  op.kind === 'ROLLOUT' && !ENDED.includes(op.state) && op.state !== 'CANCELLING'
+                    ? html`${op.state === 'RUNNING' && html`<button onClick=${() => act('Pause the rollout', { text: 'No new node starts; the nodes in flight go on.' }, call(D.pauseRollout, { id: op.id }))}>Pause…</button>`}
+                        ${op.state === 'PAUSED' && html`<button onClick=${() => act('Resume the rollout', { text: op.waitingOn?.description ?? '' }, call(D.resumeRollout, { id: op.id }))}>Resume…</button>`}
+                        ${op.rollout.nodes
+                          .filter((x: any) => x.phase === 'WAITING_FOR_CONFIRM')
+                          .map(
+                            (x: any) =>
+                              html`<button
+                                onClick=${() => act(`Node ${x.nodeId} was restarted`, { text: 'The rollout brings it back.' }, call(D.continueRollout, { id: op.id, nodeId: x.nodeId }))}
+                              >
+                                Continue ${x.nodeId}…
+                              </button>`,
+                          )}
+                        <button
+                          onClick=${() => act('Cancel the rollout', { text: 'The node in flight is brought back into service; no other starts.' }, call(D.cancelRollout, { id: op.id }))}
+                        >
+                          Cancel…
+                        </button>`
+                    : null
+                }
+              </td>`
+            }
+          </tr>
+          ${
+            op.rehearsal?.report &&
+            !ENDED.includes(op.state) &&
+            html`<tr class="vs-row">
+              <td colspan=${mayOperate ? 9 : 8}><${PredictedVsActual} op=${op} /></td>
+            </tr>`
+          }`;
       })}
     </table>
     ${opened && html`<${OperationDetails} id=${opened} />`}

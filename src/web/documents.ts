@@ -8,6 +8,8 @@ export const operationEta = (op: EtaFields) => {
 };
 
 const ERROR = `... on Error { code message } ... on PreconditionFailedError { refusal: reason blockers { id reasons } }`;
+/** A wave's predicted start and duration, in seconds: what the time axis and the predicted-vs-actual table draw. */
+const REPORT_WAVES = `duration { p10 p50 p90 } waves { wave nodeIds start { p10 p50 p90 } duration { p10 p50 p90 } }`;
 const OPERATION = `__typename ... on Operation { id kind nodeId state } ${ERROR}`;
 
 export const WEB_DOCUMENTS = {
@@ -22,7 +24,8 @@ export const WEB_DOCUMENTS = {
       id kind nodeId state reason error createdAt startedAt finishedAt startedBy etaSeconds etaUnknownReason etaOverdueSeconds stalled
       counts { planned moving moved stopped skipped failed abandoned total } waitingOn { description since stalled { workloadKind workloadId action since expectedSeconds overSeconds } }
       abandonedSteps: steps(first: 20, states: [ABANDONED]) { edges { node { workloadKind workloadId action error recheck { settled nodeId description } } } }
-      rollout { currentWave nodesDone nodesTotal settings { action restart maxUnavailable } nodes { nodeId phase wave } } } } } }`,
+      rollout { currentWave nodesDone nodesTotal settings { action restart maxUnavailable } nodes { nodeId phase wave startedAt finishedAt } }
+      rehearsal { id report { ${REPORT_WAVES} } } } } } }`,
   /** An operation's own page: its events, and the audit rows of its node while it ran (audit rows carry no operation id). */
   operationDetails: `query OperationDetails($id: ID!, $nodeId: ID, $from: DateTime, $to: DateTime) {
     operation(id: $id) { __typename ... on Operation { id kind nodeId state reason error startedAt finishedAt startedBy } ... on Error { code message } }
@@ -42,7 +45,15 @@ export const WEB_DOCUMENTS = {
   enableMaintenanceMode: `mutation Enable($nodeId: ID!, $force: Boolean, $reason: String) { result: enableMaintenanceMode(nodeId: $nodeId, force: $force, reason: $reason) { ${OPERATION} } }`,
   disableMaintenanceMode: `mutation Disable($nodeId: ID!, $force: Boolean, $reason: String) { result: disableMaintenanceMode(nodeId: $nodeId, force: $force, reason: $reason) {
     __typename ... on DisableMaintenanceResult { restartedVmIds warnings } ${ERROR} } }`,
-  startRollout: `mutation StartRollout($input: StartRolloutInput!) { result: startRollout(input: $input) { __typename ... on Operation { id kind state } ... on Error { code message } } }`,
+  startRollout: `mutation StartRollout($input: StartRolloutInput!, $rehearsal: ID) { result: startRollout(input: $input, rehearsal: $rehearsal) {
+    __typename ... on Operation { id kind state } ... on RehearsalStaleError { changes { code message } } ... on Error { code message } } }`,
+  rehearseRollout: `mutation RehearseRollout($input: StartRolloutInput!, $samples: Int) { result: rehearseRollout(input: $input, samples: $samples) {
+    __typename ... on Rehearsal { id state } ... on Error { code message } } }`,
+  rehearsal: `query Rehearsal($id: ID!) { rehearsal(id: $id) { __typename ... on Error { code message }
+    ... on Rehearsal { id state error samples seed summary progress { done total }
+      report { ${REPORT_WAVES} peakNodesOut outcomes { succeeded gaveUp failed cancelled }
+        pauses { reason nodeId workload message probability typicalAtSeconds } vmsLeftStopped { vmId probability }
+        durationSources { workload node cluster default } } } } }`,
   pauseRollout: `mutation Pause($id: ID!, $reason: String) { result: pauseRollout(id: $id, reason: $reason) { ${OPERATION} } }`,
   resumeRollout: `mutation Resume($id: ID!, $reason: String) { result: resumeRollout(id: $id, reason: $reason) { ${OPERATION} } }`,
   continueRollout: `mutation Continue($id: ID!, $nodeId: ID!, $reason: String) { result: continueRollout(id: $id, nodeId: $nodeId, reason: $reason) { ${OPERATION} } }`,
