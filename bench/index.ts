@@ -9,6 +9,7 @@ import { image } from './image.ts';
 import { maintenance500 } from './maintenance-500.ts';
 import { memory } from './memory.ts';
 import { readPath } from './read-path.ts';
+import { rehearsal } from './rehearsal.ts';
 import { startup } from './startup.ts';
 import { takeover } from './takeover.ts';
 
@@ -25,5 +26,6 @@ export const benchmarks: readonly Benchmark[] = [
   maintenance500,
   drain10kPostgresql,
   takeover,
+  rehearsal,
   image,
 ];
