@@ -65,7 +65,8 @@ describe('startRollout(rehearsal:) after the cluster changed', () => {
           code: 'WORKLOAD_CHANGED',
           nodeId: '2',
           workload: 'prod/vm-2-0',
-          message: '2: VM prod/vm-2-0 has maintenance strategy Migrate (was ShutdownAndRestartAfterDisable); would be live-migrated (was stopped (restart AFTER_DISABLE))',
+          message:
+            '2: VM prod/vm-2-0 has maintenance strategy Migrate (was ShutdownAndRestartAfterDisable); would be live-migrated (was stopped (restart AFTER_DISABLE))',
         },
       ],
     },
