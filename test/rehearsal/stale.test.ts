@@ -5,7 +5,8 @@
  * accepted. The comparison's rules one by one are test/domain/rehearsal/plan-changes.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ClusterBackend, ClusterNode } from '../../src/cluster/backend.ts';
+import type { ClusterBackend } from '../../src/cluster/backend.ts';
+import type { ClusterNode } from '../../src/cluster/types.ts';
 import { rolloutApp, twoZoneCluster } from '../rollouts/harness.ts';
 import type { TestApp } from '../support/graphql-app.ts';
 import { sample, workerDouble } from './doubles.ts';
