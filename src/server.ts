@@ -45,7 +45,7 @@ import { createLeaderEndpoints } from './rest/leader-endpoints.ts';
 import { leaderForward } from './http/leader-forward.ts';
 import { RehearsalService, type RehearsalServiceDeps } from './rehearsal/service.ts';
 import { runRehearsalInWorker } from './rehearsal/run-in-worker.ts';
-import { interimPlanBasis, interimPlanChanges } from './rehearsal/interim.ts';
+import { planBasisOf } from './rehearsal/plan-basis.ts';
 import { readHistory } from './rehearsal/history-read.ts';
 import { aggregateSamples } from './domain/rehearsal/report.ts';
 
@@ -78,7 +78,7 @@ export interface AppDeps {
   /** How often the database's availability is probed (issue 27); default 2 s. */
   databaseProbeMs?: number;
   /** Parts of the rehearsals (issue 33) replaced by tests (e.g. the worker); the rest as in production. */
-  rehearsal?: Partial<Pick<RehearsalServiceDeps, 'snapshot' | 'history' | 'runSamples' | 'aggregate' | 'planBasis' | 'planChanges'>>;
+  rehearsal?: Partial<Pick<RehearsalServiceDeps, 'snapshot' | 'history' | 'runSamples' | 'aggregate' | 'planBasis'>>;
 }
 
 export interface App {
@@ -194,8 +194,7 @@ export function buildApp(deps: AppDeps): App {
     history: () => readHistory(deps.prisma),
     runSamples: runRehearsalInWorker,
     aggregate: aggregateSamples,
-    planBasis: async (_input, plan) => interimPlanBasis(plan),
-    planChanges: interimPlanChanges,
+    planBasis: async (input, plan) => planBasisOf(input, plan, await rollouts.clusterView()),
     ...deps.rehearsal,
   });
   const auth = new AuthService(new ApiTokenStore(deps.prisma, deps.hotPath.findApiToken), log, {

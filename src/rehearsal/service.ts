@@ -4,6 +4,7 @@ import type { BackendSnapshot } from '../cluster/rehearsal.ts';
 import type { OperationSettings, PluginEntry } from '../config/schema.ts';
 import { ConflictError, InvalidInputError, LockkeeperError, NotFoundError, PreconditionFailedError } from '../domain/errors.ts';
 import type { RequestMeta } from '../domain/operations.ts';
+import { describeChanges, planChanges, type PlanBasis, type PlanChange } from '../domain/rehearsal/plan-changes.ts';
 import type { HistoryRecord, RehearsalReport, RehearsalSample } from '../domain/rehearsal/types.ts';
 import type { Logger } from '../logger.ts';
 import type { RolloutInput, RolloutPlanView } from '../operations/rollouts/engine.ts';
@@ -21,12 +22,6 @@ const SAMPLES = { default: 20, min: 1, max: 200 } as const;
 /** What a gateway that stopped mid-rehearsal leaves: the next leader says so (the worker died with the process). */
 const INTERRUPTED = 'interrupted by a restart';
 
-/** A change of the cluster since a rehearsal that changes its rollout's plan. */
-export interface PlanChange {
-  code: string;
-  message: string;
-}
-
 /** A rehearsal as stored. */
 export interface RehearsalRecord {
   id: string;
@@ -40,7 +35,7 @@ export interface RehearsalRecord {
   seed: number;
   error: string | null;
   report: RehearsalReport | null;
-  planBasis: unknown;
+  planBasis: PlanBasis;
   snapshotTakenAt: Date | null;
   /** The rollout started with it (startRollout(rehearsal:)). */
   rolloutId: string | null;
@@ -61,10 +56,8 @@ export interface RehearsalServiceDeps {
   /** Runs the samples (runRehearsalInWorker in production). */
   runSamples: (request: RehearsalRequest, options: RunInWorkerOptions) => Promise<RehearsalSample[]>;
   aggregate: (samples: RehearsalSample[], waves: string[][]) => RehearsalReport;
-  /** What the rollout's plan rests on, read now; stored with the rehearsal and compared by startRollout(rehearsal:). JSON only. */
-  planBasis: (input: RolloutInput, plan: RolloutPlanView) => Promise<unknown>;
-  /** The changes between two bases that change the plan, the most telling first; none: the plan is the same. */
-  planChanges: (before: unknown, after: unknown) => PlanChange[];
+  /** What the rollout's plan rests on, read now (planBasisOf); stored with the rehearsal and compared by startRollout(rehearsal:). */
+  planBasis: (input: RolloutInput, plan: RolloutPlanView) => Promise<PlanBasis>;
 }
 
 interface RehearsalRow {
@@ -89,7 +82,7 @@ const recordOf = (row: RehearsalRow): RehearsalRecord => ({
   state: row.state as RehearsalState,
   input: JSON.parse(row.input) as RolloutInput,
   report: row.report === null ? null : (JSON.parse(row.report) as RehearsalReport),
-  planBasis: JSON.parse(row.planBasis) as unknown,
+  planBasis: JSON.parse(row.planBasis) as PlanBasis,
 });
 
 /** Thrown by startRollout(rehearsal:) when the cluster changed since the rehearsal in a way that changes the plan. */
@@ -99,7 +92,7 @@ export class RehearsalStaleError extends LockkeeperError {
     readonly rehearsalId: string,
     readonly changes: PlanChange[],
   ) {
-    super(`the cluster changed since rehearsal ${rehearsalId}: ${changes[0]?.message ?? 'the plan differs'}; rehearse again`);
+    super(`rehearsal ${rehearsalId} is stale: ${describeChanges(changes)}; rehearse again`);
   }
 }
 
@@ -160,7 +153,7 @@ export class RehearsalService {
           samples,
           seed,
           state: 'RUNNING',
-          planBasis: JSON.stringify(basis ?? null),
+          planBasis: JSON.stringify(basis),
           createdAt: new Date(this.deps.clock.now()),
           snapshotTakenAt: takenAt === null ? null : new Date(takenAt),
         },
@@ -251,7 +244,8 @@ export class RehearsalService {
       );
     if (rehearsal.rolloutId) throw new ConflictError(`rehearsal ${id} already stands for rollout ${rehearsal.rolloutId}; rehearse again`, rehearsal.rolloutId);
     const plan = await this.deps.plan(input);
-    const changes = this.deps.planChanges(rehearsal.planBasis, await this.deps.planBasis(input, plan));
+    const now = await this.deps.planBasis(input, plan);
+    const changes = planChanges(rehearsal.planBasis, now);
     if (changes.length) throw new RehearsalStaleError(id, changes);
     return (rolloutId) => this.deps.prisma.rehearsal.update({ where: { id }, data: { rolloutId } });
   }

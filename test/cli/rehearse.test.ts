@@ -11,7 +11,7 @@ import { rehearsalText } from '../../src/cli/rehearsal-report.ts';
 import { rolloutVerb } from '../../src/cli/verbs/rollout.ts';
 import { rolloutApp, twoZoneCluster } from '../rollouts/harness.ts';
 import type { TestApp } from '../support/graphql-app.ts';
-import { aggregate, sample, workerDouble } from '../rehearsal/doubles.ts';
+import { sample, workerDouble } from '../rehearsal/doubles.ts';
 
 const STORED = {
   id: 'r-1',
@@ -112,7 +112,7 @@ describe('rollout rehearse and rollout start --rehearsal against a gateway', () 
 
   it('starts the rehearsal, follows it to its end and prints the report (JSON with --json); start --rehearsal is refused when stale', async () => {
     const worker = workerDouble();
-    const t = await rolloutApp(twoZoneCluster(), { rehearsal: { runSamples: worker.runSamples, aggregate } });
+    const t = await rolloutApp(twoZoneCluster(), { rehearsal: { runSamples: worker.runSamples } });
     apps.push(t);
     const client = {
       request: async (document: string, variables: Record<string, unknown>) => {
@@ -134,7 +134,7 @@ describe('rollout rehearse and rollout start --rehearsal against a gateway', () 
     const id = (await t.db.prisma.rehearsal.findFirstOrThrow()).id;
     expect(text.out.join('').split('\n').slice(0, 2)).toEqual([
       `rehearsal ${id}: SUCCEEDED (3 sample(s), seed 7) — MAINTENANCE of node(s) 1, 2, maxUnavailable 1, restart WAIT_FOR_REATTACH`,
-      "total (p10 / p50 / p90): 10m00s / 12m00s / 15m00s   peak nodes out: 1   samples: 3 succeeded, 0 gave up, 0 failed; 9 duration(s) from the backend's defaults, no history",
+      "total (p10 / p50 / p90): 10m24s / 12m00s / 14m24s   peak nodes out: 1   samples: 3 succeeded, 0 gave up, 0 failed; 9 duration(s) from the backend's defaults, no history",
     ]);
     // Progress on stderr, one line per change, without a terminal.
     expect(text.err.join('')).toContain(`2026-01-01T00:00:00.000Z rehearsal ${id}: 1/3 sample(s)\n`);
@@ -161,7 +161,7 @@ describe('rollout rehearse and rollout start --rehearsal against a gateway', () 
     const refused = await run(['start', '1', '2'], { rehearsal: id }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(CliError);
     expect((refused as CliError).code).toBe('REHEARSAL_STALE');
-    expect((refused as CliError).message).toContain('WORK_CHANGED: node 1: now VM prod/vm-1-0: STOP, restart NEVER');
+    expect((refused as CliError).message).toContain('WORKLOAD_CHANGED: 1: VM prod/vm-1-0 has maintenance strategy Shutdown (was Migrate)');
   });
 });
 

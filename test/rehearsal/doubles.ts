@@ -1,5 +1,5 @@
-/** Test doubles of the rehearsal's worker and report (issue 33): the API's and the CLI's tests run the gateway's side for real around them. */
-import type { RehearsalReport, RehearsalSample } from '../../src/domain/rehearsal/types.ts';
+/** A test double of the rehearsal's worker (issue 33): the API's and the CLI's tests run the gateway's side for real around them. */
+import type { RehearsalSample } from '../../src/domain/rehearsal/types.ts';
 import type { RehearsalRequest } from '../../src/rehearsal/request.ts';
 
 /** The worker's test double: each call waits until the test settles it. */
@@ -14,40 +14,20 @@ export function workerDouble() {
   return { calls, runSamples };
 }
 
-export const sample = (seed: number, durationMs: number): RehearsalSample => ({
+/** A sample of a rollout of nodes 1 then 2, each half of it, with an UNSAFE_TO_RESTART pause on node 2 at `pauseAtMs` when given. */
+export const sample = (seed: number, durationMs: number, pauseAtMs?: number): RehearsalSample => ({
   seed,
   durationMs,
   outcome: 'SUCCEEDED',
-  nodes: [],
-  pauses: [],
+  nodes: [
+    { nodeId: '1', wave: 1, startedAtMs: 0, finishedAtMs: durationMs / 2, leftOnNode: [], safeToRestart: true },
+    { nodeId: '2', wave: 2, startedAtMs: durationMs / 2, finishedAtMs: durationMs, leftOnNode: [], safeToRestart: true },
+  ],
+  pauses:
+    pauseAtMs === undefined
+      ? []
+      : [{ key: 'UNSAFE_TO_RESTART:2:prod/vm-2-1', reason: 'UNSAFE_TO_RESTART', nodeId: '2', workload: 'prod/vm-2-1', message: 'm', atMs: pauseAtMs }],
   vmsLeftStopped: [],
   peakNodesOut: 1,
   durationSources: { WORKLOAD: 0, NODE: 0, CLUSTER: 0, DEFAULT: 3 },
 });
-
-/** A small real aggregation for the double's samples: the report shape, with what the test checks computed from them. */
-export function aggregate(samples: RehearsalSample[], waves: string[][]): RehearsalReport {
-  const d = samples.map((s) => s.durationMs).sort((a, b) => a - b);
-  const q = { p10: d[0]!, p50: d[Math.floor(d.length / 2)]!, p90: d.at(-1)! };
-  return {
-    samples: samples.length,
-    durationMs: q,
-    waves: waves.map((nodeIds, i) => ({ wave: i + 1, nodeIds, startMs: { p10: 0, p50: 0, p90: 0 }, durationMs: q })),
-    nodes: waves.flatMap((w, i) => w.map((nodeId) => ({ nodeId, wave: i + 1, startMs: null, durationMs: null, leftOnNode: [], safeToRestart: true }))),
-    pauses: [
-      {
-        key: 'UNSAFE_TO_RESTART:2:prod/vm-2-1',
-        reason: 'UNSAFE_TO_RESTART',
-        nodeId: '2',
-        workload: 'prod/vm-2-1',
-        message: 'm',
-        probability: 0.5,
-        typicalAtMs: 90_000,
-      },
-    ],
-    vmsLeftStopped: [],
-    peakNodesOut: 1,
-    outcomes: { SUCCEEDED: samples.length, FAILED: 0, CANCELLED: 0, GAVE_UP: 0 },
-    durationSources: { WORKLOAD: 0, NODE: 0, CLUSTER: 0, DEFAULT: 3 * samples.length },
-  };
-}

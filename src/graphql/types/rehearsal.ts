@@ -6,7 +6,8 @@
 import { GraphQLError } from 'graphql';
 import { ConflictError, InvalidInputError, NotFoundError } from '../../domain/errors.ts';
 import type { Quantiles, RehearsalReport, ReportPause } from '../../domain/rehearsal/types.ts';
-import { REHEARSAL_STATES, RehearsalStaleError, type PlanChange, type RehearsalRecord } from '../../rehearsal/service.ts';
+import { PLAN_CHANGE_CODES, type PlanChange } from '../../domain/rehearsal/plan-changes.ts';
+import { REHEARSAL_STATES, RehearsalStaleError, type RehearsalRecord } from '../../rehearsal/service.ts';
 import { builder, PAGE } from '../builder.ts';
 import { typedBackendCall } from '../map-backend-error.ts';
 import { ErrorInterface } from './errors.ts';
@@ -153,8 +154,18 @@ builder.objectField(OperationType, 'rehearsal', (t) =>
   }),
 );
 
+const PlanChangeCodeEnum = builder.enumType('RehearsalPlanChangeCode', {
+  description: 'The kind of a change since a rehearsal that changes its plan; docs/rehearsal.md "When a rehearsal is stale" has a row for each.',
+  values: PLAN_CHANGE_CODES,
+});
+
 const PlanChangeType = builder.objectRef<PlanChange>('RehearsalPlanChange').implement({
-  fields: (t) => ({ code: t.exposeString('code'), message: t.exposeString('message') }),
+  fields: (t) => ({
+    code: t.expose('code', { type: PlanChangeCodeEnum }),
+    nodeId: t.exposeID('nodeId', { nullable: true, description: 'The node it concerns; null for the settings and waves.' }),
+    workload: t.exposeString('workload', { nullable: true, description: 'The VM, pod (namespace/name) or shard it concerns.' }),
+    message: t.exposeString('message', { description: 'The node, the workload, and what it was and is, in words.' }),
+  }),
 });
 
 builder.objectType(RehearsalStaleError, {

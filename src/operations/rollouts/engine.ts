@@ -429,7 +429,8 @@ export class RolloutEngine implements OperationKindEngine {
     );
   }
 
-  private async clusterView(): Promise<RolloutNodeView[]> {
+  /** Every node as a rollout sees it (rollout:O5), e.g. for a rehearsal's plan basis. */
+  async clusterView(): Promise<RolloutNodeView[]> {
     const nodes = await this.deps.backend.listNodes();
     // rollout:O5: what a run decides on is in the log before it acts.
     await this.logServiceChanges(nodes);
