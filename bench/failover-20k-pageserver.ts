@@ -46,8 +46,8 @@ function shards(): SimShardSpec[] {
     attached,
     secondaries: [2 + (i % (NODES - 1))],
   });
-  const warmup = Array.from({ length: WARMUP_SHARDS }, (_, i) => shard(WARMUP_NODE, 1, i, WARMUP_SHARDS));
-  const measured = Array.from({ length: SHARDS }, (_, i) => shard(1, 2 + Math.floor(i / 100), i, 100));
+  const warmup = Array.from({ length: WARMUP_SHARDS }, (_, i) => shard(WARMUP_NODE, 1_000_000 + Math.floor(i / 64), i, 64));
+  const measured = Array.from({ length: SHARDS }, (_, i) => shard(1, 1 + Math.floor(i / 100), i, 100));
   return [...warmup, ...measured];
 }
 
