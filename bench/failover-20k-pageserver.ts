@@ -173,6 +173,11 @@ export const failover20kPageserver: Benchmark = {
         `Pageserver plugin against ${NODES + 1} simulated pageservers (loopback HTTP, wall clock, one process); node 1 holds ${SHARDS.toLocaleString('en')} attached shards, each with a warm secondary on one of nodes 2–${NODES} (round robin); no compute hook configured.`,
         `Clock: from the heartbeat verdict (the plugin's \`nodeChanged\` to OFFLINE; heartbeats every ${HEARTBEAT_MS} ms, OFFLINE after ${OFFLINE_MS} ms without a good one) to the simulators' answer to the last shard's AttachedSingle elsewhere.`,
         `Each run is a fresh process state (SQLite file, simulators, plugin) with a ${WARMUP_SHARDS}-shard failover of node ${WARMUP_NODE} first, unmeasured.`,
+        ...(SHARDS !== 20_000 || LATENCY_MS !== 100 || MIN_RUNS !== 5
+          ? [
+              `Reduced run: LOCKKEEPER_BENCH_FAILOVER_SHARDS=${SHARDS} LOCKKEEPER_BENCH_FAILOVER_LATENCY_MS=${LATENCY_MS} LOCKKEEPER_BENCH_FAILOVER_RUNS=${MIN_RUNS} (the defaults are 20 000 shards, 100 ms, five runs).`,
+            ]
+          : []),
         `Ideal: ⌈${SHARDS} / ${CONCURRENCY}⌉ × ${LATENCY_MS} ms = ${ideal} ms. "In flight": the simulators' high-water mark of \`PUT …/location_config\` requests between arrival and answer (must stay ≤ ${CONCURRENCY}).`,
         '',
         '| run | wall time ms | × ideal | max in flight | load (1 min) at start |',
