@@ -4,6 +4,7 @@ import { drain0 } from './drain-0.ts';
 import { drain10k } from './drain-10k.ts';
 import { drain10kPostgresql } from './drain-10k-postgresql.ts';
 import { failover20k } from './failover-20k.ts';
+import { failover20kPageserver } from './failover-20k-pageserver.ts';
 import { fanout } from './fanout.ts';
 import { image } from './image.ts';
 import { maintenance500 } from './maintenance-500.ts';
@@ -22,6 +23,7 @@ export const benchmarks: readonly Benchmark[] = [
   drain0,
   drain10k,
   failover20k,
+  failover20kPageserver,
   fanout,
   maintenance500,
   drain10kPostgresql,

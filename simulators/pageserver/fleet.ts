@@ -1,6 +1,7 @@
 import type { SimClock } from '../common/clock.ts';
 import { RequestLog } from '../common/request-log.ts';
 import { RemoteHeatmaps } from './heatmaps.ts';
+import { LocationConfigMeter } from './meter.ts';
 import { SafetyChecker } from './safety.ts';
 import { formatShardId } from './shard-id.ts';
 import { PageserverSim, type SeedLocation } from './simulator.ts';
@@ -36,6 +37,8 @@ export interface SimClusterSpec {
   safety?: SafetyChecker;
   /** Each simulator's `catchUpMs` (PageserverSimOptions): how long a live migration's destination stays behind the WAL. */
   catchUpMs?: (shardId: string, nodeId: number) => number | undefined;
+  /** Fixed latency of every `PUT …/location_config` on every simulator (`setLatency`), in ms of the clock. */
+  locationConfigLatencyMs?: number;
 }
 
 /**
@@ -66,6 +69,8 @@ export interface PageserverFleet {
   wal: WalStreams;
   /** The heatmaps in remote storage the simulators upload and follow (`churnBytesPerSecond` sets how fast they age). */
   heatmaps: RemoteHeatmaps;
+  /** `PUT …/location_config` requests in flight across the fleet (and their high-water mark). */
+  meter: LocationConfigMeter;
   /** Requests the simulators hold or wait on the clock for. */
   waiting(): number;
   /** Upcalls the simulators have in flight. */
@@ -84,6 +89,7 @@ export async function startPageserverFleet(spec: SimClusterSpec): Promise<Pagese
   const log = spec.log ?? new RequestLog();
   const wal = new WalStreams();
   const heatmaps = new RemoteHeatmaps();
+  const meter = new LocationConfigMeter();
   const sims = new Map<number, PageserverSim>();
   try {
     for (const n of spec.nodes) {
@@ -95,8 +101,10 @@ export async function startPageserverFleet(spec: SimClusterSpec): Promise<Pagese
         log,
         wal,
         heatmaps,
+        meter,
         ...(spec.catchUpMs && { catchUpMs: spec.catchUpMs }),
       });
+      if (spec.locationConfigLatencyMs) sim.setLatency(spec.locationConfigLatencyMs);
       sims.set(n.id, await sim.start());
     }
   } catch (e) {
@@ -125,6 +133,7 @@ export async function startPageserverFleet(spec: SimClusterSpec): Promise<Pagese
     log,
     wal,
     heatmaps,
+    meter,
     waiting: () => [...sims.values()].reduce((n, s) => n + s.waiting, 0),
     upcallsInFlight: () => [...sims.values()].reduce((n, s) => n + s.upcallsInFlight, 0),
     sims,

@@ -14,3 +14,4 @@ export { WalStreams, DEFAULT_TIMELINE_ID, formatLsn, parseLsn } from './wal.ts';
 export { SafetyChecker, type LocationView } from './safety.ts';
 export { formatShardId, parseShardId } from './shard-id.ts';
 export { startPageserverFleet, roundRobinShards, shardIdOf, tenantIdOf, type PageserverFleet, type SimClusterSpec, type SimShardSpec } from './fleet.ts';
+export { LocationConfigMeter } from './meter.ts';

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { wallClock, Waits, type SimClock } from '../common/clock.ts';
 import { parseBody, REQUESTS_PATH, RequestLog, senderOf, type LoggedRequest } from '../common/request-log.ts';
 import { humantimeMs, RemoteHeatmaps } from './heatmaps.ts';
+import type { LocationConfigMeter } from './meter.ts';
 import { SafetyChecker } from './safety.ts';
 import { parseShardId } from './shard-id.ts';
 import { formatLsn, parseLsn, WalStreams } from './wal.ts';
@@ -144,6 +145,8 @@ export interface PageserverSimOptions {
    * it. Absent: caught up at once.
    */
   catchUpMs?: (shardId: string, nodeId: number) => number | undefined;
+  /** Shared with the other simulators of a fleet: `PUT …/location_config` requests in flight across them. */
+  meter?: LocationConfigMeter;
 }
 
 /** The reads whose answers the log keeps: a shard's timeline list (neon:C2, neon:C6) and one location's config (neon:C7's origin check). */
@@ -629,6 +632,11 @@ export class PageserverSim {
     });
     this.logged.set(res, entry);
     this.observer?.request(entry);
+    const meter = this.options.meter;
+    if (meter && method === 'PUT' && url.pathname.endsWith('/location_config')) {
+      meter.arrived();
+      res.once('close', () => meter.left());
+    }
     if (!this.answering) return this.hold(res);
     const fault = this.faults.find(
       (f) => (!f.method || f.method === method) && (!f.path || f.path.test(url.pathname)) && (f.times === undefined || f.times > 0),
@@ -669,6 +677,11 @@ export class PageserverSim {
     if (entry) {
       this.log.answered(entry, status, entry.method === 'GET' && KEPT_ANSWERS.test(entry.path) ? body : undefined);
       this.observer?.answer(entry, status, body);
+      const meter = this.options.meter;
+      if (meter?.onAnswered && entry.method === 'PUT' && status < 300) {
+        const put = /^\/v1\/tenant\/([^/]+)\/location_config$/.exec(entry.path);
+        if (put) meter.onAnswered(put[1]!, this.nodeId, String((entry.body as { mode?: unknown } | null)?.mode), this.clock.now());
+      }
     }
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
