@@ -100,7 +100,7 @@ export async function drainOnce(options: { shards: number; width: number; latenc
   }
 }
 
-/** A full garbage collection (V8's gc(), reached without --expose-gc on the command line). */
+/** A full garbage collection (the JavaScript engine's gc(), reached without --expose-gc on the command line). */
 function collectGarbage(): void {
   setFlagsFromString('--expose-gc');
   (runInNewContext('gc') as () => void)();

@@ -11,7 +11,7 @@ import { CHROMIUM_ARGS, CHROMIUM_PATH, UI_TIMEOUT_MS } from './graphiql-page.ts'
 const haveChromium = existsSync(CHROMIUM_PATH);
 
 /** Where the simulated cluster's virtual clock starts (it never moves here: the rollout started stays in its first wave). */
-const T0 = Date.UTC(2026, 0, 1);
+const VIRTUAL_START = Date.UTC(2026, 0, 1);
 
 /**
  * Issue 33, points 2 and 3: the dashboard's "Rehearse" action over the real gateway and the
@@ -42,7 +42,7 @@ describe.skipIf(!haveChromium)('rehearsals in the dashboard (issue 33, points 2 
   });
 
   /** The dashboard with a token pasted in, its page clock fixed at `clockAt`, once the nodes show. */
-  async function open(tokenValue: string, clockAt = T0): Promise<Page> {
+  async function open(tokenValue: string, clockAt = VIRTUAL_START): Promise<Page> {
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     page.setDefaultTimeout(UI_TIMEOUT_MS);
     page.on('pageerror', (e) => pageErrors.push(`${e.name}: ${e.message}`));
@@ -69,7 +69,7 @@ describe.skipIf(!haveChromium)('rehearsals in the dashboard (issue 33, points 2 
   });
 
   it('a rehearsal drawn with one bar per wave, in order; the rollout started from it shows predicted against actual', { timeout: 300_000 }, async () => {
-    const page = await open(s.tokens.operator, T0 + 5 * 60_000);
+    const page = await open(s.tokens.operator, VIRTUAL_START + 5 * 60_000);
     const form = page.locator('.rollout-form');
     await form.locator('summary').click();
     const ticks = form.locator('.row').first().locator('input[type="checkbox"]');
@@ -130,7 +130,7 @@ describe.skipIf(!haveChromium)('rehearsals in the dashboard (issue 33, points 2 
     const row = (wave: number) => vs.locator(`tr[data-wave="${wave}"]`);
     expect(await row(1).locator('.predicted-start').textContent()).toBe('0s');
     expect(await row(1).locator('.predicted').textContent()).toMatch(/^\S+ \/ \S+ \/ \S+$/);
-    // The virtual clock stands at T0; the page's clock five minutes later.
+    // The virtual clock stands at VIRTUAL_START; the page's clock five minutes later.
     expect(await row(1).locator('.actual-start').textContent()).toBe('0s');
     expect(await row(1).locator('.actual').textContent()).toBe('5m00s so far');
     // The fake cluster's predicted waves take well under a second: five minutes is past p90 already.
