@@ -27,6 +27,8 @@ export const COPY_ORDER: readonly Model[] = [
   'PluginNode',
   'PluginShard',
   'PluginMeta',
+  // Rehearsals and the rollouts they stood for (rolloutId names an Operation): startRollout(rehearsal:) and the dashboard read them.
+  'Rehearsal',
 ];
 export const NOT_COPIED: readonly Model[] = ['LeaderLease'];
 

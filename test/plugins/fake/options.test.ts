@@ -13,6 +13,7 @@ describe('fake plugin options', () => {
     expect(fakeOptionsSchema.parse({})).toEqual({
       topology: 'demo',
       latenciesMs: {},
+      workloadLatenciesMs: {},
       slowdown: 1,
       restartDelayMs: 3000,
       heartbeatIntervalMs: 1000,
