@@ -333,6 +333,9 @@ export function buildApp(deps: AppDeps): App {
   let engineStarted: Promise<void> | undefined;
   const startEngines = async () => {
     database.start();
+    // Serving starts once this replica hears the others' commits (or polls for them: the
+    // first LISTEN failed), so no commit made after start-up goes unheard until the poll.
+    await (await eventListener)?.listening;
     await auth.start();
     await leadership.start();
     await roleChanges;

@@ -11,7 +11,11 @@ import { REQUESTS_CHANNEL } from './admission-sql.ts';
 const EVENTS_CHANNEL = 'lockkeeper_events';
 const RECONNECT_MS = 1000;
 
-export function listenForEvents(url: string, onEvent: (seq: number) => void, onRequest: () => void = () => {}): { close(): Promise<void> } {
+export function listenForEvents(
+  url: string,
+  onEvent: (seq: number) => void,
+  onRequest: () => void = () => {},
+): { listening: Promise<void>; close(): Promise<void> } {
   let client: pg.Client | null = null;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
@@ -39,6 +43,8 @@ export function listenForEvents(url: string, onEvent: (seq: number) => void, onR
   };
   const started = connect();
   return {
+    /** Settles after the first attempt: listening, or polling until a retry succeeds. */
+    listening: started,
     close: async () => {
       closed = true;
       clearTimeout(retry);
