@@ -56,6 +56,13 @@ export interface RunSamplesOptions {
   loader?: (plugin: string) => Promise<RehearsalLoader>;
   /** Default 7 days of virtual time. */
   maxVirtualMs?: number;
+  /**
+   * Runs on this database instead of a throw-away one, and leaves it open: the accuracy
+   * benchmark's real runs keep their steps and events there, to be read back as history.
+   */
+  database?: Database;
+  /** Called after the rollout ended, before anything stops: the cluster as the sample left it. */
+  afterRun?: (backend: ClusterBackend) => Promise<void>;
 }
 
 /** Runs the request's samples one after the other (sample i with seed `seed + i`). */
@@ -191,8 +198,9 @@ async function runSample(request: RehearsalRequest, seed: number, options: RunSa
   let app: App | null = null;
   try {
     const { entries } = await loadSimulators(request, { clock, durations, seed }, options.loader ?? loaderOf, sims);
-    db = await openDatabase({ url: `file:${join(dir, 'rehearsal.db')}` });
+    db = options.database ?? (await openDatabase({ url: `file:${join(dir, 'rehearsal.db')}` }));
     const database = db;
+    const owned = !options.database;
     const log = createLogger('silent');
     backend = await createBackendFromConfig(entries, {
       clock,
@@ -209,11 +217,13 @@ async function runSample(request: RehearsalRequest, seed: number, options: RunSa
       clock,
       config: { ...DEFAULT_CONFIG, operations: request.config.operations },
       databaseName: 'the rehearsal database',
-      onClose: () => database.close(),
+      onClose: async () => {
+        if (owned) await database.close();
+      },
     });
     await app.ready();
     const fallback = Object.assign({}, ...sims.map((s) => s.defaults ?? {})) as Partial<Record<RehearsedAction, number>>;
-    return await drive(request, {
+    const sample = await drive(request, {
       app,
       prisma: database.prisma,
       backend,
@@ -225,11 +235,13 @@ async function runSample(request: RehearsalRequest, seed: number, options: RunSa
       fallback,
       maxMs: options.maxVirtualMs ?? MAX_VIRTUAL_MS,
     });
+    await options.afterRun?.(backend);
+    return sample;
   } finally {
     if (app) await app.stop();
     else {
       await backend?.close();
-      await db?.close();
+      if (!options.database) await db?.close();
     }
     await Promise.allSettled(sims.map((s) => s.stop()));
     rmSync(dir, { recursive: true, force: true });
