@@ -1,6 +1,8 @@
 /**
  * Where a rehearsal's durations come from (issue 33): the finished actions of earlier real
- * runs, resampled, so the spread of the history becomes the spread of the prediction. Pure.
+ * runs, fitted per workload as log-normal and drawn from the predictive distribution, so the
+ * spread of the history, and the uncertainty of so few runs, become the spread of the
+ * prediction. Pure.
  */
 import { InvalidInputError } from '../errors.ts';
 import { createPrng } from '../prng.ts';
@@ -10,7 +12,7 @@ import type { DrawnDuration, DurationSampler, DurationSource, HistoryRecord, Reh
  * The fewest records a level of history (this workload, this node, the cluster) needs to speak
  * alone. With fewer, k records answer a draw with probability k / MIN_RECORDS and the next,
  * broader level answers the rest: one lucky migration must not become a certainty, yet it
- * still counts for something. Three is the smallest pool whose resampling has a middle value.
+ * still counts for something.
  */
 const MIN_RECORDS = 3;
 
@@ -21,13 +23,52 @@ export interface SamplingDurationSampler extends DurationSampler {
   sources(): Record<DurationSource, number>;
 }
 
+/** A level's records of one action, in log space: their count, mean and own spread. */
+interface Pool {
+  level: DurationSource;
+  action: RehearsedAction;
+  logs: number[];
+  mean: number;
+  /** The sample standard deviation of the logs; null under two records. */
+  sd: number | null;
+}
+
+/** ln of a duration; 0 ms counts as 1 ms (a log-normal has no zero). */
+const logOf = (ms: number) => Math.log(Math.max(ms, 1));
+
+/**
+ * The spread of one action's runs around each workload's own typical value: the standard
+ * deviation of every WORKLOAD pool's logs around that pool's mean, pooled over the workloads
+ * with two records or more (Σ (x − mean)² / Σ (n − 1)). A workload with five runs says little
+ * about its own spread; a hundred workloads with five runs each say much about the action's.
+ */
+function pooledSpreads(pools: Iterable<Pool>): Map<RehearsedAction, number> {
+  const sums = new Map<RehearsedAction, { squares: number; freedom: number }>();
+  for (const pool of pools) {
+    if (pool.level !== 'WORKLOAD' || pool.logs.length < 2) continue;
+    const sum = sums.get(pool.action) ?? { squares: 0, freedom: 0 };
+    for (const x of pool.logs) sum.squares += (x - pool.mean) ** 2;
+    sum.freedom += pool.logs.length - 1;
+    sums.set(pool.action, sum);
+  }
+  return new Map([...sums].map(([action, { squares, freedom }]) => [action, Math.sqrt(squares / freedom)]));
+}
+
 /**
  * A sampler for one seeded sample. Each draw walks WORKLOAD (this action on this workload) →
  * NODE (this action on this node) → CLUSTER (this action anywhere) → DEFAULT (`defaults`,
  * which has no spread): a level with at least MIN_RECORDS records answers; a level with fewer
- * answers with probability k / MIN_RECORDS; an empty level passes. A level answers with one of
- * its records picked uniformly (a bootstrap draw). Same history, defaults and seed, and the same
- * sequence of calls: the same durations.
+ * answers with probability k / MIN_RECORDS; an empty level passes.
+ *
+ * A level answers with a log-normal draw, the posterior predictive of its n records: the
+ * location is the mean of their logs moved once per sample by its own uncertainty (σ/√n, so
+ * that samples disagree as much as five runs can be wrong about a VM), and each draw spreads
+ * by σ around it. σ is the action's pooled spread (pooledSpreads) for a WORKLOAD pool, the
+ * pool's own for NODE and CLUSTER (different workloads differ: that is spread too), the other
+ * where one is missing, and 0 where neither exists (the record itself). A bootstrap of five
+ * records would have drawn neither the mean's uncertainty nor the tails, and its 80 %
+ * intervals held fewer than 80 % of real runs (bench/RESULTS.md, rehearsal).
+ * Same history, defaults and seed, and the same sequence of calls: the same durations.
  */
 export function createDurationSampler(history: readonly HistoryRecord[], defaults: Record<RehearsedAction, number>, seed: number): SamplingDurationSampler {
   for (const [action, ms] of Object.entries(defaults)) {
@@ -35,24 +76,44 @@ export function createDurationSampler(history: readonly HistoryRecord[], default
       throw new InvalidInputError('defaults', `${action}=${ms}`, `the default duration of ${action} must be a finite number of ms ≥ 0`);
   }
   if (!Number.isFinite(seed)) throw new InvalidInputError('seed', String(seed), 'the seed must be a finite number');
-  const pools = new Map<string, number[]>();
-  const add = (key: string, ms: number) => {
+  const pools = new Map<string, Pool>();
+  const add = (level: DurationSource, action: RehearsedAction, id: string, ms: number) => {
+    const key = poolKey(level, action, id);
     const pool = pools.get(key);
-    if (pool) pool.push(ms);
-    else pools.set(key, [ms]);
+    if (pool) pool.logs.push(logOf(ms));
+    else pools.set(key, { level, action, logs: [logOf(ms)], mean: 0, sd: null });
   };
   for (const r of history) {
     // A record that cannot be a duration (clock skew, a half-written row) is left out rather than drawn.
     if (!Number.isFinite(r.durationMs) || r.durationMs < 0) continue;
-    add(poolKey('WORKLOAD', r.action, r.workloadId), r.durationMs);
-    if (r.nodeId !== null) add(poolKey('NODE', r.action, r.nodeId), r.durationMs);
-    add(poolKey('CLUSTER', r.action, ''), r.durationMs);
+    add('WORKLOAD', r.action, r.workloadId, r.durationMs);
+    if (r.nodeId !== null) add('NODE', r.action, r.nodeId, r.durationMs);
+    add('CLUSTER', r.action, '', r.durationMs);
   }
+  for (const pool of pools.values()) {
+    const n = pool.logs.length;
+    pool.mean = pool.logs.reduce((a, x) => a + x, 0) / n;
+    if (n >= 2) pool.sd = Math.sqrt(pool.logs.reduce((a, x) => a + (x - pool.mean) ** 2, 0) / (n - 1));
+  }
+  const pooled = pooledSpreads(pools.values());
+  const spreadOf = (pool: Pool) => (pool.level === 'WORKLOAD' ? (pooled.get(pool.action) ?? pool.sd) : (pool.sd ?? pooled.get(pool.action))) ?? 0;
   const random = createPrng(seed);
+  const normal = () => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+  /** Each pool's location for this sample, drawn at its first use. */
+  const locations = new Map<Pool, number>();
   const counts: Record<DurationSource, number> = { WORKLOAD: 0, NODE: 0, CLUSTER: 0, DEFAULT: 0 };
   const answer = (ms: number, source: DurationSource): DrawnDuration => {
     counts[source]++;
     return { ms, source };
+  };
+  const drawFrom = (pool: Pool): number => {
+    const sigma = spreadOf(pool);
+    let location = locations.get(pool);
+    if (location === undefined) {
+      location = pool.mean + (sigma / Math.sqrt(pool.logs.length)) * normal();
+      locations.set(pool, location);
+    }
+    return Math.round(Math.exp(location + sigma * normal()));
   };
   return {
     draw(action, workloadId, nodeId) {
@@ -61,8 +122,8 @@ export function createDurationSampler(history: readonly HistoryRecord[], default
         if (id === null) continue;
         const pool = pools.get(poolKey(level, action, id));
         if (!pool) continue;
-        if (pool.length < MIN_RECORDS && random() >= pool.length / MIN_RECORDS) continue;
-        return answer(pool[Math.floor(random() * pool.length)]!, level);
+        if (pool.logs.length < MIN_RECORDS && random() >= pool.logs.length / MIN_RECORDS) continue;
+        return answer(drawFrom(pool), level);
       }
       const ms = defaults[action];
       if (ms === undefined) throw new InvalidInputError('action', action, `no history and no default duration for ${action}`);

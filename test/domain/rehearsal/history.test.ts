@@ -22,7 +22,11 @@ const rec = (action: RehearsedAction, workloadId: string, nodeId: string | null,
 
 const draws = (n: number, fn: () => number) => Array.from({ length: n }, fn);
 
-describe('createDurationSampler: seeded bootstrap', () => {
+const logs = (xs: readonly number[]) => xs.map((x) => Math.log(x));
+const mean = (xs: readonly number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
+const sd = (xs: readonly number[]) => Math.sqrt(xs.reduce((a, x) => a + (x - mean(xs)) ** 2, 0) / (xs.length - 1));
+
+describe('createDurationSampler: the predictive log-normal of the history', () => {
   const history = [
     rec('VM_MIGRATE', 'vm-1', 'n1', 100),
     rec('VM_MIGRATE', 'vm-1', 'n1', 200),
@@ -39,13 +43,57 @@ describe('createDurationSampler: seeded bootstrap', () => {
     expect(draws(20, () => c.draw('VM_MIGRATE', 'vm-1', 'n1').ms)).not.toEqual(seqA);
   });
 
-  it('resamples the records: every draw is one of them, each about equally often', () => {
-    const s = createDurationSampler(history, DEFAULTS, 1);
-    const seen = new Map<number, number>();
-    for (const ms of draws(4000, () => s.draw('VM_MIGRATE', 'vm-1', 'n1').ms)) seen.set(ms, (seen.get(ms) ?? 0) + 1);
-    expect([...seen.keys()].sort((x, y) => x - y)).toEqual([100, 200, 300, 400]);
-    for (const count of seen.values()) expect(count).toBeGreaterThan(850);
-    for (const count of seen.values()) expect(count).toBeLessThan(1150);
+  it('within a sample: log-normal with the spread of the records, around a location near their geometric mean', () => {
+    const own = logs([100, 200, 300, 400]);
+    let seed = 0;
+    const got = logs(draws(4000, () => createDurationSampler(history, DEFAULTS, ++seed).draw('VM_MIGRATE', 'vm-1', 'n1').ms));
+    // Over many samples (a sampler each), each with its own location: the spread is σ·√(1 + 1/n).
+    expect(mean(got)).toBeGreaterThan(mean(own) - 0.05);
+    expect(mean(got)).toBeLessThan(mean(own) + 0.05);
+    expect(sd(got)).toBeGreaterThan(sd(own) * Math.sqrt(1.25) * 0.93);
+    expect(sd(got)).toBeLessThan(sd(own) * Math.sqrt(1.25) * 1.07);
+    // Within one sample the location stays: the spread is σ alone, and draws go beyond the records (a tail).
+    const one = createDurationSampler(history, DEFAULTS, 2);
+    const inOne = draws(4000, () => one.draw('VM_MIGRATE', 'vm-1', 'n1').ms);
+    expect(sd(logs(inOne))).toBeGreaterThan(sd(own) * 0.93);
+    expect(sd(logs(inOne))).toBeLessThan(sd(own) * 1.07);
+    expect(Math.max(...inOne)).toBeGreaterThan(400);
+  });
+
+  it("the samples' locations spread as the mean of n records is uncertain: σ/√n", () => {
+    let seed = 0;
+    const locations = logs(
+      draws(3000, (): number => {
+        const s = createDurationSampler(history, DEFAULTS, ++seed);
+        return Math.exp(mean(logs(draws(200, () => s.draw('VM_MIGRATE', 'vm-1', 'n1').ms))));
+      }),
+    );
+    const expected = sd(logs([100, 200, 300, 400])) / Math.sqrt(4);
+    expect(sd(locations)).toBeGreaterThan(expected * 0.9);
+    expect(sd(locations)).toBeLessThan(expected * 1.1);
+  });
+
+  it("a workload's spread is the action's, pooled over every workload with two records or more", () => {
+    // vm-a's three runs agree exactly; vm-b's spread ×2 both ways: vm-a's draws spread like vm-b's.
+    const pooled = [
+      rec('VM_MIGRATE', 'vm-a', 'n1', 1000),
+      rec('VM_MIGRATE', 'vm-a', 'n1', 1000),
+      rec('VM_MIGRATE', 'vm-a', 'n1', 1000),
+      rec('VM_MIGRATE', 'vm-b', 'n2', 500),
+      rec('VM_MIGRATE', 'vm-b', 'n2', 1000),
+      rec('VM_MIGRATE', 'vm-b', 'n2', 2000),
+    ];
+    const s = createDurationSampler(pooled, DEFAULTS, 3);
+    const got = logs(draws(4000, () => s.draw('VM_MIGRATE', 'vm-a', 'n1').ms));
+    // Σ (x − mean)² / Σ (n − 1) = 2·ln(2)² / 4.
+    const sigma = Math.sqrt((2 * Math.log(2) ** 2) / 4);
+    expect(sd(got)).toBeGreaterThan(sigma * 0.93);
+    expect(sd(got)).toBeLessThan(sigma * 1.07);
+  });
+
+  it('a record that stands alone, with no spread anywhere to borrow, is drawn as it is', () => {
+    const s = createDurationSampler([rec('VM_STOP', 'vm-1', 'n1', 1234), rec('VM_STOP', 'vm-1', 'n1', 1234), rec('VM_STOP', 'vm-1', 'n1', 1234)], DEFAULTS, 3);
+    expect(new Set(draws(50, () => s.draw('VM_STOP', 'vm-1', 'n1').ms))).toEqual(new Set([1234]));
   });
 });
 
@@ -55,29 +103,35 @@ describe('createDurationSampler: WORKLOAD → NODE → CLUSTER → DEFAULT', () 
     rec('VM_MIGRATE', 'vm-1', 'n1', 11),
     rec('VM_MIGRATE', 'vm-1', 'n1', 12),
     rec('VM_MIGRATE', 'vm-1', 'n1', 13),
-    // Three more on n2, by other VMs.
-    rec('VM_MIGRATE', 'vm-2', 'n2', 21),
-    rec('VM_MIGRATE', 'vm-3', 'n2', 22),
-    rec('VM_MIGRATE', 'vm-4', 'n2', 23),
+    // Three more on n2, by other VMs, ten times slower.
+    rec('VM_MIGRATE', 'vm-2', 'n2', 210),
+    rec('VM_MIGRATE', 'vm-3', 'n2', 220),
+    rec('VM_MIGRATE', 'vm-4', 'n2', 230),
     rec('VM_STOP', 'vm-9', 'n9', 99),
   ];
+  const medianOf = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
   it('answers from the workload first', () => {
     const s = createDurationSampler(history, DEFAULTS, 3);
-    for (const d of draws(50, () => s.draw('VM_MIGRATE', 'vm-1', 'n2').ms)) expect([11, 12, 13]).toContain(d);
-    expect(s.sources()).toEqual({ WORKLOAD: 50, NODE: 0, CLUSTER: 0, DEFAULT: 0 });
+    const got = draws(200, () => s.draw('VM_MIGRATE', 'vm-1', 'n2').ms);
+    expect(medianOf(got)).toBeGreaterThan(9);
+    expect(medianOf(got)).toBeLessThan(15);
+    expect(s.sources()).toEqual({ WORKLOAD: 200, NODE: 0, CLUSTER: 0, DEFAULT: 0 });
   });
 
   it('then from the same action on the node', () => {
     const s = createDurationSampler(history, DEFAULTS, 3);
-    for (const d of draws(50, () => s.draw('VM_MIGRATE', 'vm-new', 'n2').ms)) expect([21, 22, 23]).toContain(d);
-    expect(s.sources()).toEqual({ WORKLOAD: 0, NODE: 50, CLUSTER: 0, DEFAULT: 0 });
+    const got = draws(200, () => s.draw('VM_MIGRATE', 'vm-new', 'n2').ms);
+    expect(medianOf(got)).toBeGreaterThan(190);
+    expect(medianOf(got)).toBeLessThan(250);
+    expect(s.sources()).toEqual({ WORKLOAD: 0, NODE: 200, CLUSTER: 0, DEFAULT: 0 });
   });
 
-  it('then from the same action anywhere in the cluster (also when the node is unknown)', () => {
+  it('then from the same action anywhere in the cluster (also when the node is unknown), spread as wide as the workloads differ', () => {
     const s = createDurationSampler(history, DEFAULTS, 3);
-    const values = new Set([...draws(200, () => s.draw('VM_MIGRATE', 'vm-new', 'n-new').ms), ...draws(200, () => s.draw('VM_MIGRATE', 'vm-new', null).ms)]);
-    expect([...values].sort((x, y) => x - y)).toEqual([11, 12, 13, 21, 22, 23]);
+    const got = [...draws(200, () => s.draw('VM_MIGRATE', 'vm-new', 'n-new').ms), ...draws(200, () => s.draw('VM_MIGRATE', 'vm-new', null).ms)];
+    expect(got.some((ms) => ms < 40)).toBe(true);
+    expect(got.some((ms) => ms > 100)).toBe(true);
     expect(s.sources()).toEqual({ WORKLOAD: 0, NODE: 0, CLUSTER: 400, DEFAULT: 0 });
   });
 
@@ -113,10 +167,8 @@ describe('createDurationSampler: a level with fewer than three records shares it
     expect(WORKLOAD).toBeLessThan(1100);
     expect(NODE + DEFAULT).toBe(0);
     expect(CLUSTER).toBe(3000 - WORKLOAD);
-    // The cluster's pool holds the lucky record too, one in ten: about 1000 + 2000 / 10 draws of it.
-    const lucky = got.filter((ms) => ms === 5).length;
-    expect(lucky).toBeGreaterThan(1100);
-    expect(lucky).toBeLessThan(1300);
+    // The workload's one record, with no workload spread to borrow, is drawn as it is.
+    expect(got.filter((ms) => ms === 5).length).toBeGreaterThanOrEqual(WORKLOAD);
   });
 
   it('two records answer about two thirds', () => {

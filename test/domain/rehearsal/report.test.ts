@@ -1,13 +1,31 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../../src/domain/errors.ts';
+import { createPrng } from '../../../src/domain/prng.ts';
 import { aggregateSamples, quantile, quantiles } from '../../../src/domain/rehearsal/report.ts';
 import type { RehearsalSample, SampleNode, SamplePause } from '../../../src/domain/rehearsal/types.ts';
 
-describe('quantiles: linear interpolation between order statistics', () => {
-  it('interpolates, in any input order', () => {
-    expect(quantiles([1000, 100, 400, 300, 200])).toEqual({ p10: 140, p50: 300, p90: 760 });
-    expect(quantiles([40, 10, 30, 20])).toEqual({ p10: 13, p50: 25, p90: 37 });
+describe('quantiles: a prediction from samples (Weibull plotting position)', () => {
+  it('interpolates at (n + 1)·q, held within the samples, in any input order', () => {
+    expect(quantiles([1000, 100, 400, 300, 200])).toEqual({ p10: 100, p50: 300, p90: 1000 });
+    expect(quantiles([40, 10, 30, 20])).toEqual({ p10: 10, p50: 25, p90: 40 });
+    // 20 samples: p10 at h = 2.1, p90 at h = 18.9 (counted from 1).
+    const twenty = Array.from({ length: 20 }, (_, i) => (i + 1) * 100);
+    expect(quantiles(twenty)).toEqual({ p10: 210, p50: 1050, p90: 1890 });
     expect(quantiles([7])).toEqual({ p10: 7, p50: 7, p90: 7 });
+  });
+
+  it('the p10–p90 of 20 samples holds the next draw of the same distribution 80 % of the time', () => {
+    const random = createPrng(42);
+    const trials = 4000;
+    let inside = 0;
+    for (let t = 0; t < trials; t++) {
+      const q = quantiles(Array.from({ length: 20 }, () => random() * 1e6));
+      const next = random() * 1e6;
+      if (next >= q.p10 && next <= q.p90) inside++;
+    }
+    // Expected 0.8 (type 7 would give 0.72); ±0.02 is over three standard errors at 4000 trials.
+    expect(inside / trials).toBeGreaterThan(0.78);
+    expect(inside / trials).toBeLessThan(0.82);
   });
 
   it('rounds to whole ms and refuses no values', () => {
@@ -90,7 +108,7 @@ describe('aggregateSamples', () => {
 
   it('total duration over every sample, outcomes, peak and sources', () => {
     expect(report.samples).toBe(4);
-    expect(report.durationMs).toEqual({ p10: 130, p50: 250, p90: 370 });
+    expect(report.durationMs).toEqual({ p10: 100, p50: 250, p90: 400 });
     expect(report.outcomes).toEqual({ SUCCEEDED: 0, FAILED: 1, CANCELLED: 0, GAVE_UP: 3 });
     expect(report.peakNodesOut).toBe(3);
     expect(report.durationSources).toEqual({ WORKLOAD: 1, NODE: 2, CLUSTER: 6, DEFAULT: 4 });
@@ -98,8 +116,8 @@ describe('aggregateSamples', () => {
 
   it('waves: first node in to last node back, still out at the end counts to the end; unreached waves named', () => {
     expect(report.waves).toEqual([
-      { wave: 1, nodeIds: ['a', 'b'], startMs: { p10: 0, p50: 0, p90: 14 }, durationMs: { p10: 59, p50: 100, p90: 246 } },
-      { wave: 2, nodeIds: ['c'], startMs: { p10: 56, p50: 80, p90: 128 }, durationMs: { p10: 62, p50: 110, p90: 230 } },
+      { wave: 1, nodeIds: ['a', 'b'], startMs: { p10: 0, p50: 0, p90: 20 }, durationMs: { p10: 50, p50: 100, p90: 300 } },
+      { wave: 2, nodeIds: ['c'], startMs: { p10: 50, p50: 80, p90: 140 }, durationMs: { p10: 50, p50: 110, p90: 260 } },
     ]);
     expect(report.wavesNotReached).toEqual([3]);
   });
@@ -109,8 +127,8 @@ describe('aggregateSamples', () => {
       {
         nodeId: 'a',
         wave: 1,
-        startMs: { p10: 0, p50: 0, p90: 14 },
-        durationMs: { p10: 46, p50: 80, p90: 100 },
+        startMs: { p10: 0, p50: 0, p90: 20 },
+        durationMs: { p10: 40, p50: 80, p90: 100 },
         // Two samples leave nothing, two leave both VMs: the tie goes to the reading that leaves more.
         leftOnNode: ['vm-1', 'vm-2'],
         safeToRestart: false,
@@ -122,8 +140,8 @@ describe('aggregateSamples', () => {
       {
         nodeId: 'b',
         wave: 1,
-        startMs: { p10: 0, p50: 5, p90: 17 },
-        durationMs: { p10: 56, p50: 95, p90: 246 },
+        startMs: { p10: 0, p50: 5, p90: 20 },
+        durationMs: { p10: 50, p50: 95, p90: 300 },
         leftOnNode: [],
         safeToRestart: true,
         leftOnNodeProbabilities: [{ workload: 'pod-1', probability: 0.25 }],
@@ -131,8 +149,8 @@ describe('aggregateSamples', () => {
       {
         nodeId: 'c',
         wave: 2,
-        startMs: { p10: 56, p50: 80, p90: 128 },
-        durationMs: { p10: 62, p50: 110, p90: 230 },
+        startMs: { p10: 50, p50: 80, p90: 140 },
+        durationMs: { p10: 50, p50: 110, p90: 260 },
         leftOnNode: [],
         safeToRestart: null,
         leftOnNodeProbabilities: [],
