@@ -134,7 +134,7 @@ describe('rollout rehearse and rollout start --rehearsal against a gateway', () 
     const id = (await t.db.prisma.rehearsal.findFirstOrThrow()).id;
     expect(text.out.join('').split('\n').slice(0, 2)).toEqual([
       `rehearsal ${id}: SUCCEEDED (3 sample(s), seed 7) — MAINTENANCE of node(s) 1, 2, maxUnavailable 1, restart WAIT_FOR_REATTACH`,
-      "total (p10 / p50 / p90): 10m24s / 12m00s / 14m24s   peak nodes out: 1   samples: 3 succeeded, 0 gave up, 0 failed; 9 duration(s) from the backend's defaults, no history",
+      "total (p10 / p50 / p90): 10m00s / 12m00s / 15m00s   peak nodes out: 1   samples: 3 succeeded, 0 gave up, 0 failed; 9 duration(s) from the backend's defaults, no history",
     ]);
     // Progress on stderr, one line per change, without a terminal.
     expect(text.err.join('')).toContain(`2026-01-01T00:00:00.000Z rehearsal ${id}: 1/3 sample(s)\n`);
