@@ -25,17 +25,6 @@ import { buildApp } from '../src/server.ts';
 import { openDatabase } from '../src/store/database.ts';
 import { PrismaPluginStore } from '../src/store/plugin-store.ts';
 import type { Benchmark, BenchReport } from './benchmark.ts';
-import BetterSqlite3 from 'better-sqlite3';
-const sqlCounts = new Map<string, number>();
-let countSql = false;
-{
-  const proto = BetterSqlite3.prototype as unknown as { prepare: (sql: string) => unknown };
-  const orig = proto.prepare;
-  proto.prepare = function (this: unknown, sql: string) {
-    if (countSql) sqlCounts.set(sql.slice(0, 140), (sqlCounts.get(sql.slice(0, 140)) ?? 0) + 1);
-    return orig.call(this, sql);
-  };
-}
 
 const SHARDS = Number(process.env.LOCKKEEPER_BENCH_FAILOVER_SHARDS ?? 20_000);
 const CONCURRENCY = DEFAULT_CONFIG.operations.maxConcurrentFailovers;
@@ -154,30 +143,9 @@ async function lose(
       resolve();
     });
   });
-  const trace = process.env.FPS2_TRACE === '1' && nodeId === 1;
-  const samples: number[] = [];
-  const stamps: number[] = [];
-  let firstArrival = 0;
-  const arrived = fleet.meter.arrived.bind(fleet.meter);
-  if (trace) fleet.meter.arrived = () => { if (!firstArrival) firstArrival = performance.now(); arrived(); };
   fleet.sim(nodeId).stopAnswering();
   await offline;
-  const cpu0 = process.cpuUsage();
-  if (trace) countSql = true;
-  const elu0 = performance.eventLoopUtilization();
-  const timer = trace ? setInterval(() => { samples.push(fleet.meter.inFlight); stamps.push(performance.now() - offlineAt); }, 5) : undefined;
   const ended = await done;
-  if (timer) clearInterval(timer);
-  const cpu = process.cpuUsage(cpu0);
-  countSql = false;
-  if (trace) for (const [q, n] of [...sqlCounts].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`SQL ${n} ${q}`);
-  const elu = performance.eventLoopUtilization(elu0);
-  if (trace) console.log(`TRACE cpu user ${(cpu.user / 1000).toFixed(0)} ms sys ${(cpu.system / 1000).toFixed(0)} ms; per shard ${((cpu.user + cpu.system) / 1000 / 1000).toFixed(2)} ms/1000; elu ${elu.utilization.toFixed(2)}`);
-  if (trace) {
-    const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
-    console.log(stamps.map((t, i) => `${t.toFixed(0)}:${samples[i]}`).join(' '));
-    console.log(`TRACE first arrival +${(firstArrival - offlineAt).toFixed(0)} ms; end +${(ended - offlineAt).toFixed(0)}; in flight mean ${mean.toFixed(1)}; per 50ms: ${Array.from({ length: Math.ceil(samples.length / 10) }, (_, i) => Math.max(...samples.slice(i * 10, i * 10 + 10))).join(' ')}`);
-  }
   fleet.meter.onAnswered = undefined;
   while (app.failover.activeFailover(String(nodeId))) await new Promise((r) => setTimeout(r, 10));
   return ended - offlineAt;

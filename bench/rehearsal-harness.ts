@@ -73,7 +73,7 @@ export async function withDatabase<T>(fn: (db: Database) => Promise<T>): Promise
   }
 }
 
-export interface RealRun {
+interface RealRun {
   sample: RehearsalSample;
   pauseKeys: string[];
   cpuMicros: number;
@@ -82,7 +82,7 @@ export interface RealRun {
 }
 
 /** One real run of `request`'s rollout from its snapshots, durations from the truth of `seed`, on `db` (kept). */
-export async function realRun(request: RehearsalRequest, nature: Nature, seed: number, factor: number, db: Database): Promise<RealRun> {
+async function realRun(request: RehearsalRequest, nature: Nature, seed: number, factor: number, db: Database): Promise<RealRun> {
   const cpu = process.cpuUsage();
   let after: BackendSnapshot[] = [];
   const [sample] = await runSamples({ ...request, history: [], samples: 1, seed }, undefined, {
@@ -101,7 +101,7 @@ export async function realRun(request: RehearsalRequest, nature: Nature, seed: n
  * `gapMs` of quiet between them; the history read back from that database, with the time each
  * run ended (so a rehearsal can be given the first k runs' records only).
  */
-export async function historyRuns(
+async function historyRuns(
   request: RehearsalRequest,
   nature: Nature,
   runs: number,
@@ -124,7 +124,7 @@ export async function historyRuns(
 }
 
 /** `count` real runs of the same request, each on its own database, seeds seed0…. */
-export async function realRuns(
+async function realRuns(
   request: RehearsalRequest,
   nature: Nature,
   count: number,
@@ -142,7 +142,7 @@ export async function realRuns(
   return runs;
 }
 
-export interface MeasuredRehearsal {
+interface MeasuredRehearsal {
   report: RehearsalReport;
   samples: RehearsalSample[];
   wallMs: number;
@@ -163,16 +163,16 @@ export async function rehearse(request: RehearsalRequest): Promise<MeasuredRehea
   return { report: aggregateSamples(samples, waves), samples, wallMs, sampleCpu: (used.user + used.system) / request.samples };
 }
 
-export const median = (xs: readonly number[]) => {
+const median = (xs: readonly number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 export const min = (ms: number) => `${(ms / 60_000).toFixed(1)} min`;
-export const pct = (x: number) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)} %`;
+const pct = (x: number) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)} %`;
 export const mark = (ok: boolean) => (ok ? 'met' : '**missed**');
 
-export interface Accuracy {
+interface Accuracy {
   inside: number;
   actualMedian: number;
   p50Error: number;
@@ -188,7 +188,7 @@ export interface Accuracy {
  * actual median; a pause seen in at least half of the real runs must be predicted with p ≥ 0.5,
  * and a pause predicted with p ≥ 0.5 must be seen in at least one real run.
  */
-export function accuracy(report: RehearsalReport, durations: readonly number[], pauseKeys: readonly (readonly string[])[]): Accuracy {
+function accuracy(report: RehearsalReport, durations: readonly number[], pauseKeys: readonly (readonly string[])[]): Accuracy {
   const actualMedian = median(durations);
   const seen = new Map<string, number>();
   for (const keys of pauseKeys) for (const k of new Set(keys)) seen.set(k, (seen.get(k) ?? 0) + 1);
@@ -205,7 +205,7 @@ export function accuracy(report: RehearsalReport, durations: readonly number[], 
 }
 
 /** Whether a case met its three accuracy goals (coverage ≥ 7 of 10 is scaled to the number of real runs). */
-export function goalsMet(a: Accuracy): { coverage: boolean; p50: boolean; pauses: boolean } {
+function goalsMet(a: Accuracy): { coverage: boolean; p50: boolean; pauses: boolean } {
   return {
     coverage: a.inside >= Math.ceil(0.7 * a.durations.length),
     p50: Math.abs(a.p50Error) <= 0.1,
@@ -219,7 +219,7 @@ export const ACCURACY_HEADER = [
 ];
 
 /** One row of the accuracy table; `goals` false for the drift case (error reported, no goal). */
-export function accuracyRow(caseName: string, history: string, runs: string, report: RehearsalReport, a: Accuracy, goals: boolean): string {
+function accuracyRow(caseName: string, history: string, runs: string, report: RehearsalReport, a: Accuracy, goals: boolean): string {
   const q = report.durationMs;
   const ok = goalsMet(a);
   const range = `${min(median(a.durations))} (${min(Math.min(...a.durations))}–${min(Math.max(...a.durations))})`;

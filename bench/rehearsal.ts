@@ -93,7 +93,7 @@ function plantBlocker(snapshots: BackendSnapshot[]): BackendSnapshot[] {
   });
 }
 
-export async function fakeCase(): Promise<AccuracyCase> {
+async function fakeCase(): Promise<AccuracyCase> {
   return {
     name: 'fake-16',
     describe:
@@ -118,7 +118,7 @@ export async function fakeCase(): Promise<AccuracyCase> {
 }
 
 /** The cost paragraph of a case: one sample's CPU against one real run's, and the samples' wall time. */
-export function costLine(name: string, r: CaseResult, samples: number): string {
+function costLine(name: string, r: CaseResult, samples: number): string {
   return `${name} (one real run ${r.realCpuMs.toFixed(0)} ms CPU): ${r.cost
     .map(
       (c) =>
