@@ -158,6 +158,16 @@ function loadPdbs(sim: K8sSim, pdbs: SnapshotObject[]): void {
 }
 
 /**
+ * The boot id after a restart: never the one before (rollout:O7 waits for it to change), also
+ * when the snapshot was read after an earlier rehearsed or real run had restarted the node
+ * (`<node>-boot-<n>` goes on from n; any other id, a real cluster's, starts at 1).
+ */
+function nextBootId(nodeId: string, current: unknown): string {
+  const m = typeof current === 'string' ? /^(.*)-boot-(\d+)$/.exec(current) : null;
+  return `${nodeId}-boot-${m && m[1] === nodeId ? Number(m[2]) + 1 : 1}`;
+}
+
+/**
  * Loads a kubevirt snapshot (plugins/kubevirt/snapshot.ts) into a Kubernetes + KubeVirt
  * simulator on the sample's clock; starts, stops, migrations and pod terminations take the
  * durations drawn for them (docs/rehearsal.md, "Kubernetes and KubeVirt").
@@ -181,7 +191,6 @@ const loadKubevirt: RehearsalLoader = async (snapshot, liveOptions, context) => 
   });
   const dir = mkdtempSync(join(tmpdir(), 'rehearsal-kubevirt-'));
   const timers = new Set<() => void>();
-  let boots = 0;
   try {
     loadNodes(sim, data.nodes);
     loadCluster(sim, data);
@@ -223,9 +232,8 @@ const loadKubevirt: RehearsalLoader = async (snapshot, liveOptions, context) => 
       const cancel = context.clock.setTimer(downMs, () => {
         timers.delete(cancel);
         if (!sim.node(nodeId)) return;
-        boots += 1;
         sim.store.mutate(sim.def('nodes'), undefined, nodeId, (n) => {
-          n.status.nodeInfo = { ...(n.status.nodeInfo ?? {}), bootID: `${nodeId}-boot-${boots}` };
+          n.status.nodeInfo = { ...(n.status.nodeInfo ?? {}), bootID: nextBootId(nodeId, n.status.nodeInfo?.bootID) };
         });
         sim.setNodeReady(nodeId, true);
         setPodsReady(nodeId, true);

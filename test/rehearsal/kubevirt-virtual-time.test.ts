@@ -194,4 +194,26 @@ describe('rehearsal: drawn durations in virtual time on the kubevirt simulator (
     // The runner asks every loader of a sample: a node this one does not have is another plugin's, left alone.
     await expect(loaded!.restartNode('n9', 1_000)).resolves.toBeUndefined();
   });
+
+  it('a node restarted before the snapshot was read (an earlier run left it n1-boot-1) comes back with a boot id it never had', async () => {
+    const { clock } = await rehearse(new RecordingSampler({}), (live) => {
+      seedDefault(live);
+      live.store.mutate(live.def('nodes'), undefined, 'n1', (n) => {
+        n.status.nodeInfo = {
+          ...{ machineID: 'm-n1', systemUUID: 'u-n1', kernelVersion: '6.4.0', osImage: 'Linux', containerRuntimeVersion: 'containerd://1.7.27' },
+          ...{ kubeletVersion: 'v1.33.3', kubeProxyVersion: '', operatingSystem: 'linux', architecture: 'amd64', bootID: 'n1-boot-1' },
+        };
+      });
+    });
+    expect((await backend!.getNode('n1'))!.bootId).toBe('n1-boot-1');
+    // The first restart of this sample: its boot id must still change, or the rollout waits for the re-attach forever (rollout:O7).
+    await loaded!.restartNode('n1', 60_000);
+    await eventually(async () => (await backend!.getNode('n1'))?.availability === 'OFFLINE');
+    await clock.advance(60_000);
+    await eventually(async () => (await backend!.getNode('n1'))?.availability === 'ACTIVE');
+    expect((await backend!.getNode('n1'))!.bootId).toBe('n1-boot-2');
+    await loaded!.restartNode('n1', 60_000);
+    await clock.advance(60_000);
+    await eventually(async () => (await backend!.getNode('n1'))?.bootId === 'n1-boot-3');
+  });
 });

@@ -183,7 +183,11 @@ export class PodDrainPhase {
       } catch (e) {
         if (!isBackendError(e) || !e.retryable) throw e;
       }
-      if (gone) return this.done(pod, 'gone');
+      if (gone) {
+        // With POD_EVICTED, when the pod was gone: a rehearsal's history of pod evictions (src/rehearsal/history-read.ts).
+        this.host.event('POD_GONE', { pod: idOf(pod) });
+        return this.done(pod, 'gone');
+      }
       await this.pause(POD_DELETE_POLL_MS);
     }
   }
