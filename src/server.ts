@@ -335,7 +335,9 @@ export function buildApp(deps: AppDeps): App {
     database.start();
     // Serving starts once this replica hears the others' commits (or polls for them: the
     // first LISTEN failed), so no commit made after start-up goes unheard until the poll.
-    await (await eventListener)?.listening;
+    await (
+      await eventListener
+    )?.listening;
     await auth.start();
     await leadership.start();
     await roleChanges;
