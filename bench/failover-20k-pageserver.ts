@@ -16,6 +16,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { createPageserverBackend, type PageserverController } from '../plugins/pageserver/index.ts';
 import { pageserverOptionsSchema } from '../plugins/pageserver/options.ts';
 import { startPageserverFleet, shardIdOf, type PageserverFleet, type SimShardSpec } from '../simulators/pageserver/index.ts';
@@ -54,8 +55,19 @@ function shards(): SimShardSpec[] {
 interface FailoverRun {
   wallMs: number;
   highWater: number;
+  /** Mean location_configs in flight at the simulators over the measured time. */
+  meanInFlight: number;
+  /** From the verdict to the first location_config at a simulator (the admission and the first writes). */
+  firstMs: number;
+  /** The process's CPU (user + system) over the measured time, per shard. */
+  cpuMsPerShard: number;
+  /** Event-loop utilisation over the measured time: near 1, the process (gateway, plugin and simulators together) is CPU-bound. */
+  elu: number;
   load: number;
 }
+
+/** What `lose` measured. */
+type Measured = Omit<FailoverRun, 'highWater' | 'load'>;
 
 async function failoverOnce(): Promise<FailoverRun> {
   const dir = mkdtempSync(join(tmpdir(), 'lockkeeper-failover-ps-bench-'));
@@ -89,7 +101,7 @@ async function failoverOnce(): Promise<FailoverRun> {
     await lose(fleet, backend, app, WARMUP_NODE, ids(WARMUP_NODE));
     fleet.meter.reset();
     const load = loadavg()[0]!;
-    const wallMs = await lose(fleet, backend, app, 1, ids(1));
+    const measured = await lose(fleet, backend, app, 1, ids(1));
     const highWater = fleet.meter.highWater;
     if (highWater > CONCURRENCY) throw new Error(`${highWater} location_config requests in flight at once, above the configured ${CONCURRENCY}`);
     const [op] = await app.operations.listOperations({ nodeId: '1', kind: 'FAILOVER' });
@@ -101,7 +113,7 @@ async function failoverOnce(): Promise<FailoverRun> {
       const singles = Object.entries(view[id] ?? {}).filter(([node, l]) => node !== '1' && l.startsWith('AttachedSingle@'));
       if (singles.length !== 1) throw new Error(`shard ${id} is not AttachedSingle on exactly one other node: ${JSON.stringify(view[id])}`);
     }
-    return { wallMs, highWater, load };
+    return { ...measured, highWater, load };
   } finally {
     await app?.stop();
     if (!app) await backend?.close();
@@ -120,15 +132,24 @@ async function untilActive(backend: PageserverController, nodes: number): Promis
   }
 }
 
-/** Node `nodeId` stops answering; resolves with the time from its OFFLINE verdict to the last of `ids` attached elsewhere, and once its FAILOVER has ended. */
+/** Node `nodeId` stops answering; resolves with the time from its OFFLINE verdict to the last of `ids` attached elsewhere (and what else was measured over it), once its FAILOVER has ended. */
 async function lose(
   fleet: PageserverFleet,
   backend: PageserverController,
   app: ReturnType<typeof buildApp>,
   nodeId: number,
   ids: Set<string>,
-): Promise<number> {
+): Promise<Measured> {
   let offlineAt = 0;
+  let firstAt = 0;
+  let cpu = process.cpuUsage();
+  let elu = performance.eventLoopUtilization();
+  const count = ids.size;
+  const arrived = fleet.meter.arrived.bind(fleet.meter);
+  fleet.meter.arrived = () => {
+    firstAt ||= performance.now();
+    arrived();
+  };
   const done = new Promise<number>((resolve) => {
     fleet.meter.onAnswered = (shardId, node, mode) => {
       if (mode !== 'AttachedSingle' || node === nodeId || !ids.delete(shardId) || ids.size) return;
@@ -139,6 +160,10 @@ async function lose(
     const unwatch = backend.watch((e) => {
       if (e.type !== 'nodeChanged' || e.node.id !== String(nodeId) || e.node.availability !== 'OFFLINE') return;
       offlineAt = performance.now();
+      fleet.meter.reset();
+      firstAt = 0;
+      cpu = process.cpuUsage();
+      elu = performance.eventLoopUtilization();
       unwatch();
       resolve();
     });
@@ -146,9 +171,19 @@ async function lose(
   fleet.sim(nodeId).stopAnswering();
   await offline;
   const ended = await done;
+  const used = process.cpuUsage(cpu);
+  const utilisation = performance.eventLoopUtilization(elu).utilization;
+  const meanInFlight = fleet.meter.mean(ended);
   fleet.meter.onAnswered = undefined;
+  fleet.meter.arrived = arrived;
   while (app.failover.activeFailover(String(nodeId))) await new Promise((r) => setTimeout(r, 10));
-  return ended - offlineAt;
+  return {
+    wallMs: ended - offlineAt,
+    meanInFlight,
+    firstMs: firstAt - offlineAt,
+    cpuMsPerShard: (used.user + used.system) / 1000 / count,
+    elu: utilisation,
+  };
 }
 
 export const failover20kPageserver: Benchmark = {
@@ -160,7 +195,7 @@ export const failover20kPageserver: Benchmark = {
     for (let i = 0; i < Math.max(options.rounds, MIN_RUNS); i++) {
       const r = await failoverOnce();
       progress(
-        `  run ${i + 1}: ${r.wallMs.toFixed(0)} ms (${(r.wallMs / ideal).toFixed(3)} × ideal), at most ${r.highWater} in flight, load ${r.load.toFixed(2)}`,
+        `  run ${i + 1}: ${r.wallMs.toFixed(0)} ms (${(r.wallMs / ideal).toFixed(3)} × ideal), at most ${r.highWater} in flight (mean ${r.meanInFlight.toFixed(1)}), first after ${r.firstMs.toFixed(0)} ms, ${r.cpuMsPerShard.toFixed(2)} ms CPU per shard, event loop ${(r.elu * 100).toFixed(0)} % busy, load ${r.load.toFixed(2)}`,
       );
       runs.push(r);
     }
@@ -178,11 +213,14 @@ export const failover20kPageserver: Benchmark = {
               `Reduced run: LOCKKEEPER_BENCH_FAILOVER_SHARDS=${SHARDS} LOCKKEEPER_BENCH_FAILOVER_LATENCY_MS=${LATENCY_MS} LOCKKEEPER_BENCH_FAILOVER_RUNS=${MIN_RUNS} (the defaults are 20 000 shards, 100 ms, five runs).`,
             ]
           : []),
-        `Ideal: ⌈${SHARDS} / ${CONCURRENCY}⌉ × ${LATENCY_MS} ms = ${ideal} ms. "In flight": the simulators' high-water mark of \`PUT …/location_config\` requests between arrival and answer (must stay ≤ ${CONCURRENCY}).`,
+        `Ideal: ⌈${SHARDS} / ${CONCURRENCY}⌉ × ${LATENCY_MS} ms = ${ideal} ms. "In flight": the simulators' \`PUT …/location_config\` requests between arrival and answer, their high-water mark (must stay ≤ ${CONCURRENCY}) and their time-weighted mean over the measured time; "first": from the verdict to the first of them. CPU: the whole process's (gateway, plugin and simulators share it) over the measured time, per shard; the ideal leaves ${(LATENCY_MS / CONCURRENCY).toFixed(2)} ms of one core per shard to all of it.`,
         '',
-        '| run | wall time ms | × ideal | max in flight | load (1 min) at start |',
-        '|---:|---:|---:|---:|---:|',
-        ...runs.map((r, i) => `| ${i + 1} | ${r.wallMs.toFixed(0)} | ${(r.wallMs / ideal).toFixed(3)} | ${r.highWater} | ${r.load.toFixed(2)} |`),
+        '| run | wall time ms | × ideal | max in flight | mean in flight | first ms | CPU ms per shard | event loop busy | load (1 min) at start |',
+        '|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+        ...runs.map(
+          (r, i) =>
+            `| ${i + 1} | ${r.wallMs.toFixed(0)} | ${(r.wallMs / ideal).toFixed(3)} | ${r.highWater} | ${r.meanInFlight.toFixed(1)} | ${r.firstMs.toFixed(0)} | ${r.cpuMsPerShard.toFixed(2)} | ${(r.elu * 100).toFixed(0)} % | ${r.load.toFixed(2)} |`,
+        ),
         '',
         `**Best: ${ratio.toFixed(3)} × ideal** (${verdict}) at load ${best.load.toFixed(2)}.`,
         ...(best.load > cpus().length

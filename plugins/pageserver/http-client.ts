@@ -1,3 +1,5 @@
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { LeaseAuthority } from '../../src/cluster/authority.ts';
 import type { Clock } from '../../src/cluster/clock.ts';
 import { BackendError, type BackendErrorCode } from '../../src/cluster/errors.ts';
@@ -126,7 +128,12 @@ export class PageserverHttp {
     this.closed = true;
     this.closing.abort(new Error('the pageserver backend is closed'));
     for (const nodeId of this.inFlight.keys()) this.abortNode(nodeId, 'the pageserver backend is closed');
+    this.agents.http.destroy();
+    this.agents.https.destroy();
   }
+
+  /** Kept-alive connections to the pageservers, this client's own (closed with it). */
+  private readonly agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
 
   private nodeCancel(nodeId: string): AbortSignal {
     let c = this.nodeCancels.get(nodeId);
@@ -145,7 +152,9 @@ export class PageserverHttp {
       ...(options.signal ? [options.signal] : []),
       ...(authority ? [authority.signal] : []),
     ];
-    const stop = AbortSignal.any(signals);
+    // Read only between attempts (a retry's wait, whether to retry): built then. AbortSignal.any
+    // per call cost as much CPU as the rest of the request in a 1000-shard failover (issue 29 point 2).
+    let stop: AbortSignal | undefined;
     return retry(
       async (attempt) => {
         if (this.closed) throw new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, 'the pageserver backend is closed', true);
@@ -163,7 +172,9 @@ export class PageserverHttp {
         maxAttempts: options.retries + 1,
         delayMs: neonBackoffMs,
         retryable: (e) => neonRetryable(e),
-        signal: stop,
+        get signal() {
+          return (stop ??= AbortSignal.any(signals));
+        },
         onRetry: (e) => {
           const failed = e as PageserverRequestError;
           failures.push(failed.status === null || failed.status === undefined ? (failed.detail ?? failed.message) : `answered ${failed.status}`);
@@ -214,16 +225,16 @@ export class PageserverHttp {
     if (authority) headers[SENDER_HEADER] = authority.tag();
     this.active++;
     try {
-      let res: Response;
+      let res: { status: number };
       let text: string;
       try {
-        res = await fetch(new URL(path, target.url), {
+        ({ res, text } = await this.send(
+          new URL(path, target.url),
           method,
           headers,
-          body: options.body === undefined ? undefined : JSON.stringify(options.body),
-          signal: controller.signal,
-        });
-        text = await res.text();
+          options.body === undefined ? undefined : JSON.stringify(options.body),
+          controller.signal,
+        ));
       } catch (e) {
         if (timedOut) throw new PageserverRequestError('Unavailable', target.nodeId, endpoint, null, `timed out after ${timeoutMs} ms`);
         if (controller.signal.aborted) {
@@ -261,6 +272,35 @@ export class PageserverHttp {
       options.signal?.removeEventListener('abort', onCallerAbort);
       authority?.signal.removeEventListener('abort', onStepDown);
     }
+  }
+
+  /**
+   * One exchange with node:http(s) on this client's kept-alive agents: the status and the
+   * body as text. (Node's fetch cost about twice the CPU per request, its web streams and
+   * per-request signals, and a 1000-shard failover's pipeline is CPU-bound: issue 29 point 2.)
+   * Rejects on a connection or body error, and when `signal` aborts.
+   */
+  private send(
+    url: URL,
+    method: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    signal: AbortSignal,
+  ): Promise<{ res: { status: number }; text: string }> {
+    const https = url.protocol === 'https:';
+    const request = https ? httpsRequest : httpRequest;
+    if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+    return new Promise((resolve, reject) => {
+      const req = request(url, { method, headers, signal, agent: https ? this.agents.https : this.agents.http }, (res: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ res: { status: res.statusCode ?? 0 }, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+        res.on('aborted', () => reject(new Error('the connection closed before the answer ended')));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
   }
 }
 
