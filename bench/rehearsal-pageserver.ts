@@ -153,7 +153,7 @@ export async function pageserverCase(): Promise<AccuracyCase> {
       `Case pageserver-16: ${NODES} pageservers in 2 zones on the pageserver simulators with the compute-hook simulator, ${SHARDS.toLocaleString('en')} shards ` +
       `(${TENANTS} tenants × ${SHARDS_PER_TENANT}) attached round robin, each with a warm secondary in the other zone; the initial snapshot is the pageserver plugin's own \`snapshot()\` of that fleet. ` +
       `Rollout: a restart of every pageserver, DRAIN_FILL with restart WAIT_FOR_REATTACH, maxUnavailable 1 (maxConcurrentMoves ${DEFAULT_CONFIG.operations.maxConcurrentMoves}). ` +
-      `Each shard has its own typical cut-over (the destination's catch-up, ${min(CUT_OVER_MS[0])}–${min(CUT_OVER_MS[1])}) and each pageserver its own restart (${min(RESTART_MS[0])}–${min(RESTART_MS[1])}); ` +
+      `Each shard has its own typical cut-over (the destination's catch-up, ${CUT_OVER_MS[0] / 1000}–${CUT_OVER_MS[1] / 1000} s) and each pageserver its own restart (${min(RESTART_MS[0])}–${min(RESTART_MS[1])}); ` +
       `every run draws log-normally around them (σ ${CUT_OVER_SIGMA} and ${RESTART_SIGMA}, seeded). Planted after the history: one shard attached on pageserver ${BLOCKER_NODE} (the middle of the order) set to policy PAUSE, which the drain skips. ` +
       `A real run moves every shard twice (drain and fill) over loopback HTTP, ~2.5 min of CPU at 4 000 shards: this case measures one history size (${HISTORY_SIZES.join(', ')} runs), ${SAMPLES} samples and ${REAL_RUNS} + ${REAL_RUNS} real runs` +
       (SHARDS === 4000 ? '.' : ` (reduced: ${SHARDS} shards, LK_REHEARSAL_PS_TENANTS=${TENANTS}).`),
