@@ -270,7 +270,9 @@ async function drive(request: RehearsalRequest, d: Drive): Promise<RehearsalSamp
   const unwatch = backend.watch((e: ClusterEvent) => {
     if (e.type === 'nodeChanged') rec.nodeOut(e.node.id, isOut(e.node));
   });
-  const runningBefore = new Set((await backend.listVms()).filter((vm) => vm.status === 'Running').map((vm) => vm.id));
+  // A backend without VMs (the pageserver plugin alone) refuses listVms: nothing can be left stopped there.
+  const vmsNow = async () => (backend.capabilities.vms ? await backend.listVms() : []);
+  const runningBefore = new Set((await vmsNow()).filter((vm) => vm.status === 'Running').map((vm) => vm.id));
   const startedAt = clock.now();
   const op = await app.rollouts.start(request.input, META);
   const restartMs = (nodeId: string) => {
@@ -342,7 +344,7 @@ async function drive(request: RehearsalRequest, d: Drive): Promise<RehearsalSamp
     unwatch();
   }
   recordFailures(lastSteps, rec, startedAt);
-  const vmsAfter = new Map((await backend.listVms()).map((vm) => [vm.id, vm.status]));
+  const vmsAfter = new Map((await vmsNow()).map((vm) => [vm.id, vm.status]));
   return {
     seed: d.seed,
     durationMs: endedAt - startedAt,

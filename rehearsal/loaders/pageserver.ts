@@ -12,6 +12,7 @@ import { ComputeHookSim } from '../../simulators/compute-hook/index.ts';
 import { RequestLog } from '../../simulators/common/request-log.ts';
 import { parseLsn, startPageserverFleet, type PageserverFleet } from '../../simulators/pageserver/index.ts';
 import type { BackendSnapshot } from '../../src/cluster/rehearsal.ts';
+import { flushMicrotasks, VirtualClock } from '../../src/cluster/virtual-clock.ts';
 import type { LoadedSimulators, RehearsalLoadContext, RehearsalLoader } from './types.ts';
 import { simulatorDefaultsWhereUndrawn } from './drawn.ts';
 
@@ -22,6 +23,36 @@ export class PageserverRehearsalError extends Error {
 
 /** Neon's pageserver retries its re-attach upcall until it is answered; a rehearsed restart does so every second of the clock. */
 const REATTACH_RETRY_MS = 1000;
+
+/** How long (wall time) the clock waits at most for the loopback requests in flight before it moves on anyway. */
+const IO_SETTLE_MAX_MS = 10_000;
+
+/**
+ * Resolves once every request in flight between the plugin and the simulators waits on the
+ * clock (a long poll, a latency, a pageserver that is down), as test/support/pageserver-cluster.ts
+ * waits between steps: the clock must not move while an answer is on its way over loopback, or
+ * every step would last as long as the race with the next timer (the next heartbeat, up to
+ * seconds of virtual time) on top of its drawn duration. `outstanding`: the plugin's own count
+ * of requests not yet answered, when the loader can reach the plugin (a pageserver-only sample).
+ */
+function ioIdle(fleet: PageserverFleet, hook: ComputeHookSim | null, outstanding: () => number): () => Promise<void> {
+  return async () => {
+    const deadline = Date.now() + IO_SETTLE_MAX_MS;
+    let stable = 0;
+    let last = '';
+    while (stable < 3 && Date.now() < deadline) {
+      await flushMicrotasks();
+      const out = outstanding();
+      const held = fleet.waiting() + (hook?.waiting ?? 0);
+      const upcalls = fleet.upcallsInFlight();
+      const print = `${out}/${held}/${upcalls}/${fleet.log.position}`;
+      if (out <= held && upcalls === 0 && print === last) stable++;
+      else stable = 0;
+      last = print;
+      if (stable === 0) await new Promise((r) => setTimeout(r, 1));
+    }
+  };
+}
 
 /** What the tests see beyond the contract: the simulators themselves. */
 export interface LoadedPageservers extends LoadedSimulators {
@@ -191,6 +222,9 @@ export async function loadPageservers(snapshot: BackendSnapshot, liveOptions: un
       const id = [...hosts].find(([, k]) => k === nodeId)?.[0] ?? nodeId;
       return fleet!.sims.get(Number(id)) && /^\d+$/.test(id) ? fleet!.sim(id) : undefined;
     };
+    let outstanding = () => 0;
+    // The sample's clock waits for the loopback requests in flight before each timer.
+    if (clock instanceof VirtualClock) clock.waitForIo(ioIdle(fleet, hook, () => outstanding()));
     const loaded: LoadedPageservers = {
       options,
       urls: [...[...fleet.sims.values()].map((s) => s.url), ...(hook ? [hook.url] : []), upcallUrl],
@@ -202,6 +236,11 @@ export async function loadPageservers(snapshot: BackendSnapshot, liveOptions: un
         if (!sim) return;
         // Down now (requests in flight lost); after downMs it boots and re-attaches, as a restarted pageserver does.
         void sim.restart({ downMs, retryEveryMs: REATTACH_RETRY_MS }).catch(() => {});
+      },
+      attach(backend) {
+        // The pageserver plugin alone is the sample's backend; combined with another plugin its count is out of reach (the simulators' side still settles).
+        const plugin = backend as Partial<{ outstandingRequests(): number }>;
+        if (typeof plugin.outstandingRequests === 'function') outstanding = () => plugin.outstandingRequests!();
       },
       stop,
     };
