@@ -367,6 +367,24 @@ describe('running (rollout:O4–O8, rollout:O10, rollout:O11)', () => {
     expect(types.indexOf('ROLLOUT_NODE_FAILED:2')).toBeLessThan(types.indexOf('ROLLOUT_NODE_STARTED:3'));
   });
 
+  it('rollout:O8, rollout:O6: a maintenance that fails pauses the rollout naming what it left on the node', async () => {
+    t = await rolloutApp(twoZoneCluster(), { settings: { maxConcurrentOperations: 1 } });
+    // prod/vm-1-0 (strategy Migrate) never finishes its migration: the maintenance ends at its deadline.
+    t.cluster.simulation.injectFaults({ stuck: ['prod/vm-1-0'] });
+    const r = await startRollout(t, 'nodes: ["1", "2"], action: MAINTENANCE, restart: NONE');
+    expect(await driveRollout(t, r.id, ['SUCCEEDED', 'FAILED', 'PAUSED'])).toMatchObject({ state: 'PAUSED' });
+    const paused = (await events(t, r.id)).filter((e) => e.type === 'ROLLOUT_PAUSED');
+    expect(paused).toHaveLength(1);
+    const payload = JSON.parse(paused[0]!.payload) as { node: string; failure: string; blockers: { id: string; reasons: string[] }[] };
+    expect(payload).toMatchObject({ node: '1', failure: expect.stringMatching(/^maintenance failed \(DEADLINE_EXCEEDED/) });
+    expect(payload.blockers.map((b) => b.id)).toContain('prod/vm-1-0');
+    expect(
+      run(t, r.id)
+        .details.get('1')!
+        .blockers.map((b) => b.id),
+    ).toContain('prod/vm-1-0');
+  });
+
   it('rollout:O8 pause stops new node steps, resume goes on; CONFIRM waits for continueRollout; progress streams (rollout:O10)', async () => {
     t = await rolloutApp(storageCluster());
     const r = await startRollout(t, 'nodes: ["1", "2"], action: DRAIN_FILL, restart: CONFIRM');

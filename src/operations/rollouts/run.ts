@@ -277,12 +277,14 @@ export class RolloutRun extends StepRun<RolloutRun> {
         if (!op) return null;
         if (cancelling) return this.bringBack(step, op, line);
         if (!ended(op)) return line(detail.phase, describeNode(op));
-        if (op.state !== 'SUCCEEDED')
+        if (op.state !== 'SUCCEEDED') {
+          await this.saveLeftBehind(step);
           return this.fail(
             step,
             `${op.kind}_${op.state}`,
             `${op.kind.toLowerCase()} ${op.state.toLowerCase()}${op.error ? ` (${op.error})` : ''}${op.waitingOn ? `: ${op.waitingOn.description}` : ''}`,
           );
+        }
         return this.afterEvacuation(step, node, line);
       }
       case 'UNSAFE_TO_RESTART':
@@ -414,12 +416,29 @@ export class RolloutRun extends StepRun<RolloutRun> {
     return this.putBack(step, line);
   }
 
+  /**
+   * rollout:O6, rollout:O8: a drain or maintenance that failed names what it left on the node
+   * (the node's blockers, then the pause's), as a refused start names its blockers: the
+   * operator sees the pod a PodDisruptionBudget held, not only "maintenance failed". A read
+   * that fails leaves the blockers as they were: the failure is reported either way.
+   */
+  private async saveLeftBehind(step: StepRecord): Promise<void> {
+    const left = await unsafeWorkloads(this.host, step.workloadId).catch(() => null);
+    if (left?.length) await this.save(step, { blockers: left });
+  }
+
   private async fail(step: StepRecord, code: string, message: string): Promise<WaitingOn | null> {
     await this.save(step, { phase: 'FAILED', failure: message, since: this.host.clock.now() });
     this.finishStep(step, 'FAILED', code, message);
     await this.host.flush();
     if (this.settings.pauseOnFailure && this.snapshot.state === 'RUNNING') {
-      await this.host.pause(this, `${step.workloadId}: ${message}`, { node: step.workloadId, operations: this.detail(step).operations, failure: message });
+      const { operations, blockers } = this.detail(step);
+      await this.host.pause(this, `${step.workloadId}: ${message}`, {
+        node: step.workloadId,
+        operations,
+        failure: message,
+        ...(blockers.length && { blockers }),
+      });
     }
     return null;
   }
