@@ -31,7 +31,7 @@ function intFromEnv(name: string, fallback: number): number {
 }
 
 /** The fake's snapshot of the generated topology, as `rehearseRollout` would read it. */
-export async function scaleSnapshots(nodes = NODES, vmsPerNode = VMS_PER_NODE, shards = SHARDS): Promise<BackendSnapshot[]> {
+async function scaleSnapshots(nodes = NODES, vmsPerNode = VMS_PER_NODE, shards = SHARDS): Promise<BackendSnapshot[]> {
   const cluster = createSimulatedCluster({
     topology: { generate: { nodes, zones: 2, vmsPerNode, tenants: shards, shardsPerTenant: 1, secondariesPerShard: 1, seed: 1 } },
     clock: new VirtualClock(Date.UTC(2026, 0, 1)),
