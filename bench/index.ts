@@ -11,6 +11,7 @@ import { maintenance500 } from './maintenance-500.ts';
 import { memory } from './memory.ts';
 import { readPath } from './read-path.ts';
 import { rehearsal } from './rehearsal.ts';
+import { rehearsalScale } from './rehearsal-scale.ts';
 import { startup } from './startup.ts';
 import { takeover } from './takeover.ts';
 
@@ -29,5 +30,6 @@ export const benchmarks: readonly Benchmark[] = [
   drain10kPostgresql,
   takeover,
   rehearsal,
+  rehearsalScale,
   image,
 ];

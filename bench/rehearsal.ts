@@ -24,6 +24,7 @@ import { DEFAULT_CONFIG } from '../src/config/defaults.ts';
 import { createPrng } from '../src/domain/prng.ts';
 import type { RolloutInput } from '../src/operations/rollouts/engine.ts';
 import type { Benchmark, BenchReport } from './benchmark.ts';
+import { hyperconvergedCase } from './rehearsal-hyperconverged.ts';
 import { k8sCase } from './rehearsal-k8s.ts';
 import { pageserverCase } from './rehearsal-pageserver.ts';
 import { ACCURACY_HEADER, mark, measureCase, min, natureKey, type AccuracyCase, type CaseResult, type Nature } from './rehearsal-harness.ts';
@@ -133,7 +134,12 @@ function costLine(name: string, r: CaseResult, samples: number): string {
  * The cases, each a module of its own (bench/rehearsal-<case>.ts). `LK_REHEARSAL_CASES=a,b`
  * measures only those (while one case is worked on); the recorded section has them all.
  */
-const CASES: Record<string, () => Promise<AccuracyCase>> = { 'fake-16': fakeCase, 'k8s-16': k8sCase, 'pageserver-16': pageserverCase };
+const CASES: Record<string, () => Promise<AccuracyCase>> = {
+  'fake-16': fakeCase,
+  'k8s-16': k8sCase,
+  'pageserver-16': pageserverCase,
+  'hyperconverged-8': hyperconvergedCase,
+};
 
 export const rehearsal: Benchmark = {
   name: 'rehearsal',

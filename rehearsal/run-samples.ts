@@ -171,6 +171,8 @@ class SampleRecorder {
   readonly resumedFor = new Set<string>();
   readonly handledPauses = new Set<number>();
   peakOut = 0;
+  /** A resume that failed: the sample fails with it at the next look. */
+  resumeError: unknown = null;
   private readonly out = new Map<string, boolean>();
 
   nodeOut(id: string, out: boolean): void {
@@ -288,6 +290,7 @@ async function drive(request: RehearsalRequest, d: Drive): Promise<RehearsalSamp
   let lastDetails = new Map(run?.details ?? []);
   try {
     while (outcome === null) {
+      if (rec.resumeError) throw rec.resumeError;
       run = app.operations.live.get(op.id) as RolloutRun | undefined;
       if (!run) {
         const ended = await app.operations.getOperation(op.id);
@@ -387,7 +390,11 @@ async function onPause(d: Drive, rec: SampleRecorder, operationId: string, start
   const scope = nodeId ?? '(rollout)';
   if (rec.resumedFor.has(scope)) return true;
   rec.resumedFor.add(scope);
-  await app.rollouts.resumeRollout(operationId, nodeId ? { allowUnsafeRestartNodes: [nodeId] } : {}, META);
+  // Not awaited: the resume may start the next nodes' maintenances, whose first moves wait on
+  // the sample's clock (a cordon's latency), and only this loop moves that clock on.
+  app.rollouts.resumeRollout(operationId, nodeId ? { allowUnsafeRestartNodes: [nodeId] } : {}, META).catch((e: unknown) => {
+    rec.resumeError ??= e;
+  });
   return false;
 }
 

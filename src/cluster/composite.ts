@@ -1,7 +1,8 @@
 import type { ClusterBackend } from './backend.ts';
 import { BackendError } from './errors.ts';
 import { aliasNodes, nodeAliases } from './hyperconverged.ts';
-import { combinedPart, OPTIONAL_PARTS } from './parts.ts';
+import type { NodeMaintenanceBackend } from './node-maintenance.ts';
+import { combinedPart, OPTIONAL_PARTS, partProviders } from './parts.ts';
 import type { ClusterNode } from './types.ts';
 import { compareNodeIds } from '../domain/compare.ts';
 
@@ -129,7 +130,34 @@ export function combineBackends(members: ClusterBackend[]): ClusterBackend {
   };
   // The optional parts, each from the backend the table (parts.ts) names as its owner.
   const parts = Object.fromEntries(OPTIONAL_PARTS.map((part) => [part, combinedPart(part, backends)]).filter(([, value]) => value !== undefined));
+  if (parts.nodeMaintenance) parts.nodeMaintenance = clearingEverySide(parts.nodeMaintenance as NodeMaintenanceBackend, backends);
   return Object.assign(composite, parts);
+}
+
+/**
+ * The maintenance marks are one backend's (Kubernetes), but a maintenance cordons the node on
+ * every backend that has it (a hyperconverged host's pageserver too): clearing the marks
+ * uncordons the node on the others as well, or the host would stay cordoned on its shard side
+ * after its maintenance (found by the hyperconverged case of the rehearsal benchmark, issue 33).
+ */
+function clearingEverySide(marks: NodeMaintenanceBackend, backends: ClusterBackend[]): NodeMaintenanceBackend {
+  const [owner] = partProviders('nodeMaintenance', backends);
+  const others = backends.filter((b) => b !== owner);
+  const clearMaintenance = async (nodeId: string) => {
+    await marks.clearMaintenance(nodeId);
+    await Promise.all(
+      others.map(async (b) => {
+        if (await b.getNode(nodeId)) await b.uncordonNode(nodeId);
+      }),
+    );
+  };
+  return new Proxy(marks, {
+    get(target, key) {
+      if (key === 'clearMaintenance') return clearMaintenance;
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }
 
 /**

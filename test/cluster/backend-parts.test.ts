@@ -98,6 +98,26 @@ describe('the table of optional backend parts (issue 26)', () => {
     expect(combineBackends([c, stub('d', { vms: true, shards: false }, [])]).snapshot).toBeUndefined();
   });
 
+  it('clearing the maintenance marks (one side’s) uncordons the node on every other side that has it: a hyperconverged host’s pageserver does not stay cordoned', async () => {
+    const calls: string[] = [];
+    const side = (name: string, serves: { vms: boolean; shards: boolean }, nodes: string[]) => ({
+      ...stub(name, serves, []),
+      getNode: async (id: string) => (nodes.includes(id) ? { id } : null),
+      uncordonNode: async (id: string) => void calls.push(`${name}.uncordon ${id}`),
+    });
+    const marks = { delegate: false, owner: 'k', clearMaintenance: async (id: string) => void calls.push(`k.clear ${id}`) };
+    const k = { ...side('k', { vms: true, shards: false }, ['n1', 'n2']), nodeMaintenance: marks } as unknown as ClusterBackend;
+    const ps = side('ps', { vms: false, shards: true }, ['n1']) as unknown as ClusterBackend;
+    const both = combineBackends([k, ps]);
+    await both.nodeMaintenance!.clearMaintenance('n1');
+    await both.nodeMaintenance!.clearMaintenance('n2');
+    // The marks' side clears (uncordon included) in one update; only the other side is uncordoned, and only where it has the node.
+    expect(calls).toEqual(['k.clear n1', 'ps.uncordon n1', 'k.clear n2']);
+    // Everything else is the owner's object as it was.
+    expect(both.nodeMaintenance!.delegate).toBe(false);
+    expect((both.nodeMaintenance as unknown as { owner: string }).owner).toBe('k');
+  });
+
   it('two backends that both provide a part with one owner are refused, not one of them silently dropped', () => {
     const a = stub('a', { vms: true, shards: false }, ['podDrain']);
     const b = stub('b', { vms: false, shards: true }, ['podDrain']);
