@@ -42,7 +42,7 @@ function hash(text: string): number {
  * case). An action the nature does not know falls to the simulators' own defaults (source
  * DEFAULT, 0 ms: the loaders then keep their backend's delay).
  */
-export function truthSampler(nature: Nature, seed: number, factor = 1): DurationSampler {
+function truthSampler(nature: Nature, seed: number, factor = 1): DurationSampler {
   const drawn = new Map<string, number>();
   return {
     draw(action, workloadId) {
@@ -124,15 +124,7 @@ async function historyRuns(
 }
 
 /** `count` real runs of the same request, each on its own database, seeds seed0…. */
-async function realRuns(
-  request: RehearsalRequest,
-  nature: Nature,
-  count: number,
-  seed0: number,
-  factor: number,
-  progress: (l: string) => void,
-  label: string,
-) {
+async function realRuns(request: RehearsalRequest, nature: Nature, count: number, seed0: number, factor: number, progress: (l: string) => void, label: string) {
   const runs: RealRun[] = [];
   for (let i = 0; i < count; i++) {
     const r = await withDatabase((db) => realRun(request, nature, seed0 + i, factor, db));
