@@ -407,6 +407,7 @@ export function buildApp(deps: AppDeps): App {
         await (await eventListener)?.close();
         await deps.backend.close();
         await deps.onClose?.();
+        metrics.close();
       })();
       return stopping;
     },
