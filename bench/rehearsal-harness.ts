@@ -21,6 +21,15 @@ import type { RehearsalRequest } from '../src/rehearsal/request.ts';
 import { openDatabase, type Database } from '../src/store/database.ts';
 import { runSamples } from '../rehearsal/run-samples.ts';
 
+/** Real runs per case, and how much slower the drift case's runs are than the history (shared by every case). */
+export const REAL_RUNS = 10;
+export const DRIFT = 1.2;
+/** A VM's typical migration (30 s to 3 min) and a node's typical restart (2 to 5 min); each run draws log-normally around them with σ. */
+export const MIGRATE_MS = [30_000, 180_000] as const;
+export const MIGRATE_SIGMA = 0.3;
+export const RESTART_MS = [120_000, 300_000] as const;
+export const RESTART_SIGMA = 0.2;
+
 /** A cluster's nature: each (action, workload)'s typical duration in ms, and each action's log-normal spread per run. */
 export interface Nature {
   typicalMs: ReadonlyMap<string, number>;

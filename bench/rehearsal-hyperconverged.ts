@@ -22,7 +22,7 @@ import type { BackendSnapshot } from '../src/cluster/rehearsal.ts';
 import { DEFAULT_CONFIG } from '../src/config/defaults.ts';
 import { createPrng } from '../src/domain/prng.ts';
 import type { RolloutInput } from '../src/operations/rollouts/engine.ts';
-import { min, natureKey, type AccuracyCase, type Nature } from './rehearsal-harness.ts';
+import { type AccuracyCase, DRIFT, MIGRATE_MS, MIGRATE_SIGMA, min, type Nature, natureKey, REAL_RUNS, RESTART_MS, RESTART_SIGMA } from './rehearsal-harness.ts';
 
 const HOSTS = 8;
 const VMS_PER_HOST = 3;
@@ -30,17 +30,9 @@ const SHARDS_PER_HOST = 40;
 /** Earlier real runs the history is read from (one size: the case's run time stays within ~10 min on 2 cores). */
 const HISTORY_SIZES = [3] as const;
 const SAMPLES = 20;
-const REAL_RUNS = 10;
-const DRIFT = 1.2;
-/** Each VM's typical migration: 30 s to 3 min; a run draws log-normally around it. */
-const MIGRATE_MS = [30_000, 180_000] as const;
-const MIGRATE_SIGMA = 0.3;
 /** Each shard's typical cut-over (its secondary's catch-up): 5 to 40 s. */
 const CUT_OVER_MS = [5_000, 40_000] as const;
 const CUT_OVER_SIGMA = 0.3;
-/** Each host's typical restart: 2 to 5 min. */
-const RESTART_MS = [120_000, 300_000] as const;
-const RESTART_SIGMA = 0.2;
 const TAKEN_AT = Date.UTC(2026, 0, 1);
 const NAMESPACE = 'default';
 /** Planted after the history: a VM with a GPU (KubeVirt: LiveMigratable False, HostDeviceNotLiveMigratable) on a host in the middle. */

@@ -23,7 +23,7 @@ import type { RolloutInput } from '../src/operations/rollouts/engine.ts';
 import { createKubevirtBackend } from '../plugins/kubevirt/index.ts';
 import type { KubevirtSnapshotData, SnapshotObject } from '../plugins/kubevirt/snapshot.ts';
 import { K8sSim } from '../simulators/kubernetes/index.ts';
-import { min, natureKey, type AccuracyCase, type Nature } from './rehearsal-harness.ts';
+import { type AccuracyCase, DRIFT, MIGRATE_MS, MIGRATE_SIGMA, min, type Nature, natureKey, REAL_RUNS, RESTART_MS, RESTART_SIGMA } from './rehearsal-harness.ts';
 
 const NODES = Array.from({ length: 16 }, (_, i) => `n${String(i + 1).padStart(2, '0')}`);
 const VMS_PER_NODE = 3;
@@ -31,17 +31,9 @@ const NS = 'prod';
 /** The rehearsal is measured with a history of 5 earlier runs only: a kubevirt run costs seconds of CPU (HTTP to the simulator). */
 const HISTORY_SIZES = [5] as const;
 const SAMPLES = 20;
-const REAL_RUNS = 10;
-/** Each VM's typical migration: 30 s to 3 min; a run draws log-normally around it (σ below). */
-const MIGRATE_MS = [30_000, 180_000] as const;
-const MIGRATE_SIGMA = 0.3;
 /** Each pod's typical termination after its eviction: 5 to 45 s. */
 const EVICT_MS = [5_000, 45_000] as const;
 const EVICT_SIGMA = 0.3;
-/** Each node's typical restart (down, then Ready again): 2 to 5 min. */
-const RESTART_MS = [120_000, 300_000] as const;
-const RESTART_SIGMA = 0.2;
-const DRIFT = 1.2;
 /** The blocker: a one-replica StatefulSet under a budget that allows no disruption, on the 8th node of 16. */
 const BLOCKER = { node: 'n08', pod: `${NS}/ledger-0`, pdb: 'ledger' };
 const INPUT: RolloutInput = { nodes: NODES, action: 'MAINTENANCE', maxUnavailable: 1 };

@@ -27,21 +27,28 @@ import type { Benchmark, BenchReport } from './benchmark.ts';
 import { hyperconvergedCase } from './rehearsal-hyperconverged.ts';
 import { k8sCase } from './rehearsal-k8s.ts';
 import { pageserverCase } from './rehearsal-pageserver.ts';
-import { ACCURACY_HEADER, mark, measureCase, min, natureKey, type AccuracyCase, type CaseResult, type Nature } from './rehearsal-harness.ts';
+import {
+  ACCURACY_HEADER,
+  type AccuracyCase,
+  type CaseResult,
+  DRIFT,
+  mark,
+  measureCase,
+  MIGRATE_MS,
+  MIGRATE_SIGMA,
+  min,
+  type Nature,
+  natureKey,
+  REAL_RUNS,
+  RESTART_MS,
+  RESTART_SIGMA,
+} from './rehearsal-harness.ts';
 
 const NODES = 16;
 const VMS_PER_NODE = 4;
 /** Earlier real runs the history is read from: the rehearsal is measured with the first 5 of them and with all 10. */
 const HISTORY_SIZES = [5, 10] as const;
 const SAMPLES = 20;
-const REAL_RUNS = 10;
-/** Each VM's typical migration: 30 s to 3 min; a run draws log-normally around it (σ below). */
-const MIGRATE_MS = [30_000, 180_000] as const;
-const MIGRATE_SIGMA = 0.3;
-/** Each node's typical restart (down, back, then a heartbeat later ACTIVE): 2 to 5 min. */
-const RESTART_MS = [120_000, 300_000] as const;
-const RESTART_SIGMA = 0.2;
-const DRIFT = 1.2;
 const BLOCKER = { node: String(NODES), vm: 'prod/pinned' };
 const INPUT: RolloutInput = { nodes: Array.from({ length: NODES }, (_, i) => String(i + 1)), action: 'MAINTENANCE', maxUnavailable: 1 };
 
